@@ -1,0 +1,1 @@
+"""Outfitter: equipment and asset management service."""

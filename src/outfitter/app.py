@@ -1,0 +1,81 @@
+"""create_app(): routers, error handlers, middleware and the engine's lifetime."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+from outfitter.catalog.router import router as catalog_router
+from outfitter.config import Settings, get_settings
+from outfitter.core.errors import error_body
+from outfitter.core.handlers import install_error_handlers
+from outfitter.core.middleware import BodyLimitMiddleware, RequestContextMiddleware
+from outfitter.core.ratelimit import RateLimiter
+from outfitter.core.schemas import Envelope, ErrorEnvelope, ok
+from outfitter.db.session import make_engine, make_sessionmaker
+
+API_PREFIX = "/api/v2"
+
+logger = logging.getLogger("outfitter")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="Outfitter",
+        version="2.0.0",
+        summary="Equip employees: catalog, people, equipment and payments.",
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.redis_url)
+
+    install_error_handlers(app)
+    # Added last runs first: the request id must wrap everything, including the body checks.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestContextMiddleware)
+
+    api = APIRouter(prefix=API_PREFIX)
+    api.include_router(catalog_router)
+    app.include_router(api)
+    _add_health_checks(app)
+    return app
+
+
+def _add_health_checks(app: FastAPI) -> None:
+    @app.get("/healthz", response_model=Envelope[dict[str, str]], tags=["operations"], summary="Process is up")
+    def healthz() -> dict[str, object]:
+        return ok({"status": "ok"}, "Service is up.")
+
+    @app.get(
+        "/readyz",
+        response_model=Envelope[dict[str, str]],
+        responses={503: {"model": ErrorEnvelope, "description": "Database unreachable"}},
+        tags=["operations"],
+        summary="Database is reachable",
+    )
+    def readyz() -> object:
+        try:
+            with app.state.engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except Exception:
+            logger.exception("readiness check failed")
+            return JSONResponse(error_body("The database is unreachable."), status_code=503)
+        return ok({"status": "ready"}, "Service is ready.")

@@ -1,0 +1,170 @@
+"""`outfitter catalog import FILE`: load a catalog JSON file; importing the same file twice changes nothing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from outfitter.catalog.models import (
+    AVAILABLE,
+    Asset,
+    AssetModel,
+    AssetPricing,
+    AssetSpecification,
+    Category,
+)
+from outfitter.catalog.reference import find_country, find_currency
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PriceIn(_Strict):
+    country: Text
+    currency: Text
+    amount: Annotated[Decimal, Field(gt=0, max_digits=18, decimal_places=6)]
+
+
+class SpecificationIn(_Strict):
+    spec: dict[str, str] = Field(default_factory=dict)
+    images: list[str] = Field(default_factory=list)
+    status: str = AVAILABLE
+    prices: list[PriceIn] = Field(default_factory=list)
+
+
+class AssetIn(_Strict):
+    name: Text
+    description: str = ""
+    year: Annotated[str, StringConstraints(pattern=r"^\d{4}$")]
+    type: Text = "Sale"
+    make: Text
+    model: Text
+    category: Text
+    asset_code: str | None = None
+    images: list[str] = Field(default_factory=list)
+    status: str = AVAILABLE
+    specifications: list[SpecificationIn] = Field(min_length=1)
+
+    @property
+    def import_key(self) -> str:
+        return self.asset_code or f"{self.make}|{self.model}|{self.name}|{self.year}"
+
+
+class CatalogFile(_Strict):
+    assets: list[AssetIn]
+
+
+class CatalogImportError(ValueError):
+    pass
+
+
+@dataclass
+class ImportSummary:
+    assets_created: int = 0
+    assets_updated: int = 0
+    specifications_created: int = 0
+    prices_created: int = 0
+    prices_updated: int = 0
+
+
+def load_catalog_file(path: Path) -> CatalogFile:
+    try:
+        raw: Any = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CatalogImportError(f"cannot read {path}: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:
+        raise CatalogImportError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+    try:
+        return CatalogFile.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise CatalogImportError(f"{path}: {where}: {first['msg']} ({exc.error_count()} problem(s) in all)") from exc
+
+
+def _named(session: Session, model: type[Category] | type[AssetModel], name: str) -> Any:
+    record = session.scalars(select(model).where(model.name == name)).one_or_none()
+    if record is None:
+        record = model(name=name)
+        session.add(record)
+        session.flush()
+    return record
+
+
+def import_catalog(session: Session, catalog: CatalogFile) -> ImportSummary:
+    """Upsert every asset, specification and price of `catalog`. Flushes; the caller commits."""
+    summary = ImportSummary()
+    for index, item in enumerate(catalog.assets):
+        category = _named(session, Category, item.category)
+        model = _named(session, AssetModel, item.model)
+        asset = session.scalars(select(Asset).where(Asset.import_key == item.import_key)).one_or_none()
+        fields = {
+            "name": item.name, "description": item.description, "year": item.year, "type": item.type,
+            "make": item.make, "model_id": model.id, "category_id": category.id,
+            "asset_code": item.asset_code, "images": item.images, "status": item.status,
+        }
+        if asset is None:
+            asset = Asset(import_key=item.import_key, **fields)
+            session.add(asset)
+            summary.assets_created += 1
+        else:
+            changed = any(getattr(asset, key) != value for key, value in fields.items())
+            for key, value in fields.items():
+                setattr(asset, key, value)
+            summary.assets_updated += int(changed)
+        session.flush()
+        for spec_index, spec_in in enumerate(item.specifications):
+            _import_specification(session, asset, spec_in, f"assets.{index}.specifications.{spec_index}", summary)
+    return summary
+
+
+def _import_specification(
+    session: Session, asset: Asset, spec_in: SpecificationIn, where: str, summary: ImportSummary
+) -> None:
+    spec_key = json.dumps(spec_in.spec, sort_keys=True)
+    spec = session.scalars(
+        select(AssetSpecification).where(
+            AssetSpecification.asset_id == asset.id, AssetSpecification.spec_key == spec_key
+        )
+    ).one_or_none()
+    if spec is None:
+        spec = AssetSpecification(asset_id=asset.id, spec_key=spec_key, spec=spec_in.spec)
+        session.add(spec)
+        summary.specifications_created += 1
+    spec.images = spec_in.images
+    spec.status = spec_in.status
+    session.flush()
+    for price_index, price_in in enumerate(spec_in.prices):
+        country = find_country(session, price_in.country)
+        currency = find_currency(session, price_in.currency)
+        if country is None or currency is None:
+            unknown = price_in.country if country is None else price_in.currency
+            raise CatalogImportError(f"{where}.prices.{price_index}: unknown country or currency {unknown!r}")
+        pricing = session.scalars(
+            select(AssetPricing).where(
+                AssetPricing.specification_id == spec.id,
+                AssetPricing.country_id == country.id,
+                AssetPricing.currency_id == currency.id,
+            )
+        ).one_or_none()
+        if pricing is None:
+            session.add(
+                AssetPricing(
+                    specification_id=spec.id, country_id=country.id, currency_id=currency.id, amount=price_in.amount
+                )
+            )
+            summary.prices_created += 1
+        elif pricing.amount != price_in.amount:
+            pricing.amount = price_in.amount
+            summary.prices_updated += 1
+    session.flush()

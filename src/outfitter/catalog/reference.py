@@ -1,0 +1,101 @@
+"""ISO 3166-1 countries and ISO 4217 currencies, from pycountry and Babel (CLDR), never typed by hand;
+and the lookups that accept a country as its id, its name or its alpha-2 code."""
+
+from __future__ import annotations
+
+from babel import UnknownLocaleError
+from babel.numbers import (
+    get_currency_name,
+    get_currency_precision,
+    get_currency_symbol,
+    get_territory_currencies,
+)
+import pycountry
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+
+from outfitter.catalog.models import Country, Currency
+from outfitter.core.errors import ValidationFailed
+from outfitter.core.tenancy import parse_uuid
+
+
+def _local_symbol(code: str, territory: str | None) -> str:
+    """The symbol people of the currency's own country use (₦, Ksh, R), else the English one."""
+    if territory:
+        try:
+            return get_currency_symbol(code, f"en_{territory}")
+        except UnknownLocaleError:
+            pass
+    return get_currency_symbol(code, "en")
+
+
+def sync_reference_data(session: Session) -> tuple[int, int]:
+    """Insert the countries and currencies that are missing; idempotent. Returns (countries, currencies)
+    added. Countries with no current legal tender (Antarctica) are left out: nobody can be paid there."""
+    country_currency: dict[str, str] = {}
+    for country in pycountry.countries:
+        tenders = get_territory_currencies(country.alpha_2, tender=True)
+        if tenders:
+            country_currency[country.alpha_2] = tenders[0]
+    home_territory = {}
+    for alpha_2, code in sorted(country_currency.items()):
+        home_territory.setdefault(code, alpha_2)
+    codes = {currency.alpha_3 for currency in pycountry.currencies} | set(country_currency.values())
+
+    known_currencies = set(session.scalars(select(Currency.code)))
+    new_currencies = [
+        Currency(
+            code=code,
+            name=get_currency_name(code, locale="en"),
+            symbol=_local_symbol(code, home_territory.get(code)),
+            minor_units=get_currency_precision(code),
+        )
+        for code in sorted(codes - known_currencies)
+    ]
+    session.add_all(new_currencies)
+
+    known_countries = set(session.scalars(select(Country.code)))
+    new_countries = [
+        Country(name=getattr(country, "common_name", None) or country.name, code=country.alpha_2,
+                currency_code=country_currency[country.alpha_2])
+        for country in pycountry.countries
+        if country.alpha_2 in country_currency and country.alpha_2 not in known_countries
+    ]
+    session.add_all(new_countries)
+    session.flush()
+    return len(new_countries), len(new_currencies)
+
+
+def find_country(session: Session, value: str) -> Country | None:
+    value = value.strip()
+    if not value:
+        return None
+    parsed = parse_uuid(value)
+    if parsed is not None:
+        return session.get(Country, parsed)
+    return session.scalars(
+        select(Country).where(or_(func.lower(Country.name) == value.lower(), Country.code == value.upper()))
+    ).first()
+
+
+def resolve_country(session: Session, value: str | None, field: str) -> Country:
+    """The country named by `value` (id, name or alpha-2 code), or 422 naming `field`."""
+    country = find_country(session, value) if value is not None else None
+    if country is None:
+        raise ValidationFailed.field(
+            field, f"Unknown country {value!r}: give a country id, name or two-letter code (see /client/countries)."
+        )
+    return country
+
+
+def find_currency(session: Session, code: str) -> Currency | None:
+    return session.scalars(select(Currency).where(Currency.code == code.strip().upper())).one_or_none()
+
+
+def resolve_currency(session: Session, code: str | None, field: str) -> Currency:
+    currency = find_currency(session, code) if code else None
+    if currency is None:
+        raise ValidationFailed.field(
+            field, f"Unknown currency {code!r}: give an ISO 4217 code such as USD (see /client/currencies)."
+        )
+    return currency

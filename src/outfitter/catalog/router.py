@@ -1,0 +1,109 @@
+"""Catalog and reference-data endpoints. HTTP only: parse, call the service, wrap the answer."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from outfitter.catalog import service
+from outfitter.catalog.repository import CatalogRepository
+from outfitter.catalog.schemas import AssetOut, AssetSpecificationListItem, CountryOut, CurrencyOut, NamedOut
+from outfitter.core.auth import ReadAccess
+from outfitter.core.pagination import Pagination
+from outfitter.core.schemas import Envelope, Page, error_responses, ok
+from outfitter.db.session import DbSession
+
+router = APIRouter(prefix="/client", tags=["catalog"])
+
+CountryQuery = Annotated[
+    str | None, Query(description="The employee's country: its id, name or two-letter code")
+]
+CurrencyQuery = Annotated[str | None, Query(description="ISO 4217 code of the currency the company pays in")]
+CountryAlias = Annotated[str | None, Query(description="Alias of country_id")]
+CurrencyAlias = Annotated[str | None, Query(description="Alias of currency_code")]
+
+
+@router.get(
+    "/assets",
+    response_model=Envelope[Page[AssetSpecificationListItem]],
+    response_model_by_alias=True,
+    responses=error_responses(422),
+    summary="List the specifications priced for a country and currency",
+)
+def list_assets(
+    auth: ReadAccess,
+    session: DbSession,
+    pagination: Pagination,
+    country_id: CountryQuery = None,
+    currency_code: CurrencyQuery = None,
+    country: CountryAlias = None,
+    currency: CurrencyAlias = None,
+) -> dict[str, object]:
+    market = service.resolve_market(session, country_id or country, currency_code or currency)
+    records, page = service.list_assets(session, *market, pagination)
+    return ok(page.body(records), "Assets fetched successfully.")
+
+
+@router.get(
+    "/assets/categories",
+    response_model=Envelope[list[NamedOut]],
+    responses=error_responses(),
+    summary="List asset categories",
+)
+def list_categories(auth: ReadAccess, session: DbSession) -> dict[str, object]:
+    categories = CatalogRepository(session).categories()
+    return ok(categories, "Categories fetched successfully.")
+
+
+@router.get(
+    "/assets/models",
+    response_model=Envelope[list[NamedOut]],
+    responses=error_responses(),
+    summary="List asset models",
+)
+def list_models(auth: ReadAccess, session: DbSession) -> dict[str, object]:
+    models = CatalogRepository(session).models()
+    return ok(models, "Models fetched successfully.")
+
+
+@router.get(
+    "/assets/{asset_id}",
+    response_model=Envelope[AssetOut],
+    responses=error_responses(404, 422),
+    summary="Retrieve one asset with its specifications priced for a country and currency",
+)
+def get_asset(
+    asset_id: str,
+    auth: ReadAccess,
+    session: DbSession,
+    country_id: CountryQuery = None,
+    currency_code: CurrencyQuery = None,
+    country: CountryAlias = None,
+    currency: CurrencyAlias = None,
+) -> dict[str, object]:
+    market = service.resolve_market(session, country_id or country, currency_code or currency)
+    asset = service.get_asset(session, asset_id, *market)
+    return ok(asset, "Asset fetched successfully.")
+
+
+@router.get(
+    "/countries",
+    response_model=Envelope[list[CountryOut]],
+    responses=error_responses(),
+    summary="List countries (ISO 3166-1) with their currency",
+)
+def list_countries(auth: ReadAccess, session: DbSession) -> dict[str, object]:
+    countries = CatalogRepository(session).countries()
+    return ok(countries, "Countries fetched successfully.")
+
+
+@router.get(
+    "/currencies",
+    response_model=Envelope[list[CurrencyOut]],
+    responses=error_responses(),
+    summary="List currencies (ISO 4217)",
+)
+def list_currencies(auth: ReadAccess, session: DbSession) -> dict[str, object]:
+    currencies = CatalogRepository(session).currencies()
+    return ok(currencies, "Currencies fetched successfully.")

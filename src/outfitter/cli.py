@@ -1,0 +1,208 @@
+"""The operator CLI. Every command exits non-zero with a one-line error on bad input;
+`--json` prints one JSON object."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from sqlalchemy.orm import Session
+
+from outfitter.config import get_settings
+from outfitter.db.session import make_engine
+
+app = typer.Typer(
+    help="Operate Outfitter: database, companies, tokens, catalog, wallets.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # locals can hold tokens
+)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+company_app = typer.Typer(help="Companies (tenants).", no_args_is_help=True)
+token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
+catalog_app = typer.Typer(help="The asset catalog.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(company_app, name="company")
+app.add_typer(token_app, name="token")
+app.add_typer(catalog_app, name="catalog")
+
+DEMO_CATALOG = Path(__file__).parent / "demo" / "catalog.json"
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+def fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=1)
+
+
+def emit(as_json: bool, payload: dict[str, Any], text: str) -> None:
+    typer.echo(json.dumps(payload, default=str) if as_json else text)
+
+
+def parse_id(value: str, what: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        fail(f"{what} must be a UUID, got {value!r}")
+
+
+@contextmanager
+def unit_of_work() -> Iterator[Session]:
+    """One committed transaction against the configured database, which must be migrated."""
+    from outfitter.db.migrate import is_current
+
+    engine = make_engine(get_settings().database_url)
+    try:
+        if not is_current(engine):
+            fail("the database schema is not up to date: run 'outfitter db upgrade' first")
+        with Session(engine, expire_on_commit=False) as session, session.begin():
+            yield session
+    finally:
+        engine.dispose()
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Migrate the schema to the newest revision and load reference data."""
+    from outfitter.db.migrate import upgrade
+
+    engine = make_engine(get_settings().database_url)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+    typer.echo("database is up to date")
+
+
+@app.command("serve")
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes")] = 1,
+) -> None:
+    """Serve the HTTP API."""
+    import uvicorn
+
+    uvicorn.run("outfitter.asgi:app", host=host, port=port, workers=workers, proxy_headers=True)
+
+
+@company_app.command("create")
+def company_create(name: str, as_json: JsonFlag = False) -> None:
+    """Create a company."""
+    from outfitter.core.tokens import create_company
+
+    with unit_of_work() as session:
+        try:
+            company = create_company(session, name)
+        except ValueError as exc:
+            fail(str(exc))
+        payload = {"id": str(company.id), "name": company.name}
+    emit(as_json, payload, f"created company {payload['name']} with id {payload['id']}")
+
+
+@token_app.command("create")
+def token_create(
+    company_id: str,
+    scope: Annotated[list[str] | None, typer.Option("--scope", help="read or write; repeat for both")] = None,
+    expires_in_days: Annotated[int | None, typer.Option(help="Days until the token expires")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create an API token for a company. The token is shown once, now."""
+    from outfitter.core.tokens import issue_token
+
+    company_uuid = parse_id(company_id, "COMPANY_ID")
+    with unit_of_work() as session:
+        try:
+            issued = issue_token(session, company_uuid, scope, expires_in_days)
+        except ValueError as exc:
+            fail(str(exc))
+        payload = {
+            "id": str(issued.record.id),
+            "token": issued.token,
+            "scopes": issued.record.scope_list,
+            "expires_at": issued.record.expires_at.isoformat() if issued.record.expires_at else None,
+        }
+    emit(as_json, payload, f"token {payload['id']} ({' '.join(payload['scopes'])}): {payload['token']}")
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: str) -> None:
+    """Revoke a token; requests with it answer 401 from now on."""
+    from outfitter.core.tokens import revoke_token
+
+    token_uuid = parse_id(token_id, "TOKEN_ID")
+    with unit_of_work() as session:
+        try:
+            revoke_token(session, token_uuid)
+        except ValueError as exc:
+            fail(str(exc))
+    typer.echo(f"token {token_id} revoked")
+
+
+@catalog_app.command("import")
+def catalog_import(file: Path, as_json: JsonFlag = False) -> None:
+    """Load a catalog JSON file; importing the same file again creates nothing new."""
+    from outfitter.catalog.importer import CatalogImportError, import_catalog, load_catalog_file
+
+    try:
+        catalog = load_catalog_file(file)
+        with unit_of_work() as session:
+            summary = import_catalog(session, catalog)
+    except CatalogImportError as exc:
+        fail(str(exc))
+    payload = vars(summary)
+    emit(as_json, payload, ", ".join(f"{key.replace('_', ' ')}: {value}" for key, value in payload.items()))
+
+
+@app.command("demo")
+def demo() -> None:
+    """Migrate, load the demo catalog, create a demo company and print its token."""
+    from outfitter.catalog.importer import import_catalog, load_catalog_file
+    from outfitter.core.tokens import create_company, issue_token
+    from outfitter.db.migrate import upgrade
+
+    settings = get_settings()
+    engine = make_engine(settings.database_url)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+    with unit_of_work() as session:
+        import_catalog(session, load_catalog_file(DEMO_CATALOG))
+        company = create_company(session, "Demo Company")
+        issued = issue_token(session, company.id)
+        _demo_wallet(session, company.id)
+    base = settings.public_url.rstrip("/")
+    typer.echo(
+        f"Demo company {company.id} is ready.\n"
+        f"Token: {issued.token}\n"
+        f"Try:   curl -H 'Authorization: Bearer {issued.token}' "
+        f"'{base}/api/v2/client/assets?country_id=NG&currency_code=NGN'\n"
+        f"Docs:  {base}/api/v2/docs"
+    )
+
+
+def _demo_wallet(session: Session, company_id: uuid.UUID) -> None:
+    """Give the demo company some credit when the payments module is present."""
+    try:
+        from outfitter.payments.wallet import credit_wallet
+    except ImportError:
+        return
+    credit_wallet(session, company_id, "NGN", Decimal("50000000"), "Demo credit")
+    credit_wallet(session, company_id, "USD", Decimal("50000"), "Demo credit")
+
+
+def parse_amount(value: str) -> Decimal:
+    try:
+        amount = Decimal(value)
+    except InvalidOperation:
+        fail(f"AMOUNT must be a decimal number, got {value!r}")
+    if not amount.is_finite() or amount <= 0:
+        fail("AMOUNT must be greater than zero")
+    return amount
+

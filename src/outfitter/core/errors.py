@@ -1,0 +1,91 @@
+"""Typed domain errors. Each carries its HTTP status and a sentence a person can act on;
+one handler (core.handlers) renders them all as the error envelope."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+
+class DomainError(Exception):
+    status_code: ClassVar[int] = 400
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        errors: Mapping[str, Sequence[str]] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.errors = {key: list(value) for key, value in errors.items()} if errors else None
+        self.headers = dict(headers) if headers else None
+
+
+class BadRequest(DomainError):
+    status_code = 400
+
+
+class Unauthorized(DomainError):
+    status_code = 401
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, headers={"WWW-Authenticate": 'Bearer realm="outfitter"'})
+
+
+class InsufficientCredit(DomainError):
+    status_code = 402
+
+
+class Forbidden(DomainError):
+    status_code = 403
+
+
+class NotFound(DomainError):
+    status_code = 404
+
+    @classmethod
+    def record(cls, what: str) -> NotFound:
+        # The same words whether the record never existed or belongs to another company.
+        return cls(f"{what} not found.")
+
+
+class Conflict(DomainError):
+    status_code = 409
+
+
+class PayloadTooLarge(DomainError):
+    status_code = 413
+
+
+class UnsupportedMediaType(DomainError):
+    status_code = 415
+
+
+class ValidationFailed(DomainError):
+    status_code = 422
+
+    @classmethod
+    def field(cls, path: str, message: str) -> ValidationFailed:
+        return cls(f"{path}: {message}", errors={path: [message]})
+
+    @classmethod
+    def fields(cls, errors: Mapping[str, Sequence[str]]) -> ValidationFailed:
+        first_path, first_messages = next(iter(errors.items()))
+        more = len(errors) - 1
+        summary = f"{first_path}: {first_messages[0]}"
+        if more:
+            summary += f" (and {more} more field{'s' if more > 1 else ''})"
+        return cls(summary, errors=errors)
+
+
+class RateLimited(DomainError):
+    status_code = 429
+
+
+def error_body(message: str, errors: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"success": False, "message": message, "data": None}
+    if errors is not None:
+        body["errors"] = {key: list(value) for key, value in errors.items()}
+    return body

@@ -1,0 +1,67 @@
+"""The one place that turns failures into the error envelope."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from outfitter.core.errors import DomainError, error_body
+
+_STATUS_MESSAGES = {
+    404: "No such endpoint. The API lives under /api/v2; see /api/v2/docs.",
+    405: "This endpoint does not accept that HTTP method.",
+}
+
+
+def field_path(location: Sequence[Any]) -> str:
+    """('body', 'employees', 0, 2, 'email') -> 'employees.0.2.email'; query keeps its prefix."""
+    parts = list(location)
+    if parts and parts[0] == "body":
+        parts = parts[1:]
+    return ".".join(str(part) for part in parts) or "body"
+
+
+def _readable(error: dict[str, Any]) -> str:
+    message = str(error.get("msg", "Invalid value"))
+    # Pydantic prefixes messages of custom validators with "Value error, "; people need only the rest.
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if message.startswith(prefix):
+            message = message[len(prefix) :]
+    return message
+
+
+async def handle_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = list(exc.errors())
+    if any(error.get("type") == "json_invalid" for error in errors):
+        return JSONResponse(error_body("The request body is not valid JSON."), status_code=400)
+    if any(error.get("loc", ("",))[0] == "path" for error in errors):
+        # A malformed id in the path names no record: the same answer as an unknown one.
+        return JSONResponse(error_body("Not found."), status_code=404)
+    by_path: dict[str, list[str]] = {}
+    for error in errors:
+        by_path.setdefault(field_path(error.get("loc", ())), []).append(_readable(error))
+    first_path, first_messages = next(iter(by_path.items()))
+    summary = f"{first_path}: {first_messages[0]}"
+    if len(by_path) > 1:
+        summary += f" (and {len(by_path) - 1} more field{'s' if len(by_path) > 2 else ''})"
+    return JSONResponse(error_body(summary, by_path), status_code=422)
+
+
+async def handle_domain_error(request: Request, exc: DomainError) -> JSONResponse:
+    return JSONResponse(error_body(exc.message, exc.errors), status_code=exc.status_code, headers=exc.headers)
+
+
+async def handle_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    message = _STATUS_MESSAGES.get(exc.status_code) or str(exc.detail)
+    return JSONResponse(error_body(message), status_code=exc.status_code, headers=exc.headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, handle_validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(DomainError, handle_domain_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, handle_http_error)  # type: ignore[arg-type]

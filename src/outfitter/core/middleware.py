@@ -1,0 +1,136 @@
+"""Pure ASGI middleware: request ids, rate-limit headers, and body limits (size and media type)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from outfitter.core.errors import error_body
+
+logger = logging.getLogger("outfitter")
+
+_SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_BODY_METHODS = {"POST", "PUT", "PATCH"}
+
+
+async def send_error(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]]) -> None:
+    payload = json.dumps(error_body(message)).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+class RequestContextMiddleware:
+    """Gives every request an id (the client's when sane) and echoes it, with rate-limit headers.
+    Outermost, so that it also renders the 500 for anything unexpected, without internals."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        offered = _header(scope, b"x-request-id")
+        request_id = offered if offered and _SANE_REQUEST_ID.match(offered) else uuid.uuid4().hex
+        state: dict[str, Any] = scope.setdefault("state", {})
+        state["request_id"] = request_id
+
+        response_started = False
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", request_id.encode()))
+                for name, value in state.get("rate_limit_headers", {}).items():
+                    headers.append((name.lower().encode(), value.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:
+            logger.exception("unhandled error on %s %s (request %s)", scope["method"], scope["path"], request_id)
+            if response_started:
+                raise
+            await send_error(
+                send_with_headers, 500, f"Internal error. Quote request id {request_id} when reporting it.", []
+            )
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class BodyLimitMiddleware:
+    """413 for bodies over the limit (declared or streamed), 415 for non-JSON bodies on the API."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, json_prefix: str = "/api/") -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.json_prefix = json_prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        too_large = f"The request body is larger than the limit of {self.max_bytes} bytes."
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await send_error(send, 413, too_large, [])
+            return
+        if scope["path"].startswith(self.json_prefix) and (declared is None or declared != "0"):
+            content_type = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
+            has_body = declared is not None or _header(scope, b"transfer-encoding") is not None
+            if has_body and not (content_type == "application/json" or content_type.endswith("+json")):
+                await send_error(
+                    send, 415, "The request body must be JSON: send 'Content-Type: application/json'.", []
+                )
+                return
+
+        received = 0
+        response_started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _BodyTooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except _BodyTooLarge:
+            if not response_started:
+                await send_error(send, 413, too_large, [])

@@ -1,0 +1,93 @@
+"""Declarative base, constraint naming convention and the column types every domain shares."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import BigInteger, DateTime, MetaData, Numeric, Uuid
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite stores them naive)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+MONEY_SCALE = 6
+
+
+class Money(TypeDecorator[Decimal]):
+    """Exact decimal money. NUMERIC on PostgreSQL; on SQLite, whose NUMERIC is a float, an integer
+    count of millionths, so comparisons, sums and conditional updates stay exact there too."""
+
+    impl = Numeric(24, MONEY_SCALE, asdecimal=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(BigInteger())
+        return dialect.type_descriptor(Numeric(24, MONEY_SCALE, asdecimal=True))
+
+    def process_bind_param(self, value: Decimal | int | str | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        amount = Decimal(value)
+        if dialect.name == "sqlite":
+            scaled = amount.scaleb(MONEY_SCALE)
+            if scaled != scaled.to_integral_value():
+                raise ValueError(f"{amount} has more than {MONEY_SCALE} decimal places")
+            return int(scaled)
+        return amount
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        if value is None:
+            return None
+        if dialect.name == "sqlite":
+            return Decimal(int(value)).scaleb(-MONEY_SCALE)
+        return Decimal(value)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UTCDateTime(), uuid.UUID: Uuid(), Decimal: Money()}
+
+
+class IdMixin:
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+
+
+class TimestampMixin:
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

@@ -1,0 +1,48 @@
+"""Schema migrations (Alembic) and the seed step that loads reference data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return config
+
+
+def upgrade(engine: Engine) -> None:
+    """Bring the schema to the newest revision, then load any missing countries, currencies and fees."""
+    from outfitter.catalog.reference import sync_reference_data
+    from outfitter.payments.fees import ensure_default_fee_schedules
+
+    config = alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+    with Session(engine) as session, session.begin():
+        sync_reference_data(session)
+        ensure_default_fee_schedules(session)
+
+
+def is_current(engine: Engine) -> bool:
+    heads = set(ScriptDirectory.from_config(alembic_config()).get_heads())
+    with engine.connect() as connection:
+        return set(MigrationContext.configure(connection).get_current_heads()) == heads
+
+
+def autogenerate(engine: Engine, message: str) -> None:
+    """Write a new revision from the difference between the models and the database at `engine`."""
+    config = alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.revision(config, message=message, autogenerate=True)

@@ -1,0 +1,27 @@
+"""Alembic environment. Run through `outfitter db upgrade`; the URL comes from the settings."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import Connection
+
+from outfitter.db.models import metadata
+
+config = context.config
+
+
+def run_migrations(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=connection.dialect.name == "sqlite",  # SQLite alters tables by copying them
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+connection = config.attributes.get("connection")
+if connection is None:
+    raise RuntimeError("run migrations through outfitter.db.migrate, which passes a connection")
+run_migrations(connection)

@@ -1,0 +1,81 @@
+"""Devices a company owns, and the history of everything that happened to each."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from outfitter.catalog.models import Country, Currency
+from outfitter.core.tenancy import CompanyOwned
+from outfitter.db.base import Base, IdMixin, TimestampMixin, utcnow
+from outfitter.people.models import Employee
+
+
+class Equipment(IdMixin, TimestampMixin, CompanyOwned, Base):
+    __tablename__ = "equipment"
+    __table_args__ = (
+        UniqueConstraint("company_id", "serial_number"),
+        # The list sorts newest first within a company, usually filtered by status.
+        Index("ix_equipment_company_status_created", "company_id", "status", "created_at", "id"),
+        Index("ix_equipment_company_created", "company_id", "created_at", "id"),
+    )
+
+    title: Mapped[str] = mapped_column(String(300))
+    year: Mapped[str | None] = mapped_column(String(4))
+    make: Mapped[str | None] = mapped_column(String(100))
+    model: Mapped[str | None] = mapped_column(String(200))
+    type: Mapped[str | None] = mapped_column(String(50))
+    state: Mapped[str | None] = mapped_column(String(20))  # condition: Brand_New, Used
+    source: Mapped[str] = mapped_column(String(20))  # External, Platform
+    status: Mapped[str] = mapped_column(String(20))
+    purchase_date: Mapped[datetime | None]
+    purchase_price: Mapped[Decimal | None]
+    currency_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("currencies.id"))
+    country_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("countries.id"))
+    assignee_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("employees.id", ondelete="SET NULL"), index=True
+    )
+    asset_order_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("orders.id"), index=True)
+    asset_spec_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_specifications.id"))
+    serial_number: Mapped[str | None] = mapped_column(String(200))
+    hash_code: Mapped[str | None] = mapped_column(String(200))
+    image_url: Mapped[str | None] = mapped_column(String(1000))
+    description: Mapped[str] = mapped_column(String(4000), default="")
+    other_details: Mapped[list[str]] = mapped_column(JSON, default=list)
+    specs: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # specs.memory / specs.storage folded (lower case, no spaces) so the filters can use an index.
+    memory_key: Mapped[str | None] = mapped_column(String(50))
+    storage_key: Mapped[str | None] = mapped_column(String(50))
+    catalog: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    device_setup: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    documents: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    insurance_expires_at: Mapped[datetime | None]
+    status_changed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    currency: Mapped[Currency | None] = relationship(lazy="raise")
+    country: Mapped[Country | None] = relationship(lazy="raise")
+    assignee: Mapped[Employee | None] = relationship(lazy="raise")
+    history: Mapped[list[EquipmentHistory]] = relationship(
+        back_populates="equipment", lazy="raise", order_by=lambda: [EquipmentHistory.event_date, EquipmentHistory.seq]
+    )
+
+
+class EquipmentHistory(IdMixin, CompanyOwned, Base):
+    __tablename__ = "equipment_history"
+    __table_args__ = (Index("ix_equipment_history_equipment_date", "equipment_id", "event_date", "seq"),)
+
+    equipment_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("equipment.id", ondelete="CASCADE"))
+    event_type: Mapped[str] = mapped_column(String(50))
+    event_date: Mapped[datetime] = mapped_column(default=utcnow)
+    seq: Mapped[int] = mapped_column(default=0)  # orders events written in the same instant
+    assignee_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("employees.id", ondelete="SET NULL"))
+    assignee_name: Mapped[str | None] = mapped_column(String(200))  # kept if the employee is deleted
+    actor: Mapped[str | None] = mapped_column(String(200))
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+    equipment: Mapped[Equipment] = relationship(back_populates="history", lazy="raise")

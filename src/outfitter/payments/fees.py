@@ -1,0 +1,90 @@
+"""The fee schedule (per currency, changeable by operators) and the fee computation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from outfitter.core.errors import ValidationFailed
+from outfitter.core.money import percent_of, round_money
+from outfitter.payments.models import FeeSchedule
+
+# Documented in docs/payments.md. Percentages apply to the equipment amount (insurance, platform)
+# or to the whole charge before the gateway fee (gateway, Card only); device fees are per device.
+DEFAULT_PERCENTS = {"insurance_percent": Decimal("3"), "platform_percent": Decimal("5"),
+                    "gateway_percent": Decimal("1.5")}
+DEFAULT_DEVICE_FEES: dict[str, tuple[str, str]] = {
+    # currency: (onboarding fee per device, device configuration fee per device)
+    "USD": ("25.00", "15.00"),
+    "EUR": ("23.00", "14.00"),
+    "GBP": ("20.00", "12.00"),
+    "CAD": ("34.00", "20.00"),
+    "NGN": ("15000.00", "10000.00"),
+    "KES": ("3500.00", "2000.00"),
+    "GHS": ("300.00", "180.00"),
+    "ZAR": ("450.00", "270.00"),
+}
+
+
+def ensure_default_fee_schedules(session: Session) -> int:
+    """Add the default schedule for every currency that has none; never overwrites an operator's."""
+    present = set(session.scalars(select(FeeSchedule.currency_code)))
+    added = 0
+    for code, (onboarding, config) in DEFAULT_DEVICE_FEES.items():
+        if code in present:
+            continue
+        session.add(
+            FeeSchedule(
+                currency_code=code,
+                onboarding_fee_per_device=Decimal(onboarding),
+                device_config_fee_per_device=Decimal(config),
+                **DEFAULT_PERCENTS,
+            )
+        )
+        added += 1
+    session.flush()
+    return added
+
+
+def schedule_for(session: Session, currency_code: str, field: str) -> FeeSchedule:
+    schedule = session.scalars(select(FeeSchedule).where(FeeSchedule.currency_code == currency_code)).one_or_none()
+    if schedule is None:
+        raise ValidationFailed.field(field, f"Orders cannot be paid in {currency_code} yet: it has no fee schedule.")
+    return schedule
+
+
+@dataclass(frozen=True)
+class Charges:
+    amount: Decimal
+    insurance: Decimal
+    gateway_fee: Decimal
+    onboarding_fee: Decimal
+    device_config_fee: Decimal
+    platform_fee: Decimal
+
+    @property
+    def total_amount(self) -> Decimal:
+        return (
+            self.amount + self.insurance + self.gateway_fee + self.onboarding_fee
+            + self.device_config_fee + self.platform_fee
+        )
+
+
+def compute_charges(
+    schedule: FeeSchedule, minor_units: int, amount: Decimal, devices: int, payment_method: str
+) -> Charges:
+    amount = round_money(amount, minor_units)
+    insurance = percent_of(amount, schedule.insurance_percent, minor_units)
+    platform_fee = percent_of(amount, schedule.platform_percent, minor_units)
+    onboarding_fee = round_money(schedule.onboarding_fee_per_device * devices, minor_units)
+    device_config_fee = round_money(schedule.device_config_fee_per_device * devices, minor_units)
+    before_gateway = amount + insurance + platform_fee + onboarding_fee + device_config_fee
+    gateway_fee = (
+        percent_of(before_gateway, schedule.gateway_percent, minor_units)
+        if payment_method == "Card"
+        else round_money(Decimal(0), minor_units)
+    )
+    return Charges(amount, insurance, gateway_fee, onboarding_fee, device_config_fee, platform_fee)

@@ -1,0 +1,165 @@
+"""Transactions, their items and reservations, orders, the fee schedule, wallets and their ledger,
+and the record of every webhook event received."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, Numeric, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from outfitter.catalog.models import Country
+from outfitter.core.tenancy import CompanyOwned
+from outfitter.db.base import Base, IdMixin, TimestampMixin, utcnow
+
+RATE = Numeric(9, 6)  # fee percentages, e.g. 2.500000 for 2.5 %
+
+
+class FeeSchedule(IdMixin, TimestampMixin, Base):
+    __tablename__ = "fee_schedules"
+
+    currency_code: Mapped[str] = mapped_column(String(3), unique=True)
+    insurance_percent: Mapped[Decimal] = mapped_column(RATE)
+    platform_percent: Mapped[Decimal] = mapped_column(RATE)
+    gateway_percent: Mapped[Decimal] = mapped_column(RATE)  # Card payments only
+    onboarding_fee_per_device: Mapped[Decimal]
+    device_config_fee_per_device: Mapped[Decimal]
+
+
+class Transaction(IdMixin, TimestampMixin, CompanyOwned, Base):
+    __tablename__ = "transactions"
+    __table_args__ = (
+        Index("ix_transactions_company_created", "company_id", "created_at", "id"),
+        Index("ix_transactions_status_expires", "status", "expires_at"),
+    )
+
+    tx_ref: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(20))  # catalog, storage
+    payment_method: Mapped[str] = mapped_column(String(20))  # Card, Credit
+    gateway: Mapped[str | None] = mapped_column(String(30))
+    status: Mapped[str] = mapped_column(String(20))  # Pending, Fulfilled, Failed, Cancelled, Expired
+    country_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("countries.id"))
+    currency_code: Mapped[str] = mapped_column(String(3))
+    amount: Mapped[Decimal]
+    insurance: Mapped[Decimal]
+    gateway_fee: Mapped[Decimal]
+    onboarding_fee: Mapped[Decimal]
+    device_config_fee: Mapped[Decimal]
+    platform_fee: Mapped[Decimal]
+    total_amount: Mapped[Decimal]
+    link: Mapped[str | None] = mapped_column(String(1000))
+    redirect_url: Mapped[str | None] = mapped_column(String(2000))
+    gateway_reference: Mapped[str | None] = mapped_column(String(200))
+    failure_reason: Mapped[str | None] = mapped_column(String(500))
+    expires_at: Mapped[datetime]
+    settled_at: Mapped[datetime | None]  # when it left Pending
+    actor: Mapped[str | None] = mapped_column(String(200))
+
+    country: Mapped[Country] = relationship(lazy="raise")
+    items: Mapped[list[TransactionItem]] = relationship(back_populates="transaction", lazy="raise")
+
+
+class TransactionItem(IdMixin, CompanyOwned, Base):
+    __tablename__ = "transaction_items"
+
+    transaction_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("transactions.id", ondelete="CASCADE"), index=True
+    )
+    employee_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("employees.id", ondelete="SET NULL"))
+    employee_name: Mapped[str] = mapped_column(String(200))
+    asset_pricing_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_pricing.id"))
+    asset_spec_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_specifications.id"))
+    equipment_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("equipment.id"))  # storage orders
+    quantity: Mapped[int] = mapped_column(default=1)
+    unit_price: Mapped[Decimal]
+
+    transaction: Mapped[Transaction] = relationship(back_populates="items", lazy="raise")
+
+
+class EquipmentReservation(IdMixin, CompanyOwned, Base):
+    """Storage equipment held by a Pending transaction. The unique equipment_id is what makes two
+    racing initiates naming one device end with one winner and one 409."""
+
+    __tablename__ = "equipment_reservations"
+
+    equipment_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("equipment.id", ondelete="CASCADE"), unique=True
+    )
+    transaction_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("transactions.id", ondelete="CASCADE"), index=True
+    )
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Order(IdMixin, TimestampMixin, CompanyOwned, Base):
+    __tablename__ = "orders"
+    __table_args__ = (Index("ix_orders_company_created", "company_id", "created_at", "id"),)
+
+    # Unique: one transaction makes at most one order, whatever races to fulfil it.
+    transaction_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("transactions.id"), unique=True)
+    tx_ref: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(20))
+    payment_method: Mapped[str] = mapped_column(String(20))
+    country_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("countries.id"))
+    currency_code: Mapped[str] = mapped_column(String(3))
+    total_amount: Mapped[Decimal]
+
+    country: Mapped[Country] = relationship(lazy="raise")
+    items: Mapped[list[OrderItem]] = relationship(back_populates="order", lazy="raise")
+
+
+class OrderItem(IdMixin, CompanyOwned, Base):
+    __tablename__ = "order_items"
+
+    order_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("orders.id", ondelete="CASCADE"), index=True)
+    employee_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("employees.id", ondelete="SET NULL"), index=True
+    )
+    employee_name: Mapped[str] = mapped_column(String(200))
+    asset_spec_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_specifications.id"))
+    asset_pricing_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_pricing.id"))
+    price: Mapped[Decimal]
+    equipment_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("equipment.id", ondelete="SET NULL"))
+
+    order: Mapped[Order] = relationship(back_populates="items", lazy="raise")
+
+
+class Wallet(IdMixin, TimestampMixin, CompanyOwned, Base):
+    __tablename__ = "wallets"
+    __table_args__ = (
+        UniqueConstraint("company_id", "currency_code"),
+        CheckConstraint("balance >= 0", name="balance_not_negative"),
+    )
+
+    currency_code: Mapped[str] = mapped_column(String(3))
+    balance: Mapped[Decimal]
+
+
+class WalletEntry(IdMixin, CompanyOwned, Base):
+    """Append-only ledger: the wallet's balance always equals the sum of its entries."""
+
+    __tablename__ = "wallet_entries"
+    __table_args__ = (Index("ix_wallet_entries_wallet_created", "wallet_id", "created_at"),)
+
+    wallet_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("wallets.id", ondelete="CASCADE"))
+    amount: Mapped[Decimal]  # positive credit, negative debit
+    balance_after: Mapped[Decimal]
+    kind: Mapped[str] = mapped_column(String(20))  # credit, debit, refund
+    transaction_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("transactions.id"))
+    description: Mapped[str] = mapped_column(String(500), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WebhookEvent(IdMixin, Base):
+    __tablename__ = "webhook_events"
+    __table_args__ = (UniqueConstraint("gateway", "event_key"),)
+
+    gateway: Mapped[str] = mapped_column(String(30))
+    event_key: Mapped[str] = mapped_column(String(200))
+    tx_ref: Mapped[str | None] = mapped_column(String(64), index=True)
+    outcome: Mapped[str] = mapped_column(String(50))
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)

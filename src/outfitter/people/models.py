@@ -1,0 +1,75 @@
+"""Employees, departments and department memberships."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from outfitter.catalog.models import Country
+from outfitter.core.tenancy import CompanyOwned
+from outfitter.db.base import Base, IdMixin, TimestampMixin
+
+MEMBERSHIP_ACTIVE = "Active"
+
+
+class Employee(IdMixin, TimestampMixin, CompanyOwned, Base):
+    __tablename__ = "employees"
+    __table_args__ = (
+        UniqueConstraint("company_id", "email"),
+        Index("ix_employees_company_created", "company_id", "created_at", "id"),
+    )
+
+    first_name: Mapped[str] = mapped_column(String(100))
+    last_name: Mapped[str] = mapped_column(String(100))
+    email: Mapped[str] = mapped_column(String(320))  # stored lower-cased; unique in the company
+    personal_email: Mapped[str | None] = mapped_column(String(320))
+    phone: Mapped[str] = mapped_column(String(50))
+    country_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("countries.id"), index=True)
+    address: Mapped[str] = mapped_column(String(500))
+    landmark: Mapped[str | None] = mapped_column(String(200))
+    job_title: Mapped[str | None] = mapped_column(String(200))
+    tax_number: Mapped[str | None] = mapped_column(String(100))
+    employment_type: Mapped[str | None] = mapped_column(String(50))
+    level: Mapped[str | None] = mapped_column(String(50))
+    status: Mapped[str | None] = mapped_column(String(50))
+    last_login: Mapped[datetime | None]
+
+    country: Mapped[Country] = relationship(lazy="raise")
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.first_name} {self.last_name}"
+
+
+class Department(IdMixin, TimestampMixin, CompanyOwned, Base):
+    __tablename__ = "departments"
+    __table_args__ = (
+        # Names are unique among live departments: a deleted one clears `active_name` (NULLs never clash).
+        UniqueConstraint("company_id", "active_name"),
+        Index("ix_departments_company_created", "company_id", "created_at", "id"),
+    )
+
+    name: Mapped[str] = mapped_column(String(200))
+    active_name: Mapped[str | None] = mapped_column(String(200))  # lower(name) while not deleted
+    head_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("employees.id", ondelete="SET NULL"))
+    deleted_at: Mapped[datetime | None]
+
+    head: Mapped[Employee | None] = relationship(lazy="raise")
+    memberships: Mapped[list[UserDepartment]] = relationship(back_populates="department", lazy="raise")
+
+
+class UserDepartment(IdMixin, TimestampMixin, CompanyOwned, Base):
+    __tablename__ = "user_departments"
+
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("employees.id", ondelete="CASCADE"), index=True)
+    department_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("departments.id", ondelete="CASCADE"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(20), default=MEMBERSHIP_ACTIVE)
+    deleted_at: Mapped[datetime | None]
+
+    department: Mapped[Department] = relationship(back_populates="memberships", lazy="raise")
+    user: Mapped[Employee] = relationship(lazy="raise")

@@ -1,0 +1,85 @@
+"""Small factories for test data, and `Api`: an HTTP client bound to one company's token."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from outfitter.catalog.importer import import_catalog, load_catalog_file
+from outfitter.core.tokens import create_company, issue_token
+
+DEMO_CATALOG = Path(__file__).parents[1] / "src" / "outfitter" / "demo" / "catalog.json"
+
+
+@dataclass
+class Api:
+    """Calls the API as one company's client would: every request carries its bearer token."""
+
+    client: TestClient
+    token: str
+    company_id: uuid.UUID
+    token_id: uuid.UUID
+    headers: dict[str, str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.headers = {"Authorization": f"Bearer {self.token}"}
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        headers = {**self.headers, **kwargs.pop("headers", {})}
+        return self.client.request(method, f"/api/v2{path}", headers=headers, **kwargs)
+
+    def get(self, path: str, **params: Any) -> httpx.Response:
+        return self.request("GET", path, params=params or None)
+
+    def post(self, path: str, json: Any = None, **kwargs: Any) -> httpx.Response:
+        return self.request("POST", path, json=json, **kwargs)
+
+    def patch(self, path: str, json: Any = None, **kwargs: Any) -> httpx.Response:
+        return self.request("PATCH", path, json=json, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("DELETE", path, **kwargs)
+
+
+class CompanyFactory:
+    def __init__(self, engine: Engine, client: TestClient) -> None:
+        self.engine = engine
+        self.client = client
+
+    def create(self, name: str = "Acme Ltd", scopes: list[str] | None = None) -> Api:
+        with Session(self.engine) as session, session.begin():
+            company = create_company(session, name)
+            issued = issue_token(session, company.id, scopes)
+            company_id, token_id = company.id, issued.record.id
+        return Api(self.client, issued.token, company_id, token_id)
+
+    def token(self, api: Api, scopes: list[str] | None = None, expires_in_days: int | None = None) -> Api:
+        """Another token of the same company."""
+        with Session(self.engine) as session, session.begin():
+            issued = issue_token(session, api.company_id, scopes, expires_in_days)
+            token_id = issued.record.id
+        return Api(self.client, issued.token, api.company_id, token_id)
+
+
+def load_demo_catalog(engine: Engine) -> None:
+    with Session(engine) as session, session.begin():
+        import_catalog(session, load_catalog_file(DEMO_CATALOG))
+
+
+def assert_error(response: httpx.Response, status: int, fragment: str | None = None) -> dict[str, Any]:
+    """The error envelope: success false, a readable message, data null."""
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    assert body["success"] is False
+    assert body["data"] is None
+    assert isinstance(body["message"], str) and body["message"]
+    if fragment is not None:
+        assert fragment.lower() in body["message"].lower(), body["message"]
+    return body
