@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck install clean
+.PHONY: run test lint install clean migration-initial
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,3 +32,9 @@ lint: install
 
 clean:
 	rm -rf $(VENV) outfitter.db .pytest_cache .mypy_cache .ruff_cache
+
+## Before the first release only: rewrite the initial migration from the models.
+migration-initial: install
+	rm -f src/outfitter/db/migrations/versions/0001_initial_schema.py /tmp/outfitter-migration.db
+	$(BIN)/python -c "from outfitter.db.migrate import autogenerate; from outfitter.db.session import make_engine; autogenerate(make_engine('sqlite:////tmp/outfitter-migration.db'), 'initial schema', rev_id='0001')"
+	$(BIN)/ruff format src/outfitter/db/migrations/versions

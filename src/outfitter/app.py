@@ -11,6 +11,10 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from outfitter.catalog.router import router as catalog_router
+from outfitter.equipment.router import router as equipment_router
+from outfitter.payments.router import router as payments_router
+from outfitter.payments.router import sandbox_router
+from outfitter.people.router import router as people_router
 from outfitter.config import Settings, get_settings
 from outfitter.core.errors import error_body
 from outfitter.core.handlers import install_error_handlers
@@ -53,14 +57,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestContextMiddleware)
 
     api = APIRouter(prefix=API_PREFIX)
-    api.include_router(catalog_router)
+    for domain_router in (catalog_router, people_router, equipment_router, payments_router):
+        api.include_router(domain_router)
     app.include_router(api)
+    app.include_router(sandbox_router)
     _add_health_checks(app)
     return app
 
 
 def _add_health_checks(app: FastAPI) -> None:
-    @app.get("/healthz", response_model=Envelope[dict[str, str]], tags=["operations"], summary="Process is up")
+    @app.get(
+        "/healthz", response_model=Envelope[dict[str, str]], tags=["operations"], summary="Process is up"
+    )
     def healthz() -> dict[str, object]:
         return ok({"status": "ok"}, "Service is up.")
 

@@ -121,7 +121,7 @@ def token_create(
             issued = issue_token(session, company_uuid, scope, expires_in_days)
         except ValueError as exc:
             fail(str(exc))
-        payload = {
+        payload: dict[str, Any] = {
             "id": str(issued.record.id),
             "token": issued.token,
             "scopes": issued.record.scope_list,
@@ -205,4 +205,3 @@ def parse_amount(value: str) -> Decimal:
     if not amount.is_finite() or amount <= 0:
         fail("AMOUNT must be greater than zero")
     return amount
-

@@ -55,7 +55,9 @@ class Settings(BaseSettings):
             missing.append("OUTFITTER_DATABASE_URL (a postgresql:// URL)")
         if self.gateway == "sandbox" and not self.sandbox_webhook_secret:
             missing.append("OUTFITTER_SANDBOX_WEBHOOK_SECRET")
-        if self.gateway == "flutterwave" and not (self.flutterwave_secret_key and self.flutterwave_webhook_hash):
+        if self.gateway == "flutterwave" and not (
+            self.flutterwave_secret_key and self.flutterwave_webhook_hash
+        ):
             missing.append("OUTFITTER_FLUTTERWAVE_SECRET_KEY and OUTFITTER_FLUTTERWAVE_WEBHOOK_HASH")
         if missing:
             raise ValueError("production configuration is missing: " + ", ".join(missing))

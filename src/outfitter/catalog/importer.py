@@ -1,4 +1,4 @@
-"""`outfitter catalog import FILE`: load a catalog JSON file; importing the same file twice changes nothing."""
+"""`outfitter catalog import FILE`: load a catalog JSON file; importing it twice changes nothing."""
 
 from __future__ import annotations
 
@@ -89,7 +89,9 @@ def load_catalog_file(path: Path) -> CatalogFile:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        raise CatalogImportError(f"{path}: {where}: {first['msg']} ({exc.error_count()} problem(s) in all)") from exc
+        raise CatalogImportError(
+            f"{path}: {where}: {first['msg']} ({exc.error_count()} problem(s) in all)"
+        ) from exc
 
 
 def _named(session: Session, model: type[Category] | type[AssetModel], name: str) -> Any:
@@ -109,9 +111,16 @@ def import_catalog(session: Session, catalog: CatalogFile) -> ImportSummary:
         model = _named(session, AssetModel, item.model)
         asset = session.scalars(select(Asset).where(Asset.import_key == item.import_key)).one_or_none()
         fields = {
-            "name": item.name, "description": item.description, "year": item.year, "type": item.type,
-            "make": item.make, "model_id": model.id, "category_id": category.id,
-            "asset_code": item.asset_code, "images": item.images, "status": item.status,
+            "name": item.name,
+            "description": item.description,
+            "year": item.year,
+            "type": item.type,
+            "make": item.make,
+            "model_id": model.id,
+            "category_id": category.id,
+            "asset_code": item.asset_code,
+            "images": item.images,
+            "status": item.status,
         }
         if asset is None:
             asset = Asset(import_key=item.import_key, **fields)
@@ -124,7 +133,9 @@ def import_catalog(session: Session, catalog: CatalogFile) -> ImportSummary:
             summary.assets_updated += int(changed)
         session.flush()
         for spec_index, spec_in in enumerate(item.specifications):
-            _import_specification(session, asset, spec_in, f"assets.{index}.specifications.{spec_index}", summary)
+            _import_specification(
+                session, asset, spec_in, f"assets.{index}.specifications.{spec_index}", summary
+            )
     return summary
 
 
@@ -160,7 +171,10 @@ def _import_specification(
         if pricing is None:
             session.add(
                 AssetPricing(
-                    specification_id=spec.id, country_id=country.id, currency_id=currency.id, amount=price_in.amount
+                    specification_id=spec.id,
+                    country_id=country.id,
+                    currency_id=currency.id,
+                    amount=price_in.amount,
                 )
             )
             summary.prices_created += 1

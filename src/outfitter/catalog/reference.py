@@ -3,6 +3,7 @@ and the lookups that accept a country as its id, its name or its alpha-2 code.""
 
 from __future__ import annotations
 
+import pycountry
 from babel import UnknownLocaleError
 from babel.numbers import (
     get_currency_name,
@@ -10,7 +11,6 @@ from babel.numbers import (
     get_currency_symbol,
     get_territory_currencies,
 )
-import pycountry
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
@@ -37,7 +37,7 @@ def sync_reference_data(session: Session) -> tuple[int, int]:
         tenders = get_territory_currencies(country.alpha_2, tender=True)
         if tenders:
             country_currency[country.alpha_2] = tenders[0]
-    home_territory = {}
+    home_territory: dict[str, str] = {}
     for alpha_2, code in sorted(country_currency.items()):
         home_territory.setdefault(code, alpha_2)
     codes = {currency.alpha_3 for currency in pycountry.currencies} | set(country_currency.values())
@@ -56,8 +56,11 @@ def sync_reference_data(session: Session) -> tuple[int, int]:
 
     known_countries = set(session.scalars(select(Country.code)))
     new_countries = [
-        Country(name=getattr(country, "common_name", None) or country.name, code=country.alpha_2,
-                currency_code=country_currency[country.alpha_2])
+        Country(
+            name=getattr(country, "common_name", None) or country.name,
+            code=country.alpha_2,
+            currency_code=country_currency[country.alpha_2],
+        )
         for country in pycountry.countries
         if country.alpha_2 in country_currency and country.alpha_2 not in known_countries
     ]
@@ -83,7 +86,8 @@ def resolve_country(session: Session, value: str | None, field: str) -> Country:
     country = find_country(session, value) if value is not None else None
     if country is None:
         raise ValidationFailed.field(
-            field, f"Unknown country {value!r}: give a country id, name or two-letter code (see /client/countries)."
+            field,
+            f"Unknown country {value!r}: give a country id, name or two-letter code (see /client/countries).",
         )
     return country
 

@@ -26,7 +26,7 @@ class CatalogRepository:
 
     def priced_specifications(
         self, country: Country, currency: Currency, asset_id: uuid.UUID | None = None
-    ) -> Select[tuple[AssetPricing]]:
+    ) -> Select[AssetPricing]:
         """Prices for one country and currency, each with its Available specification and asset
         loaded by joins: one statement for a whole page."""
         statement = (
@@ -57,7 +57,9 @@ class CatalogRepository:
             .options(joinedload(Asset.category), joinedload(Asset.model_ref))
         ).one_or_none()
 
-    def prices_of_asset(self, asset_id: uuid.UUID, country: Country, currency: Currency) -> Sequence[AssetPricing]:
+    def prices_of_asset(
+        self, asset_id: uuid.UUID, country: Country, currency: Currency
+    ) -> Sequence[AssetPricing]:
         return self.session.scalars(self.priced_specifications(country, currency, asset_id)).unique().all()
 
     def categories(self) -> Sequence[Category]:

@@ -92,7 +92,9 @@ def pricing_out(pricing: AssetPricing, currency: Currency) -> AssetPricingOut:
     )
 
 
-def specification_fields(spec: AssetSpecification, pricing: AssetPricing, currency: Currency) -> dict[str, object]:
+def specification_fields(
+    spec: AssetSpecification, pricing: AssetPricing, currency: Currency
+) -> dict[str, object]:
     asset = spec.asset
     return {
         "id": spec.id,
@@ -113,4 +115,3 @@ def specification_fields(spec: AssetSpecification, pricing: AssetPricing, curren
         "created_at": spec.created_at,
         "updated_at": spec.updated_at,
     }
-

@@ -42,7 +42,9 @@ def list_assets(
     statement = CatalogRepository(session).priced_specifications(country, currency)
     page = paginate(session, statement, params)
     records = [
-        AssetSpecificationListItem.model_validate(specification_fields(pricing.specification, pricing, currency))
+        AssetSpecificationListItem.model_validate(
+            specification_fields(pricing.specification, pricing, currency)
+        )
         for pricing in page.items
     ]
     return records, page
@@ -72,4 +74,3 @@ def get_asset(session: Session, asset_id: str, country: Country, currency: Curre
         asset_code=asset.asset_code,
         status=asset.status,
     )
-

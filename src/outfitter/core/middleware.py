@@ -73,11 +73,16 @@ class RequestContextMiddleware:
         try:
             await self.app(scope, receive, send_with_headers)
         except Exception:
-            logger.exception("unhandled error on %s %s (request %s)", scope["method"], scope["path"], request_id)
+            logger.exception(
+                "unhandled error on %s %s (request %s)", scope["method"], scope["path"], request_id
+            )
             if response_started:
                 raise
             await send_error(
-                send_with_headers, 500, f"Internal error. Quote request id {request_id} when reporting it.", []
+                send_with_headers,
+                500,
+                f"Internal error. Quote request id {request_id} when reporting it.",
+                [],
             )
 
 

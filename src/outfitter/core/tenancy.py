@@ -34,11 +34,13 @@ class CompanyRepository(Generic[ModelT]):
         self.session = session
         self.company_id = company_id
 
-    def scoped(self, *options: ORMOption) -> Select[tuple[ModelT]]:
-        statement: Select[tuple[ModelT]] = select(self.model).where(self.model.company_id == self.company_id)
+    def scoped(self, *options: ORMOption) -> Select[ModelT]:
+        statement: Select[ModelT] = select(self.model).where(self.model.company_id == self.company_id)
         return statement.options(*options) if options else statement
 
-    def find(self, record_id: uuid.UUID | str, *options: ORMOption, for_update: bool = False) -> ModelT | None:
+    def find(
+        self, record_id: uuid.UUID | str, *options: ORMOption, for_update: bool = False
+    ) -> ModelT | None:
         parsed = parse_uuid(record_id)
         if parsed is None:
             return None
@@ -54,7 +56,7 @@ class CompanyRepository(Generic[ModelT]):
         return record
 
     def add(self, record: ModelT) -> ModelT:
-        record.company_id = self.company_id  # type: ignore[assignment]
+        record.company_id = self.company_id
         self.session.add(record)
         return record
 

@@ -40,9 +40,9 @@ def is_current(engine: Engine) -> bool:
         return set(MigrationContext.configure(connection).get_current_heads()) == heads
 
 
-def autogenerate(engine: Engine, message: str) -> None:
+def autogenerate(engine: Engine, message: str, rev_id: str | None = None) -> None:
     """Write a new revision from the difference between the models and the database at `engine`."""
     config = alembic_config()
     with engine.begin() as connection:
         config.attributes["connection"] = connection
-        command.revision(config, message=message, autogenerate=True)
+        command.revision(config, message=message, autogenerate=True, rev_id=rev_id)

@@ -12,7 +12,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 def make_engine(database_url: str, **kwargs: Any) -> Engine:
     if database_url.startswith("sqlite"):
-        engine = create_engine(database_url, connect_args={"check_same_thread": False, "timeout": 30}, **kwargs)
+        engine = create_engine(
+            database_url, connect_args={"check_same_thread": False, "timeout": 30}, **kwargs
+        )
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -61,8 +61,17 @@ class Equipment(IdMixin, TimestampMixin, CompanyOwned, Base):
     country: Mapped[Country | None] = relationship(lazy="raise")
     assignee: Mapped[Employee | None] = relationship(lazy="raise")
     history: Mapped[list[EquipmentHistory]] = relationship(
-        back_populates="equipment", lazy="raise", order_by=lambda: [EquipmentHistory.event_date, EquipmentHistory.seq]
+        back_populates="equipment",
+        lazy="raise",
+        order_by=lambda: [EquipmentHistory.event_date, EquipmentHistory.seq],
     )
+
+    _history_written = 0  # not mapped: entries written through this object in this unit of work
+
+    def next_history_seq(self) -> int:
+        """Orders entries written in the same instant (equipment_added, then assigned)."""
+        self._history_written += 1
+        return self._history_written
 
 
 class EquipmentHistory(IdMixin, CompanyOwned, Base):

@@ -14,8 +14,11 @@ from outfitter.payments.models import FeeSchedule
 
 # Documented in docs/payments.md. Percentages apply to the equipment amount (insurance, platform)
 # or to the whole charge before the gateway fee (gateway, Card only); device fees are per device.
-DEFAULT_PERCENTS = {"insurance_percent": Decimal("3"), "platform_percent": Decimal("5"),
-                    "gateway_percent": Decimal("1.5")}
+DEFAULT_PERCENTS = {
+    "insurance_percent": Decimal("3"),
+    "platform_percent": Decimal("5"),
+    "gateway_percent": Decimal("1.5"),
+}
 DEFAULT_DEVICE_FEES: dict[str, tuple[str, str]] = {
     # currency: (onboarding fee per device, device configuration fee per device)
     "USD": ("25.00", "15.00"),
@@ -50,9 +53,13 @@ def ensure_default_fee_schedules(session: Session) -> int:
 
 
 def schedule_for(session: Session, currency_code: str, field: str) -> FeeSchedule:
-    schedule = session.scalars(select(FeeSchedule).where(FeeSchedule.currency_code == currency_code)).one_or_none()
+    schedule = session.scalars(
+        select(FeeSchedule).where(FeeSchedule.currency_code == currency_code)
+    ).one_or_none()
     if schedule is None:
-        raise ValidationFailed.field(field, f"Orders cannot be paid in {currency_code} yet: it has no fee schedule.")
+        raise ValidationFailed.field(
+            field, f"Orders cannot be paid in {currency_code} yet: it has no fee schedule."
+        )
     return schedule
 
 
@@ -68,8 +75,12 @@ class Charges:
     @property
     def total_amount(self) -> Decimal:
         return (
-            self.amount + self.insurance + self.gateway_fee + self.onboarding_fee
-            + self.device_config_fee + self.platform_fee
+            self.amount
+            + self.insurance
+            + self.gateway_fee
+            + self.onboarding_fee
+            + self.device_config_fee
+            + self.platform_fee
         )
 
 

@@ -1,0 +1,7 @@
+"""Equipment endpoints. HTTP only: parse, call the service, wrap the answer."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(prefix="/client", tags=["equipment"])
