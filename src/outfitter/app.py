@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
@@ -18,6 +19,7 @@ from outfitter.people.router import router as people_router
 from outfitter.config import Settings, get_settings
 from outfitter.core.errors import error_body
 from outfitter.core.handlers import install_error_handlers
+from outfitter.core.idempotency import IdempotencyMiddleware
 from outfitter.core.middleware import BodyLimitMiddleware, RequestContextMiddleware
 from outfitter.core.ratelimit import RateLimiter
 from outfitter.core.schemas import Envelope, ErrorEnvelope, ok
@@ -53,6 +55,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     install_error_handlers(app)
     # Added last runs first: the request id must wrap everything, including the body checks.
+    app.add_middleware(
+        IdempotencyMiddleware,
+        sessions=app.state.sessionmaker,
+        ttl=timedelta(hours=settings.idempotency_ttl_hours),
+        prefix=API_PREFIX + "/",
+    )
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestContextMiddleware)
 

@@ -34,7 +34,7 @@ async def send_error(send: Send, status: int, message: str, headers: list[tuple[
     await send({"type": "http.response.body", "body": payload})
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
+def header_value(scope: Scope, name: bytes) -> str | None:
     for key, value in scope["headers"]:
         if key == name:
             return str(value.decode("latin-1"))
@@ -52,7 +52,7 @@ class RequestContextMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        offered = _header(scope, b"x-request-id")
+        offered = header_value(scope, b"x-request-id")
         request_id = offered if offered and _SANE_REQUEST_ID.match(offered) else uuid.uuid4().hex
         state: dict[str, Any] = scope.setdefault("state", {})
         state["request_id"] = request_id
@@ -103,13 +103,13 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         too_large = f"The request body is larger than the limit of {self.max_bytes} bytes."
-        declared = _header(scope, b"content-length")
+        declared = header_value(scope, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await send_error(send, 413, too_large, [])
             return
         if scope["path"].startswith(self.json_prefix) and (declared is None or declared != "0"):
-            content_type = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
-            has_body = declared is not None or _header(scope, b"transfer-encoding") is not None
+            content_type = (header_value(scope, b"content-type") or "").split(";")[0].strip().lower()
+            has_body = declared is not None or header_value(scope, b"transfer-encoding") is not None
             if has_body and not (content_type == "application/json" or content_type.endswith("+json")):
                 await send_error(
                     send, 415, "The request body must be JSON: send 'Content-Type: application/json'.", []

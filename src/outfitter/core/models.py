@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from outfitter.db.base import Base, IdMixin, TimestampMixin, utcnow
@@ -35,14 +35,15 @@ class ApiToken(IdMixin, TimestampMixin, Base):
 
 
 class IdempotencyRecord(IdMixin, Base):
-    """The first answer to a POST sent with an Idempotency-Key, replayed for 24 hours."""
+    """The first answer to a POST sent with an Idempotency-Key, replayed for 24 hours. Scoped by the
+    hash of the bearer token that sent it; `status_code` is null while the first request runs."""
 
     __tablename__ = "idempotency_records"
-    __table_args__ = (UniqueConstraint("company_id", "key"),)
+    __table_args__ = (UniqueConstraint("token_hash", "key"),)
 
-    company_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("companies.id", ondelete="CASCADE"))
+    token_hash: Mapped[str] = mapped_column(String(64))
     key: Mapped[str] = mapped_column(String(200))
     request_hash: Mapped[str] = mapped_column(String(64))
-    status_code: Mapped[int]
-    response_body: Mapped[str] = mapped_column(Text)
+    status_code: Mapped[int | None]
+    response_body: Mapped[bytes | None] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)

@@ -1,0 +1,89 @@
+"""Bearer tokens: every way a token can be wrong, scopes, and tenancy of the catalog endpoints."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, update
+from sqlalchemy.orm import Session
+
+from outfitter.core.models import ApiToken
+from outfitter.core.tokens import hash_token
+from outfitter.db.base import utcnow
+from tests.factories import Api, CompanyFactory, assert_error
+
+EMPLOYEE = {
+    "first_name": "Ada",
+    "last_name": "Obi",
+    "email": "ada@example.com",
+    "country_id": "NG",
+    "phone": "+2348000000000",
+    "address": "1 Marina, Lagos",
+}
+
+
+def test_missing_token_is_401_with_www_authenticate(client: TestClient, engine: Engine) -> None:
+    response = client.get("/api/v2/client/countries")
+    assert_error(response, 401, "Authorization: Bearer")
+    assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize("header", ["Basic abc", "Bearer", "Bearer    ", "otf_abc", "Token otf_x"])
+def test_malformed_authorization_header_is_401(client: TestClient, engine: Engine, header: str) -> None:
+    response = client.get("/api/v2/client/countries", headers={"Authorization": header})
+    assert_error(response, 401)
+    assert "www-authenticate" in response.headers
+
+
+def test_unknown_token_is_401(client: TestClient, api: Api) -> None:
+    response = client.get("/api/v2/client/countries", headers={"Authorization": f"Bearer {api.token}x"})
+    assert_error(response, 401, "Invalid token")
+
+
+def test_expired_token_is_401(api: Api, engine: Engine) -> None:
+    with Session(engine) as session, session.begin():
+        session.execute(
+            update(ApiToken)
+            .where(ApiToken.id == api.token_id)
+            .values(expires_at=utcnow() - timedelta(seconds=1))
+        )
+    assert_error(api.get("/client/countries"), 401, "expired")
+
+
+def test_revoked_token_is_401_and_other_tokens_keep_working(api: Api, companies: CompanyFactory) -> None:
+    from outfitter.core.tokens import revoke_token
+
+    second = companies.token(api)
+    with Session(companies.engine) as session, session.begin():
+        revoke_token(session, api.token_id)
+    assert_error(api.get("/client/countries"), 401, "revoked")
+    assert second.get("/client/countries").status_code == 200
+
+
+def test_token_is_stored_only_as_a_hash_and_last_use_is_kept(api: Api, engine: Engine) -> None:
+    assert api.token.startswith("otf_") and len(api.token) >= 4 + 43
+    assert api.get("/client/countries").status_code == 200
+    with Session(engine) as session:
+        record = session.get(ApiToken, api.token_id)
+        assert record is not None
+        assert record.token_hash == hash_token(api.token) != api.token
+        assert record.last_used_at is not None
+
+
+def test_read_only_token_reads_but_cannot_write(companies: CompanyFactory) -> None:
+    reader = companies.create("Readers Inc", scopes=["read"])
+    assert reader.get("/client/countries").status_code == 200
+    response = reader.post("/client/employees", json=EMPLOYEE)
+    assert_error(response, 403, "'write' scope")
+
+
+def test_write_only_token_cannot_read(companies: CompanyFactory) -> None:
+    writer = companies.create("Writers Inc", scopes=["write"])
+    assert_error(writer.get("/client/countries"), 403, "'read' scope")
+
+
+def test_expiring_token_works_until_it_expires(api: Api, companies: CompanyFactory) -> None:
+    expiring = companies.token(api, expires_in_days=1)
+    assert expiring.get("/client/countries").status_code == 200

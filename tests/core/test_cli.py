@@ -1,0 +1,132 @@
+"""The operator CLI, run as an operator would, against the test database."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+from typer.testing import CliRunner
+
+from outfitter.catalog.models import Asset, AssetPricing
+from outfitter.cli import app
+from outfitter.config import get_settings
+from tests.factories import assert_error
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _database(monkeypatch: pytest.MonkeyPatch, database_url: str, engine: Engine) -> Iterator[None]:
+    monkeypatch.setenv("OUTFITTER_DATABASE_URL", database_url)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_company_and_token_create_print_json_and_the_token_works(client: TestClient) -> None:
+    code, out, _ = run("company", "create", "Initech", "--json")
+    assert code == 0
+    company = json.loads(out)
+    assert company["name"] == "Initech"
+    code, out, _ = run(
+        "token", "create", company["id"], "--scope", "read", "--expires-in-days", "7", "--json"
+    )
+    assert code == 0
+    token = json.loads(out)
+    assert set(token) == {"id", "token", "scopes", "expires_at"}
+    assert token["scopes"] == ["read"] and token["token"].startswith("otf_") and token["expires_at"]
+    headers = {"Authorization": f"Bearer {token['token']}"}
+    assert client.get("/api/v2/client/currencies", headers=headers).status_code == 200
+
+    code, out, _ = run("token", "revoke", token["id"])
+    assert code == 0
+    assert_error(client.get("/api/v2/client/currencies", headers=headers), 401, "revoked")
+
+
+def test_default_token_has_both_scopes_and_no_expiry() -> None:
+    company = json.loads(run("company", "create", "Hooli", "--json")[1])
+    token = json.loads(run("token", "create", company["id"], "--json")[1])
+    assert token["scopes"] == ["read", "write"] and token["expires_at"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("token", "create", "not-a-uuid"), "COMPANY_ID must be a UUID"),
+        (("token", "create", "00000000-0000-0000-0000-000000000000"), "no company with id"),
+        (("token", "revoke", "00000000-0000-0000-0000-000000000000"), "no token with id"),
+        (("company", "create", "   "), "the company name is empty"),
+    ],
+)
+def test_bad_input_exits_non_zero_with_one_line_error(args: tuple[str, ...], message: str) -> None:
+    code, _, err = run(*args)
+    assert code == 1
+    assert err.strip().startswith("error:") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_scope_must_be_known() -> None:
+    company = json.loads(run("company", "create", "Scoped", "--json")[1])
+    code, _, err = run("token", "create", company["id"], "--scope", "admin")
+    assert code == 1 and "unknown scope 'admin'" in err
+
+
+def test_catalog_import_is_idempotent(demo_catalog_path: Path, engine: Engine) -> None:
+    code, out, _ = run("catalog", "import", str(demo_catalog_path), "--json")
+    assert code == 0, out
+    first = json.loads(out)
+    assert first["assets_created"] == 14 and first["specifications_created"] == 21
+    with Session(engine) as session:
+        counts = (
+            session.scalar(select(func.count()).select_from(Asset)),
+            session.scalar(select(func.count()).select_from(AssetPricing)),
+        )
+    second = json.loads(run("catalog", "import", str(demo_catalog_path), "--json")[1])
+    assert second == {
+        "assets_created": 0,
+        "assets_updated": 0,
+        "specifications_created": 0,
+        "prices_created": 0,
+        "prices_updated": 0,
+    }
+    with Session(engine) as session:
+        assert (
+            session.scalar(select(func.count()).select_from(Asset)),
+            session.scalar(select(func.count()).select_from(AssetPricing)),
+        ) == counts
+
+
+def test_catalog_import_refuses_bad_files_with_a_readable_line(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text("{nope")
+    code, _, err = run("catalog", "import", str(broken))
+    assert code == 1 and "not valid JSON" in err
+    invalid = tmp_path / "invalid.json"
+    invalid.write_text(json.dumps({"assets": [{"name": "X"}]}))
+    code, _, err = run("catalog", "import", str(invalid))
+    assert code == 1 and "assets.0" in err
+    code, _, err = run("catalog", "import", str(tmp_path / "missing.json"))
+    assert code == 1 and "cannot read" in err
+
+
+def test_demo_prints_a_working_token(client: TestClient) -> None:
+    code, out, _ = run("demo")
+    assert code == 0, out
+    token = next(line.split()[-1] for line in out.splitlines() if line.startswith("Token:"))
+    response = client.get(
+        "/api/v2/client/assets",
+        params={"country_id": "NG", "currency_code": "NGN"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 200
+    assert response.json()["data"]["total"] == 21
+    assert "curl -H 'Authorization: Bearer " in out

@@ -1,0 +1,102 @@
+"""What every endpoint shares: envelopes, status codes, request ids, body limits, health, OpenAPI."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi.testclient import TestClient
+
+from tests.factories import Api, assert_error
+from tests.core.test_auth import EMPLOYEE
+
+
+def test_unknown_route_is_404_envelope(api: Api) -> None:
+    assert_error(api.get("/client/nothing-here"), 404, "No such endpoint")
+
+
+def test_wrong_method_is_405_envelope(api: Api) -> None:
+    assert_error(api.delete("/client/countries"), 405)
+
+
+def test_malformed_json_is_400_and_writes_nothing(api: Api) -> None:
+    response = api.request(
+        "POST",
+        "/client/employees",
+        content=b'{"first_name": "Ada",',
+        headers={"Content-Type": "application/json"},
+    )
+    assert_error(response, 400, "not valid JSON")
+    assert api.get("/client/employees").json()["data"]["total"] == 0
+
+
+def test_non_json_body_is_415(api: Api) -> None:
+    response = api.request(
+        "POST",
+        "/client/employees",
+        content=b"first_name=Ada",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert_error(response, 415, "application/json")
+
+
+def test_body_over_one_mebibyte_is_413(api: Api) -> None:
+    big = {**EMPLOYEE, "address": "x" * (1024 * 1024 + 10)}
+    assert_error(api.post("/client/employees", json=big), 413, "larger than the limit")
+
+
+def test_streamed_body_over_the_limit_is_413(api: Api) -> None:
+    def chunks():  # no Content-Length: the limit is enforced while reading
+        for _ in range(300):
+            yield b"x" * 4096
+
+    response = api.request(
+        "POST", "/client/employees", content=chunks(), headers={"Content-Type": "application/json"}
+    )
+    assert_error(response, 413)
+
+
+def test_validation_error_is_422_with_errors_by_field_path(api: Api) -> None:
+    body = assert_error(api.post("/client/employees", json={**EMPLOYEE, "email": "not-an-email"}), 422)
+    assert list(body["errors"]) == ["email"]
+    assert "email" in body["message"]
+
+
+def test_request_id_is_generated_or_echoed_when_sane(api: Api) -> None:
+    generated = api.get("/client/countries").headers["x-request-id"]
+    assert len(generated) == 32
+    assert (
+        api.get(
+            "/client/countries",
+        ).headers["x-request-id"]
+        != generated
+    )
+    echoed = api.request("GET", "/client/countries", headers={"X-Request-ID": "client-abc.123"})
+    assert echoed.headers["x-request-id"] == "client-abc.123"
+    insane = api.request("GET", "/client/countries", headers={"X-Request-ID": "bad id with spaces"})
+    assert insane.headers["x-request-id"] != "bad id with spaces"
+    assert (
+        assert_error(api.get("/client/nothing"), 404) and api.get("/client/nothing").headers["x-request-id"]
+    )
+
+
+def test_health_and_readiness_use_the_envelope(client: TestClient, api: Api) -> None:
+    health = client.get("/healthz")
+    assert health.status_code == 200 and health.json() == {
+        "success": True,
+        "message": "Service is up.",
+        "data": {"status": "ok"},
+    }
+    ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["data"] == {"status": "ready"}
+
+
+def test_openapi_documents_success_and_error_responses(client: TestClient, api: Api) -> None:
+    document = client.get("/api/v2/openapi.json").json()
+    assets = document["paths"]["/api/v2/client/assets"]["get"]
+    assert {"200", "401", "403", "422", "429"} <= set(assets["responses"])
+    assert "/api/v2/client/assets/{asset_id}" in document["paths"]
+    assert client.get("/api/v2/docs").status_code == 200
+
+
+def test_path_ids_that_are_not_uuids_are_404_not_422(api: Api) -> None:
+    assert_error(api.get(f"/client/assets/{uuid.uuid4().hex[:7]}", country_id="NG", currency_code="NGN"), 404)
