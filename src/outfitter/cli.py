@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from outfitter.config import get_settings
@@ -32,6 +33,7 @@ app.add_typer(token_app, name="token")
 app.add_typer(catalog_app, name="catalog")
 
 DEMO_CATALOG = Path(__file__).parent / "demo" / "catalog.json"
+DEMO_COMPANY = "Demo Company"
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
@@ -163,6 +165,7 @@ def catalog_import(file: Path, as_json: JsonFlag = False) -> None:
 def demo() -> None:
     """Migrate, load the demo catalog, create a demo company and print its token."""
     from outfitter.catalog.importer import import_catalog, load_catalog_file
+    from outfitter.core.models import Company
     from outfitter.core.tokens import create_company, issue_token
     from outfitter.db.migrate import upgrade
 
@@ -174,9 +177,11 @@ def demo() -> None:
         engine.dispose()
     with unit_of_work() as session:
         import_catalog(session, load_catalog_file(DEMO_CATALOG))
-        company = create_company(session, "Demo Company")
+        company = session.scalars(select(Company).where(Company.name == DEMO_COMPANY)).first()
+        if company is None:
+            company = create_company(session, DEMO_COMPANY)
+            _demo_wallet(session, company.id)
         issued = issue_token(session, company.id)
-        _demo_wallet(session, company.id)
     base = settings.public_url.rstrip("/")
     typer.echo(
         f"Demo company {company.id} is ready.\n"
