@@ -1,0 +1,48 @@
+"""No request a client can send gets a 500: Schemathesis generates requests for every operation in
+the OpenAPI document (valid and invalid shapes) and sends them with a real token."""
+
+from __future__ import annotations
+
+import schemathesis
+from fastapi import FastAPI
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from schemathesis.generation import GenerationMode
+from sqlalchemy import Engine
+
+from tests.factories import Api, load_demo_catalog
+
+EXAMPLES_PER_OPERATION = 30
+
+
+def test_generated_requests_never_get_a_server_error(app: FastAPI, api: Api, engine: Engine) -> None:
+    load_demo_catalog(engine)
+    schema = schemathesis.openapi.from_asgi("/api/v2/openapi.json", app)
+    failures: list[str] = []
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) >= 6
+
+    for operation in operations:
+        strategy = operation.as_strategy(GenerationMode.POSITIVE) | operation.as_strategy(
+            GenerationMode.NEGATIVE
+        )
+
+        @given(case=strategy, use_token=st.booleans())
+        @settings(
+            max_examples=EXAMPLES_PER_OPERATION,
+            deadline=None,
+            database=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+        def check(case: schemathesis.Case, use_token: bool) -> None:
+            headers = dict(api.headers) if use_token else {}
+            response = case.call(headers=headers)
+            if response.status_code >= 500:
+                failures.append(
+                    f"{case.method} {case.formatted_path} -> {response.status_code}: {response.text[:200]}"
+                )
+            assert isinstance(response.json().get("success"), bool), f"{case.method} {case.formatted_path}"
+
+        check()
+    assert failures == []
