@@ -12,10 +12,6 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from outfitter.catalog.router import router as catalog_router
-from outfitter.equipment.router import router as equipment_router
-from outfitter.payments.router import router as payments_router
-from outfitter.payments.router import sandbox_router
-from outfitter.people.router import router as people_router
 from outfitter.config import Settings, get_settings
 from outfitter.core.errors import error_body
 from outfitter.core.handlers import install_error_handlers
@@ -24,6 +20,10 @@ from outfitter.core.middleware import BodyLimitMiddleware, RequestContextMiddlew
 from outfitter.core.ratelimit import RateLimiter
 from outfitter.core.schemas import Envelope, ErrorEnvelope, ok
 from outfitter.db.session import make_engine, make_sessionmaker
+from outfitter.equipment.router import router as equipment_router
+from outfitter.payments.router import router as payments_router
+from outfitter.payments.router import sandbox_router
+from outfitter.people.router import router as people_router
 
 API_PREFIX = "/api/v2"
 

@@ -6,8 +6,8 @@ import uuid
 
 from fastapi.testclient import TestClient
 
-from tests.factories import Api, assert_error
 from tests.core.test_auth import EMPLOYEE
+from tests.factories import Api, assert_error
 
 
 def test_unknown_route_is_404_envelope(api: Api) -> None:

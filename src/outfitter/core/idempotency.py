@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import timedelta
+
 from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -48,7 +49,9 @@ class IdempotencyMiddleware:
             if not message.get("more_body", False):
                 break
         token_hash = hash_token(authorization.partition(" ")[2].strip())
-        request_hash = hashlib.sha256(scope["method"].encode() + b" " + scope["path"].encode() + b"\n" + body).hexdigest()
+        request_hash = hashlib.sha256(
+            scope["method"].encode() + b" " + scope["path"].encode() + b"\n" + body
+        ).hexdigest()
 
         claim = await run_in_threadpool(self._claim, token_hash, key, request_hash)
         if isinstance(claim, IdempotencyRecord):
@@ -110,7 +113,9 @@ class IdempotencyMiddleware:
             if status is None:
                 session.execute(delete(IdempotencyRecord).where(*where))
             else:
-                session.execute(update(IdempotencyRecord).where(*where).values(status_code=status, response_body=body))
+                session.execute(
+                    update(IdempotencyRecord).where(*where).values(status_code=status, response_body=body)
+                )
             session.commit()
 
     async def _replay(self, send: Send, record: IdempotencyRecord, request_hash: str) -> None:
@@ -131,4 +136,3 @@ class IdempotencyMiddleware:
         ]
         await send({"type": "http.response.start", "status": record.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": record.response_body})
-

@@ -86,8 +86,8 @@ class RequestContextMiddleware:
             )
 
 
-class _BodyTooLarge(Exception):
-    pass
+class _BodyTooLarge(BaseException):
+    """BaseException, because FastAPI turns any Exception raised while reading a body into a 400."""
 
 
 class BodyLimitMiddleware:

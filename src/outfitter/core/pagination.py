@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 DEFAULT_PER_PAGE = 15
 MAX_PER_PAGE = 100
+MAX_PAGE = 2**31 - 1  # the interface declares page as int32
 
 RowT = TypeVar("RowT")
 
@@ -27,7 +28,7 @@ class PageParams:
 
 
 def page_params(
-    page: Annotated[int, Query(ge=1, description="Page number, from 1")] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number, from 1")] = 1,
     per_page: Annotated[
         int, Query(ge=1, le=MAX_PER_PAGE, description=f"Records per page, 1 to {MAX_PER_PAGE}")
     ] = DEFAULT_PER_PAGE,
@@ -68,5 +69,7 @@ def paginate(session: Session, statement: Select[Any], params: PageParams) -> Pa
     """
     count_statement = select(func.count()).select_from(statement.order_by(None).subquery())
     total = session.scalar(count_statement) or 0
+    if params.offset >= total:
+        return PageResult(items=[], total=total, params=params)  # past the end: nothing to fetch
     items = list(session.scalars(statement.limit(params.per_page).offset(params.offset)).unique())
     return PageResult(items=items, total=total, params=params)

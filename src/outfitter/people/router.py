@@ -2,6 +2,167 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+
+from outfitter.core.auth import ReadAccess, WriteAccess
+from outfitter.core.pagination import Pagination
+from outfitter.core.schemas import Envelope, Page, error_responses, ok
+from outfitter.db.session import DbSession
+from outfitter.people import bulk, departments, service
+from outfitter.people.schemas import (
+    DepartmentCreate,
+    DepartmentOut,
+    DepartmentPatch,
+    EmployeeBulkCreate,
+    EmployeeCreate,
+    EmployeeOut,
+    EmployeePatch,
+)
 
 router = APIRouter(prefix="/client", tags=["people"])
+
+UserId = Annotated[str, Path(alias="userId", description="The employee's id")]
+DepartmentId = Annotated[str, Path(alias="departmentId", description="The department's id")]
+
+
+@router.get(
+    "/employees",
+    response_model=Envelope[Page[EmployeeOut]],
+    responses=error_responses(422),
+    summary="List employees, newest first",
+)
+def list_employees(
+    auth: ReadAccess,
+    session: DbSession,
+    pagination: Pagination,
+    country: Annotated[str | None, Query(description="Country id, name or two-letter code")] = None,
+    department_id: Annotated[str | None, Query(description="Only active members of this department")] = None,
+    search: Annotated[
+        str | None, Query(max_length=200, description="Part of the first name, last name or email, any case")
+    ] = None,
+) -> dict[str, object]:
+    records, page = service.list_employees(
+        session, auth.company_id, pagination, country, department_id, search
+    )
+    return ok(page.body(records), "Employees fetched successfully.")
+
+
+@router.post(
+    "/employees",
+    status_code=201,
+    response_model=Envelope[EmployeeOut],
+    responses=error_responses(409, 422),
+    summary="Create an employee",
+)
+def create_employee(body: EmployeeCreate, auth: WriteAccess, session: DbSession) -> dict[str, object]:
+    employee = service.create_employee(session, auth.company_id, body)
+    return ok(employee, "Employee created successfully.")
+
+
+@router.post(
+    "/employees/bulk",
+    status_code=201,
+    response_model=Envelope[list[list[EmployeeOut]] | list[EmployeeOut]],
+    responses=error_responses(409, 422),
+    summary="Create up to 1,000 employees at once, all or nothing",
+)
+def create_employees(body: EmployeeBulkCreate, auth: WriteAccess, session: DbSession) -> dict[str, object]:
+    created, count = bulk.create_employees(session, auth.company_id, body.employees)
+    noun = "employee" if count == 1 else "employees"
+    return ok(created, f"{count} {noun} created successfully.")
+
+
+@router.get(
+    "/employees/{userId}",
+    response_model=Envelope[EmployeeOut],
+    responses=error_responses(404),
+    summary="Retrieve an employee with departments, equipment and orders",
+)
+def get_employee(user_id: UserId, auth: ReadAccess, session: DbSession) -> dict[str, object]:
+    return ok(service.get_employee(session, auth.company_id, user_id), "Employee fetched successfully.")
+
+
+@router.patch(
+    "/employees/{userId}",
+    response_model=Envelope[EmployeeOut],
+    responses=error_responses(404, 422),
+    summary="Update an employee's listed fields",
+)
+def update_employee(
+    user_id: UserId, body: EmployeePatch, auth: WriteAccess, session: DbSession
+) -> dict[str, object]:
+    employee = service.update_employee(session, auth.company_id, user_id, body)
+    return ok(employee, "Employee updated successfully.")
+
+
+@router.delete(
+    "/employees/{userId}",
+    response_model=Envelope[EmployeeOut],
+    responses=error_responses(404, 409),
+    summary="Offboard (delete) an employee who holds no Assigned equipment",
+)
+def delete_employee(user_id: UserId, auth: WriteAccess, session: DbSession) -> dict[str, object]:
+    employee = service.delete_employee(session, auth.company_id, user_id)
+    return ok(employee, "Employee deleted successfully.")
+
+
+@router.get(
+    "/departments",
+    response_model=Envelope[Page[DepartmentOut]],
+    responses=error_responses(422),
+    summary="List departments, newest first",
+)
+def list_departments(auth: ReadAccess, session: DbSession, pagination: Pagination) -> dict[str, object]:
+    records, page = departments.list_departments(session, auth, pagination)
+    return ok(page.body(records), "Departments fetched successfully.")
+
+
+@router.post(
+    "/departments",
+    status_code=201,
+    response_model=Envelope[DepartmentOut],
+    responses=error_responses(409, 422),
+    summary="Create a department",
+)
+def create_department(body: DepartmentCreate, auth: WriteAccess, session: DbSession) -> dict[str, object]:
+    department = departments.create_department(session, auth, body)
+    return ok(department, "Department created successfully.")
+
+
+@router.get(
+    "/departments/{departmentId}",
+    response_model=Envelope[DepartmentOut],
+    responses=error_responses(404),
+    summary="Retrieve a department with its members",
+)
+def get_department(department_id: DepartmentId, auth: ReadAccess, session: DbSession) -> dict[str, object]:
+    department = departments.get_department(session, auth, department_id)
+    return ok(department, "Department fetched successfully.")
+
+
+@router.patch(
+    "/departments/{departmentId}",
+    response_model=Envelope[DepartmentOut],
+    responses=error_responses(404, 409, 422),
+    summary="Update a department: name, head, members",
+)
+def update_department(
+    department_id: DepartmentId, body: DepartmentPatch, auth: WriteAccess, session: DbSession
+) -> dict[str, Any]:
+    department = departments.update_department(session, auth, department_id, body)
+    return ok(department, "Department updated successfully.")
+
+
+@router.delete(
+    "/departments/{departmentId}",
+    response_model=Envelope[DepartmentOut],
+    responses=error_responses(404),
+    summary="Delete a department; its memberships end",
+)
+def delete_department(
+    department_id: DepartmentId, auth: WriteAccess, session: DbSession
+) -> dict[str, object]:
+    department = departments.delete_department(session, auth, department_id)
+    return ok(department, "Department deleted successfully.")

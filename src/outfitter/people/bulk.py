@@ -1,0 +1,133 @@
+"""Bulk employee creation: up to 1,000 employees, all or nothing, in a constant number of statements
+(one for the countries, one for the emails already taken, one executemany for the rows)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from outfitter.catalog.models import Country
+from outfitter.core.errors import Conflict, ValidationFailed
+from outfitter.core.tenancy import parse_uuid
+from outfitter.db.base import utcnow
+from outfitter.people.models import Employee
+from outfitter.people.repository import EmployeeRepository, countries_matching
+from outfitter.people.schemas import EmployeeCreate, EmployeeOut
+from outfitter.people.service import email_taken, employee_out
+
+MAX_BULK_EMPLOYEES = 1000
+_ITEM = TypeAdapter(EmployeeCreate)
+
+
+def _positions(employees: list[Any]) -> Iterator[tuple[str, Any]]:
+    """(path, item) for every employee: `employees.0.12` in the nested shape, `employees.12` flat."""
+    if employees and all(isinstance(group, list) for group in employees):
+        for outer, group in enumerate(employees):
+            for inner, item in enumerate(group):
+                yield f"employees.{outer}.{inner}", item
+        return
+    if any(isinstance(group, list) for group in employees):
+        raise ValidationFailed.field(
+            "employees", "Give either an array of employee arrays or an array of employees, not both."
+        )
+    for position, item in enumerate(employees):
+        yield f"employees.{position}", item
+
+
+def _readable(message: str) -> str:
+    return message.removeprefix("Value error, ")
+
+
+class _Countries:
+    """Countries named by id, name (any case) or code, found with one statement for the batch."""
+
+    def __init__(self, session: Session, values: set[str]) -> None:
+        found = countries_matching(session, values)
+        self.by_id = {country.id: country for country in found}
+        self.by_name = {country.name.lower(): country for country in found}
+        self.by_code = {country.code: country for country in found}
+
+    def get(self, value: str) -> Country | None:
+        parsed = parse_uuid(value)
+        if parsed is not None:
+            return self.by_id.get(parsed)
+        return self.by_name.get(value.lower()) or self.by_code.get(value.upper())
+
+
+def create_employees(session: Session, company_id: uuid.UUID, employees: list[Any]) -> tuple[list[Any], int]:
+    """Validate every item first, then insert them all; the answer mirrors the input's nesting."""
+    positions = list(_positions(employees))
+    if not positions:
+        raise ValidationFailed.field("employees", "Give at least one employee.")
+    if len(positions) > MAX_BULK_EMPLOYEES:
+        raise ValidationFailed.field(
+            "employees",
+            f"At most {MAX_BULK_EMPLOYEES:,} employees a request; this one has {len(positions):,}.",
+        )
+
+    errors: dict[str, list[str]] = {}
+    valid: list[tuple[str, EmployeeCreate]] = []
+    for path, item in positions:
+        try:
+            valid.append((path, _ITEM.validate_python(item)))
+        except ValidationError as error:
+            for detail in error.errors():
+                key = ".".join([path, *(str(part) for part in detail["loc"])])
+                errors.setdefault(key, []).append(_readable(detail["msg"]))
+
+    countries = _Countries(session, {body.country_id for _, body in valid})
+    repository = EmployeeRepository(session, company_id)
+    taken = repository.existing_emails({body.email for _, body in valid})
+    first_seen: dict[str, str] = {}
+    rows: list[dict[str, Any]] = []
+    answer_countries: list[Country] = []
+    now = utcnow()
+    for path, body in valid:
+        country = countries.get(body.country_id)
+        if country is None:
+            errors.setdefault(f"{path}.country_id", []).append(
+                f"Unknown country {body.country_id!r}: give a country id, name or two-letter code."
+            )
+        if body.email in taken:
+            errors.setdefault(f"{path}.email", []).append(email_taken(body.email))
+        elif body.email in first_seen:
+            errors.setdefault(f"{path}.email", []).append(
+                f"The email {body.email} is also given at {first_seen[body.email]}."
+            )
+        first_seen.setdefault(body.email, path)
+        if country is not None:
+            fields = body.model_dump(exclude={"country_id"})
+            rows.append(
+                {**fields, "id": uuid.uuid4(), "country_id": country.id, "created_at": now, "updated_at": now}
+            )
+            answer_countries.append(country)
+    if errors:
+        raise ValidationFailed.fields(errors)
+
+    try:
+        repository.insert_many(rows)
+    except IntegrityError:  # a concurrent request took one of the emails after our check
+        raise Conflict(
+            "An employee with one of these emails was created meanwhile; nothing was created."
+        ) from None
+
+    created = [
+        employee_out(Employee(**row), country) for row, country in zip(rows, answer_countries, strict=True)
+    ]
+    return _mirror(employees, created), len(created)
+
+
+def _mirror(employees: list[Any], created: list[EmployeeOut]) -> list[Any]:
+    if not all(isinstance(group, list) for group in employees):
+        return list(created)
+    nested: list[Any] = []
+    start = 0
+    for group in employees:
+        nested.append(created[start : start + len(group)])
+        start += len(group)
+    return nested

@@ -1,0 +1,184 @@
+"""Department rules: a unique live name per company, an optional head, a replaceable member set,
+and a soft delete that ends the memberships."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from outfitter.core.auth import AuthContext
+from outfitter.core.errors import Conflict, NotFound, ValidationFailed
+from outfitter.core.pagination import PageParams, PageResult, paginate
+from outfitter.core.tenancy import parse_uuid
+from outfitter.db.base import utcnow
+from outfitter.people.models import Department, Employee, UserDepartment
+from outfitter.people.repository import DepartmentRepository, EmployeeRepository
+from outfitter.people.schemas import (
+    CompanyBrief,
+    DepartmentCreate,
+    DepartmentOut,
+    DepartmentPatch,
+    HeadOut,
+    MemberOut,
+    UserDepartmentOut,
+)
+
+UNKNOWN_EMPLOYEE = "Unknown employee: give the id of one of this company's employees."
+
+
+def name_taken(name: str) -> str:
+    return f"A department named {name!r} already exists in this company."
+
+
+def present(
+    repository: DepartmentRepository, auth: AuthContext, departments: Sequence[Department]
+) -> list[DepartmentOut]:
+    """Departments with members and counts: two statements for any number of departments."""
+    ids = [department.id for department in departments]
+    memberships = repository.memberships(ids)
+    asset_counts = repository.asset_counts(ids)
+    company = CompanyBrief(id=auth.company_id, name=auth.company_name)
+    return [
+        _department_out(
+            department, company, memberships.get(department.id, []), asset_counts.get(department.id, 0)
+        )
+        for department in departments
+    ]
+
+
+def _department_out(
+    department: Department, company: CompanyBrief, memberships: list[UserDepartment], asset_count: int
+) -> DepartmentOut:
+    head = department.head
+    return DepartmentOut(
+        id=department.id,
+        company=company,
+        name=department.name,
+        member_count=len(memberships),
+        asset_count=asset_count,
+        created_at=department.created_at,
+        updated_at=department.updated_at,
+        head=HeadOut(name=head.full_name, id=head.id) if head else HeadOut(name=" ", id=None),
+        members=[
+            MemberOut(
+                id=membership.user.id,
+                first_name=membership.user.first_name,
+                last_name=membership.user.last_name,
+                email=membership.user.email,
+                user_departments=[UserDepartmentOut.model_validate(membership)],
+            )
+            for membership in memberships
+        ],
+    )
+
+
+def _head(session: Session, company_id: uuid.UUID, head_id: str | None) -> Employee | None:
+    if head_id is None:
+        return None
+    head = EmployeeRepository(session, company_id).find(head_id)
+    if head is None:
+        raise ValidationFailed.field("head_id", UNKNOWN_EMPLOYEE)
+    return head
+
+
+def _members(session: Session, company_id: uuid.UUID, member_ids: Sequence[str]) -> list[uuid.UUID]:
+    """The distinct employees named, in order; unknown or another company's: 422 at their position."""
+    parsed = [parse_uuid(value) for value in member_ids]
+    found = EmployeeRepository(session, company_id).by_ids({value for value in parsed if value is not None})
+    errors = {
+        f"member_ids.{position}": [UNKNOWN_EMPLOYEE]
+        for position, value in enumerate(parsed)
+        if value is None or value not in found
+    }
+    if errors:
+        raise ValidationFailed.fields(errors)
+    return list(dict.fromkeys(value for value in parsed if value is not None))
+
+
+def _flush_name(session: Session, name: str) -> None:
+    try:
+        session.flush()
+    except IntegrityError:  # a concurrent request took the name after our check
+        raise Conflict(name_taken(name)) from None
+
+
+def list_departments(
+    session: Session, auth: AuthContext, params: PageParams
+) -> tuple[list[DepartmentOut], PageResult[Department]]:
+    repository = DepartmentRepository(session, auth.company_id)
+    page = paginate(session, repository.listing(), params)
+    return present(repository, auth, page.items), page
+
+
+def get_department(session: Session, auth: AuthContext, department_id: str) -> DepartmentOut:
+    repository = DepartmentRepository(session, auth.company_id)
+    return present(repository, auth, [_live(repository, department_id)])[0]
+
+
+def _live(repository: DepartmentRepository, department_id: str, for_update: bool = False) -> Department:
+    department = repository.find_live(department_id, for_update=for_update)
+    if department is None:
+        raise NotFound.record("Department")
+    return department
+
+
+def create_department(session: Session, auth: AuthContext, body: DepartmentCreate) -> DepartmentOut:
+    repository = DepartmentRepository(session, auth.company_id)
+    head = _head(session, auth.company_id, body.head_id)
+    members = _members(session, auth.company_id, body.member_ids)
+    if repository.name_taken(body.name):
+        raise Conflict(name_taken(body.name))
+    department = repository.add(Department(name=body.name, active_name=body.name.lower(), head=head))
+    _flush_name(session, body.name)
+    repository.add_members(department, members, utcnow())
+    return present(repository, auth, [department])[0]
+
+
+def update_department(
+    session: Session, auth: AuthContext, department_id: str, body: DepartmentPatch
+) -> DepartmentOut:
+    repository = DepartmentRepository(session, auth.company_id)
+    department = _live(repository, department_id, for_update=True)
+    sent = body.model_fields_set
+    if "name" in sent and body.name is None:
+        raise ValidationFailed.field("name", "May not be null or empty.")
+    if "member_ids" in sent and body.member_ids is None:
+        raise ValidationFailed.field("member_ids", "Give the full list of members; [] removes them all.")
+    head = _head(session, auth.company_id, body.head_id) if "head_id" in sent else department.head
+    members = _members(session, auth.company_id, body.member_ids) if body.member_ids is not None else None
+    if body.name is not None and repository.name_taken(body.name, except_id=department.id):
+        raise Conflict(name_taken(body.name))
+
+    now = utcnow()
+    if body.name is not None:
+        department.name = body.name
+        department.active_name = body.name.lower()
+    department.head = head
+    department.updated_at = now
+    _flush_name(session, department.name)
+    if members is not None:
+        current = {
+            membership.user_id for membership in repository.memberships([department.id])[department.id]
+        }
+        wanted = set(members)
+        repository.end_memberships(department.id, now, current - wanted)
+        repository.add_members(department, [user_id for user_id in members if user_id not in current], now)
+    session.flush()
+    session.expire_all()  # memberships changed by bulk statements: read them afresh
+    return get_department(session, auth, str(department.id))
+
+
+def delete_department(session: Session, auth: AuthContext, department_id: str) -> DepartmentOut:
+    """Soft delete; answers the department as it was just before, members included."""
+    repository = DepartmentRepository(session, auth.company_id)
+    department = _live(repository, department_id, for_update=True)
+    answer = present(repository, auth, [department])[0]
+    now = utcnow()
+    repository.end_memberships(department.id, now)
+    department.deleted_at = now
+    department.active_name = None
+    session.flush()
+    return answer

@@ -1,0 +1,274 @@
+"""Every people query. Company data is read through `scoped()`; the related rows an employee or
+department response shows are loaded for a whole page at once, one statement per kind."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, distinct, func, insert, or_, select, update
+from sqlalchemy.orm import Session, contains_eager, joinedload
+
+from outfitter.catalog.models import Country, Currency
+from outfitter.core.tenancy import CompanyRepository, parse_uuid
+from outfitter.equipment.lifecycle import ASSIGNED
+from outfitter.equipment.models import Equipment
+from outfitter.payments.models import Order, OrderItem
+from outfitter.people.models import MEMBERSHIP_ACTIVE, Department, Employee, UserDepartment
+
+MEMBERSHIP_ENDED = "Inactive"
+
+
+class EmployeeRepository(CompanyRepository[Employee]):
+    model = Employee
+    label = "Employee"
+
+    def listing(
+        self, country_id: uuid.UUID | None, department_id: uuid.UUID | None, search: str | None
+    ) -> Select[Employee]:
+        statement = self.scoped(joinedload(Employee.country)).order_by(
+            Employee.created_at.desc(), Employee.id.desc()
+        )
+        if country_id is not None:
+            statement = statement.where(Employee.country_id == country_id)
+        if department_id is not None:
+            members = select(UserDepartment.user_id).where(
+                UserDepartment.company_id == self.company_id,
+                UserDepartment.department_id == department_id,
+                UserDepartment.deleted_at.is_(None),
+            )
+            statement = statement.where(Employee.id.in_(members))
+        if search:
+            needle = search.lower()
+            statement = statement.where(
+                or_(
+                    func.lower(Employee.first_name).contains(needle, autoescape=True),
+                    func.lower(Employee.last_name).contains(needle, autoescape=True),
+                    Employee.email.contains(needle, autoescape=True),
+                )
+            )
+        return statement
+
+    def get_with_country(self, record_id: uuid.UUID | str) -> Employee:
+        return self.get(record_id, joinedload(Employee.country))
+
+    def existing_emails(self, emails: Collection[str]) -> set[str]:
+        if not emails:
+            return set()
+        return set(
+            self.session.scalars(
+                select(Employee.email).where(
+                    Employee.company_id == self.company_id, Employee.email.in_(emails)
+                )
+            )
+        )
+
+    def insert_many(self, rows: list[dict[str, Any]]) -> None:
+        """One executemany for the whole batch (batched further by the driver's insertmanyvalues)."""
+        self.session.execute(insert(Employee), [{**row, "company_id": self.company_id} for row in rows])
+
+    def by_ids(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
+        if not ids:
+            return {}
+        records = self.session.scalars(self.scoped().where(Employee.id.in_(ids)))
+        return {record.id: record for record in records}
+
+    def assigned_count(self, employee_id: uuid.UUID) -> int:
+        return (
+            self.session.scalar(
+                select(func.count())
+                .select_from(Equipment)
+                .where(
+                    Equipment.company_id == self.company_id,
+                    Equipment.assignee_id == employee_id,
+                    Equipment.status == ASSIGNED,
+                )
+            )
+            or 0
+        )
+
+    def departments_of(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[Department]]:
+        """Active memberships in live departments, per employee."""
+        found: dict[uuid.UUID, list[Department]] = defaultdict(list)
+        if not ids:
+            return found
+        rows = self.session.execute(
+            select(UserDepartment.user_id, Department)
+            .join(Department, Department.id == UserDepartment.department_id)
+            .where(
+                UserDepartment.company_id == self.company_id,
+                UserDepartment.user_id.in_(ids),
+                UserDepartment.deleted_at.is_(None),
+                Department.deleted_at.is_(None),
+            )
+            .order_by(Department.name, Department.id)
+        )
+        for user_id, department in rows:
+            found[user_id].append(department)
+        return found
+
+    def equipment_of(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[Equipment]]:
+        """The Assigned equipment each employee holds."""
+        found: dict[uuid.UUID, list[Equipment]] = defaultdict(list)
+        if not ids:
+            return found
+        records = self.session.scalars(
+            select(Equipment)
+            .where(
+                Equipment.company_id == self.company_id,
+                Equipment.assignee_id.in_(ids),
+                Equipment.status == ASSIGNED,
+            )
+            .order_by(Equipment.created_at.desc(), Equipment.id.desc())
+        )
+        for record in records:
+            assert record.assignee_id is not None
+            found[record.assignee_id].append(record)
+        return found
+
+    def orders_of(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[tuple[Order, int]]]:
+        """Orders with at least one item for the employee, newest first, with their currency's
+        minor units."""
+        found: dict[uuid.UUID, list[tuple[Order, int]]] = defaultdict(list)
+        if not ids:
+            return found
+        pairs = (
+            select(OrderItem.employee_id, OrderItem.order_id)
+            .where(OrderItem.company_id == self.company_id, OrderItem.employee_id.in_(ids))
+            .distinct()
+            .subquery()
+        )
+        rows = self.session.execute(
+            select(pairs.c.employee_id, Order, Currency.minor_units)
+            .join(Order, Order.id == pairs.c.order_id)
+            .join(Currency, Currency.code == Order.currency_code)
+            .order_by(Order.created_at.desc(), Order.id.desc())
+        )
+        for employee_id, order, minor_units in rows:
+            found[employee_id].append((order, minor_units))
+        return found
+
+
+class DepartmentRepository(CompanyRepository[Department]):
+    model = Department
+    label = "Department"
+
+    def live(self) -> Select[Department]:
+        """Deleted departments are invisible everywhere."""
+        return self.scoped(joinedload(Department.head)).where(Department.deleted_at.is_(None))
+
+    def listing(self) -> Select[Department]:
+        return self.live().order_by(Department.created_at.desc(), Department.id.desc())
+
+    def find_live(self, record_id: uuid.UUID | str, for_update: bool = False) -> Department | None:
+        parsed = parse_uuid(record_id)
+        if parsed is None:
+            return None
+        statement = self.live().where(Department.id == parsed)
+        if for_update:
+            statement = statement.with_for_update(of=Department)
+        return self.session.scalars(statement).unique().one_or_none()
+
+    def name_taken(self, name: str, except_id: uuid.UUID | None = None) -> bool:
+        statement = self.live().where(Department.active_name == name.lower())
+        if except_id is not None:
+            statement = statement.where(Department.id != except_id)
+        return self.session.scalars(statement.limit(1)).first() is not None
+
+    def memberships(self, department_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[UserDepartment]]:
+        """Active memberships per department, each with its employee loaded."""
+        found: dict[uuid.UUID, list[UserDepartment]] = defaultdict(list)
+        if not department_ids:
+            return found
+        records = self.session.scalars(
+            select(UserDepartment)
+            .join(UserDepartment.user)
+            .where(
+                UserDepartment.company_id == self.company_id,
+                UserDepartment.department_id.in_(department_ids),
+                UserDepartment.deleted_at.is_(None),
+            )
+            .options(contains_eager(UserDepartment.user))
+            .order_by(Employee.first_name, Employee.last_name, Employee.id)
+        )
+        for record in records:
+            found[record.department_id].append(record)
+        return found
+
+    def asset_counts(self, department_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, int]:
+        """Assigned equipment held by each department's active members."""
+        if not department_ids:
+            return {}
+        rows = self.session.execute(
+            select(UserDepartment.department_id, func.count(distinct(Equipment.id)))
+            .join(Equipment, Equipment.assignee_id == UserDepartment.user_id)
+            .where(
+                UserDepartment.company_id == self.company_id,
+                UserDepartment.department_id.in_(department_ids),
+                UserDepartment.deleted_at.is_(None),
+                Equipment.company_id == self.company_id,
+                Equipment.status == ASSIGNED,
+            )
+            .group_by(UserDepartment.department_id)
+        )
+        return {department_id: count for department_id, count in rows}
+
+    def add_members(self, department: Department, user_ids: Iterable[uuid.UUID], now: datetime) -> None:
+        rows = [
+            {
+                "id": uuid.uuid4(),
+                "company_id": self.company_id,
+                "user_id": user_id,
+                "department_id": department.id,
+                "status": MEMBERSHIP_ACTIVE,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for user_id in user_ids
+        ]
+        if rows:
+            self.session.execute(insert(UserDepartment), rows)
+
+    def end_memberships(
+        self, department_id: uuid.UUID, now: datetime, user_ids: Collection[uuid.UUID] | None = None
+    ) -> None:
+        """End the active memberships of the department (of only `user_ids` when given)."""
+        statement = (
+            update(UserDepartment)
+            .where(
+                UserDepartment.company_id == self.company_id,
+                UserDepartment.department_id == department_id,
+                UserDepartment.deleted_at.is_(None),
+            )
+            .values(deleted_at=now, updated_at=now, status=MEMBERSHIP_ENDED)
+            .execution_options(synchronize_session=False)
+        )
+        if user_ids is not None:
+            if not user_ids:
+                return
+            statement = statement.where(UserDepartment.user_id.in_(user_ids))
+        self.session.execute(statement)
+
+
+def countries_matching(session: Session, values: Iterable[str]) -> Sequence[Country]:
+    """Every country any of `values` names (id, name in any case, or alpha-2 code): one statement."""
+    ids: set[uuid.UUID] = set()
+    names: set[str] = set()
+    for value in values:
+        parsed = parse_uuid(value)
+        if parsed is not None:
+            ids.add(parsed)
+        else:
+            names.add(value.strip().lower())
+    if not ids and not names:
+        return []
+    conditions = []
+    if ids:
+        conditions.append(Country.id.in_(ids))
+    if names:
+        conditions.append(func.lower(Country.name).in_(names))
+        conditions.append(Country.code.in_({name.upper() for name in names if len(name) == 2}))
+    return session.scalars(select(Country).where(or_(*conditions))).all()

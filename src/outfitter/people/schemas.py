@@ -1,0 +1,200 @@
+"""People request and response shapes: the Employee and Department resources field for field as the
+interface lists them, and the bodies that create and change them."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Annotated, Any
+
+from email_validator import EmailNotValidError, validate_email
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+
+from outfitter.core.schemas import DecimalString, Schema, Timestamp
+
+_PHONE = re.compile(r"^\+?[0-9][0-9 ()\-.]{3,48}$")
+
+
+def _email(value: str) -> str:
+    try:
+        return validate_email(value, check_deliverability=False).normalized.lower()
+    except EmailNotValidError as error:
+        raise ValueError(f"Not a valid email address: {error}") from None
+
+
+def _phone(value: str) -> str:
+    if not _PHONE.match(value):
+        raise ValueError("Not a valid phone number: use digits, spaces, '+', '-', '.' or parentheses.")
+    return value
+
+
+def _text(max_length: int) -> Any:
+    return StringConstraints(strip_whitespace=True, min_length=1, max_length=max_length)
+
+
+Name = Annotated[str, _text(100)]
+Email = Annotated[str, _text(320), AfterValidator(_email)]
+Phone = Annotated[str, _text(50), AfterValidator(_phone)]
+Address = Annotated[str, _text(500)]
+CountryRef = Annotated[str, _text(100)]
+Text200 = Annotated[str, _text(200)]
+Text100 = Annotated[str, _text(100)]
+Text50 = Annotated[str, _text(50)]
+
+
+def _blank_to_none(value: Any) -> Any:
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+# Nullable fields: null or a blank string leaves them empty.
+OptionalEmail = Annotated[Email | None, BeforeValidator(_blank_to_none)]
+Optional200 = Annotated[Text200 | None, BeforeValidator(_blank_to_none)]
+Optional100 = Annotated[Text100 | None, BeforeValidator(_blank_to_none)]
+Optional50 = Annotated[Text50 | None, BeforeValidator(_blank_to_none)]
+
+
+class Body(BaseModel):
+    """A request body: unknown fields are refused with 422 naming them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class EmployeeCreate(Body):
+    first_name: Name
+    last_name: Name
+    email: Email
+    country_id: CountryRef = Field(description="The country's id, name or two-letter code")
+    phone: Phone
+    address: Address
+    personal_email: OptionalEmail = None
+    landmark: Optional200 = None
+    job_title: Optional200 = None
+    tax_number: Optional100 = None
+    employment_type: Optional50 = None
+
+
+class EmployeeBulkCreate(Body):
+    employees: list[Any] = Field(
+        description="An array holding arrays of employees (the interface's shape), or a flat array; "
+        "at most 1,000 employees in all"
+    )
+
+
+class EmployeePatch(Body):
+    """Only the fields the interface lists; null clears the nullable ones."""
+
+    first_name: Name | None = None
+    last_name: Name | None = None
+    personal_email: OptionalEmail = None
+    phone: Phone | None = None
+    country: CountryRef | None = Field(None, description="The country's id, name or two-letter code")
+    landmark: Optional200 = None
+    job_title: Optional200 = None
+    tax_number: Optional100 = None
+    address: Address | None = None
+    employment_type: Optional50 = None
+
+
+REQUIRED_ON_PATCH = ("first_name", "last_name", "phone", "country", "address")
+
+
+class DepartmentCreate(Body):
+    name: Text200
+    head_id: str | None = Field(None, description="An employee of the company, or null")
+    member_ids: list[str] = Field(default_factory=list, max_length=1000)
+
+
+class DepartmentPatch(Body):
+    name: Text200 | None = None
+    head_id: str | None = Field(None, description="An employee of the company, or null to clear")
+    member_ids: list[str] | None = Field(
+        None, max_length=1000, description="The full set of members; replaces it"
+    )
+
+
+class DepartmentBrief(Schema):
+    id: uuid.UUID
+    name: str
+
+
+class EquipmentBrief(Schema):
+    id: uuid.UUID
+    title: str
+    type: str | None
+    status: str
+    serial_number: str | None
+
+
+class OrderBrief(Schema):
+    id: uuid.UUID
+    tx_ref: str
+    status: str
+    total_amount: DecimalString
+    currency: str
+    created_at: Timestamp
+
+
+class EmployeeOut(Schema):
+    id: uuid.UUID
+    first_name: str
+    last_name: str
+    email: str
+    personal_email: str | None
+    phone: str
+    country: str
+    country_code: str
+    currency_code: str
+    landmark: str | None
+    last_login: Timestamp | None
+    job_title: str | None
+    tax_number: str | None
+    employment_type: str | None
+    level: str | None
+    status: str | None
+    address: str
+    departments: list[DepartmentBrief]
+    catalogs: None = None
+    equipment: list[EquipmentBrief]
+    orders: list[OrderBrief]
+    created_at: Timestamp
+
+
+class CompanyBrief(Schema):
+    id: uuid.UUID
+    name: str
+
+
+class HeadOut(Schema):
+    name: str
+    id: uuid.UUID | None
+
+
+class UserDepartmentOut(Schema):
+    id: uuid.UUID
+    company_id: uuid.UUID
+    user_id: uuid.UUID
+    department_id: uuid.UUID
+    status: str
+    created_at: Timestamp
+    updated_at: Timestamp
+    deleted_at: Timestamp | None
+
+
+class MemberOut(Schema):
+    id: uuid.UUID
+    first_name: str
+    last_name: str
+    email: str
+    user_departments: list[UserDepartmentOut]
+
+
+class DepartmentOut(Schema):
+    id: uuid.UUID
+    company: CompanyBrief
+    name: str
+    member_count: int
+    asset_count: int
+    created_at: Timestamp
+    updated_at: Timestamp
+    head: HeadOut
+    members: list[MemberOut]

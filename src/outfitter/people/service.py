@@ -1,0 +1,172 @@
+"""Employee rules: create, list, retrieve, patch and offboard. Bulk creation lives in `bulk.py`."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from outfitter.catalog.models import Country
+from outfitter.catalog.reference import resolve_country
+from outfitter.core.errors import Conflict, ValidationFailed
+from outfitter.core.money import round_money
+from outfitter.core.pagination import PageParams, PageResult, paginate
+from outfitter.equipment.models import Equipment
+from outfitter.payments.models import Order
+from outfitter.people.models import Department, Employee
+from outfitter.people.repository import DepartmentRepository, EmployeeRepository
+from outfitter.people.schemas import (
+    REQUIRED_ON_PATCH,
+    DepartmentBrief,
+    EmployeeCreate,
+    EmployeeOut,
+    EmployeePatch,
+    EquipmentBrief,
+    OrderBrief,
+)
+
+
+def email_taken(email: str) -> str:
+    return f"An employee with the email {email} already exists in this company."
+
+
+def employee_out(
+    employee: Employee,
+    country: Country,
+    departments: Sequence[Department] = (),
+    equipment: Sequence[Equipment] = (),
+    orders: Sequence[tuple[Order, int]] = (),
+) -> EmployeeOut:
+    return EmployeeOut(
+        id=employee.id,
+        first_name=employee.first_name,
+        last_name=employee.last_name,
+        email=employee.email,
+        personal_email=employee.personal_email,
+        phone=employee.phone,
+        country=country.name,
+        country_code=country.code,
+        currency_code=country.currency_code,
+        landmark=employee.landmark,
+        last_login=employee.last_login,
+        job_title=employee.job_title,
+        tax_number=employee.tax_number,
+        employment_type=employee.employment_type,
+        level=employee.level,
+        status=employee.status,
+        address=employee.address,
+        departments=[DepartmentBrief(id=item.id, name=item.name) for item in departments],
+        catalogs=None,
+        equipment=[EquipmentBrief.model_validate(item) for item in equipment],
+        orders=[
+            OrderBrief(
+                id=order.id,
+                tx_ref=order.tx_ref,
+                status=order.status,
+                total_amount=round_money(order.total_amount, minor_units),
+                currency=order.currency_code,
+                created_at=order.created_at,
+            )
+            for order, minor_units in orders
+        ],
+        created_at=employee.created_at,
+    )
+
+
+def present(repository: EmployeeRepository, employees: Sequence[Employee]) -> list[EmployeeOut]:
+    """Employees with their departments, equipment and orders: three statements for any number."""
+    ids = [employee.id for employee in employees]
+    departments = repository.departments_of(ids)
+    equipment = repository.equipment_of(ids)
+    orders = repository.orders_of(ids)
+    return [
+        employee_out(
+            employee,
+            employee.country,
+            departments.get(employee.id, []),
+            equipment.get(employee.id, []),
+            orders.get(employee.id, []),
+        )
+        for employee in employees
+    ]
+
+
+def create_employee(session: Session, company_id: uuid.UUID, body: EmployeeCreate) -> EmployeeOut:
+    repository = EmployeeRepository(session, company_id)
+    country = resolve_country(session, body.country_id, "country_id")
+    if repository.existing_emails([body.email]):
+        raise Conflict(email_taken(body.email))
+    fields = body.model_dump(exclude={"country_id"})
+    employee = repository.add(Employee(**fields, country_id=country.id))
+    try:
+        session.flush()
+    except IntegrityError:  # another request took the email between our check and the insert
+        raise Conflict(email_taken(body.email)) from None
+    return employee_out(employee, country)
+
+
+def list_employees(
+    session: Session,
+    company_id: uuid.UUID,
+    params: PageParams,
+    country: str | None,
+    department_id: str | None,
+    search: str | None,
+) -> tuple[list[EmployeeOut], PageResult[Employee]]:
+    repository = EmployeeRepository(session, company_id)
+    country_id = resolve_country(session, country, "query.country").id if country is not None else None
+    department: uuid.UUID | None = None
+    if department_id is not None:
+        found = DepartmentRepository(session, company_id).find_live(department_id)
+        if found is None:
+            raise ValidationFailed.field("query.department_id", "Unknown department.")
+        department = found.id
+    statement = repository.listing(country_id, department, (search or "").strip() or None)
+    page = paginate(session, statement, params)
+    return present(repository, page.items), page
+
+
+def get_employee(session: Session, company_id: uuid.UUID, user_id: str) -> EmployeeOut:
+    repository = EmployeeRepository(session, company_id)
+    return present(repository, [repository.get_with_country(user_id)])[0]
+
+
+def update_employee(
+    session: Session, company_id: uuid.UUID, user_id: str, body: EmployeePatch
+) -> EmployeeOut:
+    repository = EmployeeRepository(session, company_id)
+    employee = repository.get_with_country(user_id)
+    changes = {name: getattr(body, name) for name in body.model_fields_set}
+    missing = {
+        name: ["May not be null or empty."]
+        for name in REQUIRED_ON_PATCH
+        if name in changes and changes[name] is None
+    }
+    if missing:
+        raise ValidationFailed.fields(missing)
+    if "country" in changes:
+        country = resolve_country(session, changes.pop("country"), "country")
+        employee.country_id = country.id
+        employee.country = country
+    for name, value in changes.items():
+        setattr(employee, name, value)
+    session.flush()
+    return present(repository, [employee])[0]
+
+
+def delete_employee(session: Session, company_id: uuid.UUID, user_id: str) -> EmployeeOut:
+    """Offboard: refused while the employee holds Assigned equipment; answers the record as it was."""
+    repository = EmployeeRepository(session, company_id)
+    employee = repository.get_with_country(user_id)
+    held = repository.assigned_count(employee.id)
+    if held:
+        raise Conflict(
+            f"{employee.full_name} still holds {held} Assigned equipment; "
+            "unassign or move it before deleting the employee."
+        )
+    answer = present(repository, [employee])[0]
+    session.delete(employee)
+    session.flush()
+    return answer
