@@ -210,3 +210,163 @@ def parse_amount(value: str) -> Decimal:
     if not amount.is_finite() or amount <= 0:
         fail("AMOUNT must be greater than zero")
     return amount
+
+
+# Payments: wallets, the fee schedule, reconciliation.
+wallet_app = typer.Typer(help="Company credit wallets.", no_args_is_help=True)
+fees_app = typer.Typer(help="The fee schedule, per currency.", no_args_is_help=True)
+payments_app = typer.Typer(help="Payments and their gateways.", no_args_is_help=True)
+app.add_typer(wallet_app, name="wallet")
+app.add_typer(fees_app, name="fees")
+app.add_typer(payments_app, name="payments")
+
+
+@wallet_app.command("credit")
+def wallet_credit(company_id: str, currency: str, amount: str, as_json: JsonFlag = False) -> None:
+    """Add credit to a company's wallet in CURRENCY (written to its ledger)."""
+    from outfitter.core.errors import DomainError
+    from outfitter.core.models import Company
+    from outfitter.payments.fees import to_minor_units
+    from outfitter.payments.wallet import credit_wallet
+
+    company_uuid = parse_id(company_id, "COMPANY_ID")
+    value = parse_amount(amount)
+    with unit_of_work() as session:
+        if session.get(Company, company_uuid) is None:
+            fail(f"no company with id {company_id}")
+        try:
+            entry = credit_wallet(session, company_uuid, currency, value, "Operator credit")
+        except DomainError as exc:
+            fail(exc.message)
+        payload = {
+            "company_id": company_id,
+            "currency": currency.strip().upper(),
+            "credited": format(to_minor_units(entry.amount, currency.strip().upper()), "f"),
+            "balance": format(to_minor_units(entry.balance_after, currency.strip().upper()), "f"),
+        }
+    emit(
+        as_json,
+        payload,
+        f"credited {payload['credited']} {payload['currency']}; balance {payload['balance']}",
+    )
+
+
+def _schedule_payload(schedule: Any) -> dict[str, str]:
+    from outfitter.payments.fees import to_minor_units
+
+    code = schedule.currency_code
+    return {
+        "currency": schedule.currency_code,
+        "insurance_percent": format(schedule.insurance_percent.normalize(), "f"),
+        "platform_percent": format(schedule.platform_percent.normalize(), "f"),
+        "gateway_percent": format(schedule.gateway_percent.normalize(), "f"),
+        "onboarding_fee": format(to_minor_units(schedule.onboarding_fee_per_device, code), "f"),
+        "device_config_fee": format(to_minor_units(schedule.device_config_fee_per_device, code), "f"),
+    }
+
+
+@fees_app.command("show")
+def fees_show(as_json: JsonFlag = False) -> None:
+    """Print the fee schedule of every currency."""
+    from sqlalchemy import select
+
+    from outfitter.payments.models import FeeSchedule
+
+    with unit_of_work() as session:
+        rows = [
+            _schedule_payload(s)
+            for s in session.scalars(select(FeeSchedule).order_by(FeeSchedule.currency_code))
+        ]
+    if as_json:
+        typer.echo(json.dumps({"fee_schedules": rows}))
+        return
+    typer.echo("currency  insurance%  platform%  gateway%(Card)  onboarding/device  config/device")
+    for row in rows:
+        typer.echo(
+            f"{row['currency']:<9} {row['insurance_percent']:>10} {row['platform_percent']:>10} "
+            f"{row['gateway_percent']:>15} {row['onboarding_fee']:>18} {row['device_config_fee']:>14}"
+        )
+
+
+def _fee_value(value: str | None, name: str, percent: bool) -> Decimal | None:
+    if value is None:
+        return None
+    try:
+        number = Decimal(value)
+    except InvalidOperation:
+        fail(f"--{name} must be a decimal number, got {value!r}")
+    if not number.is_finite() or number < 0 or (percent and number > 100):
+        fail(f"--{name} must be between 0 and {'100' if percent else 'any amount'}")
+    return number
+
+
+@fees_app.command("set")
+def fees_set(
+    currency: str,
+    insurance_percent: Annotated[str | None, typer.Option(help="Percent of the equipment amount")] = None,
+    platform_percent: Annotated[str | None, typer.Option(help="Percent of the equipment amount")] = None,
+    gateway_percent: Annotated[str | None, typer.Option(help="Percent of the charge, Card only")] = None,
+    onboarding_fee: Annotated[str | None, typer.Option(help="Flat fee per device")] = None,
+    device_config_fee: Annotated[str | None, typer.Option(help="Flat fee per device")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create or change the fee schedule of CURRENCY; options left out keep their value."""
+    from sqlalchemy import select
+
+    from outfitter.catalog.reference import find_currency
+    from outfitter.payments.fees import DEFAULT_PERCENTS
+    from outfitter.payments.models import FeeSchedule
+
+    values = {
+        "insurance_percent": _fee_value(insurance_percent, "insurance-percent", True),
+        "platform_percent": _fee_value(platform_percent, "platform-percent", True),
+        "gateway_percent": _fee_value(gateway_percent, "gateway-percent", True),
+        "onboarding_fee_per_device": _fee_value(onboarding_fee, "onboarding-fee", False),
+        "device_config_fee_per_device": _fee_value(device_config_fee, "device-config-fee", False),
+    }
+    with unit_of_work() as session:
+        found = find_currency(session, currency)
+        if found is None:
+            fail(f"unknown currency {currency!r}")
+        schedule = session.scalars(
+            select(FeeSchedule).where(FeeSchedule.currency_code == found.code)
+        ).one_or_none()
+        if schedule is None:
+            schedule = FeeSchedule(
+                currency_code=found.code,
+                onboarding_fee_per_device=Decimal(0),
+                device_config_fee_per_device=Decimal(0),
+                **DEFAULT_PERCENTS,
+            )
+            session.add(schedule)
+        for name, value in values.items():
+            if value is not None:
+                setattr(schedule, name, value)
+        session.flush()
+        payload = _schedule_payload(schedule)
+    emit(as_json, payload, " ".join(f"{key}={value}" for key, value in payload.items()))
+
+
+@payments_app.command("reconcile")
+def payments_reconcile(as_json: JsonFlag = False) -> None:
+    """Ask the gateways about Pending transactions: fulfil the paid, fail the declined, expire the old."""
+    from outfitter.db.migrate import is_current
+    from outfitter.db.session import make_sessionmaker
+    from outfitter.payments.gateways import GatewayRegistry
+    from outfitter.payments.reconcile import reconcile
+
+    settings = get_settings()
+    engine = make_engine(settings.database_url)
+    try:
+        if not is_current(engine):
+            fail("the database schema is not up to date: run 'outfitter db upgrade' first")
+        summary = reconcile(make_sessionmaker(engine), GatewayRegistry(settings))
+    finally:
+        engine.dispose()
+    payload = {"checked": summary.checked, "outcomes": summary.outcomes, "unreachable": summary.unreachable}
+    outcomes = ", ".join(f"{key}: {value}" for key, value in sorted(summary.outcomes.items())) or "none"
+    emit(
+        as_json,
+        payload,
+        f"checked {summary.checked} pending transaction(s); {outcomes}; unreachable: {summary.unreachable}",
+    )

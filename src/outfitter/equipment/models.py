@@ -8,12 +8,24 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
 from outfitter.catalog.models import Country, Currency
 from outfitter.core.tenancy import CompanyOwned
 from outfitter.db.base import Base, IdMixin, TimestampMixin, utcnow
 from outfitter.people.models import Employee
+
+
+def fold_spec(value: object) -> str | None:
+    """'16 GB' -> '16gb': the form the memory and storage filters compare."""
+    if value is None:
+        return None
+    folded = "".join(str(value).split()).lower()
+    return folded[:50] or None
+
+
+_FILTER_COLUMNS = ("type", "country_id", "memory_key", "storage_key")
+_OTHER = {column: [other for other in _FILTER_COLUMNS if other != column] for column in _FILTER_COLUMNS}
 
 
 class Equipment(IdMixin, TimestampMixin, CompanyOwned, Base):
@@ -23,6 +35,38 @@ class Equipment(IdMixin, TimestampMixin, CompanyOwned, Base):
         # The list sorts newest first within a company, usually filtered by status.
         Index("ix_equipment_company_status_created", "company_id", "status", "created_at", "id"),
         Index("ix_equipment_company_created", "company_id", "created_at", "id"),
+        # One per filter, led by it and carrying the other filter columns: a count or an id page
+        # with any mix of filters is an index-only scan of the narrowest one.
+        Index(
+            "ix_equipment_company_type", "company_id", "type", "status", "created_at", "id", *_OTHER["type"]
+        ),
+        Index(
+            "ix_equipment_company_country",
+            "company_id",
+            "country_id",
+            "status",
+            "created_at",
+            "id",
+            *_OTHER["country_id"],
+        ),
+        Index(
+            "ix_equipment_company_memory",
+            "company_id",
+            "memory_key",
+            "status",
+            "created_at",
+            "id",
+            *_OTHER["memory_key"],
+        ),
+        Index(
+            "ix_equipment_company_storage",
+            "company_id",
+            "storage_key",
+            "status",
+            "created_at",
+            "id",
+            *_OTHER["storage_key"],
+        ),
     )
 
     title: Mapped[str] = mapped_column(String(300))
@@ -65,6 +109,14 @@ class Equipment(IdMixin, TimestampMixin, CompanyOwned, Base):
         lazy="raise",
         order_by=lambda: [EquipmentHistory.event_date, EquipmentHistory.seq],
     )
+
+    @validates("specs")
+    def _fold_spec_keys(self, _key: str, specs: dict[str, Any] | None) -> dict[str, Any]:
+        """Keep memory_key / storage_key in step with specs, whoever assigns them."""
+        specs = dict(specs or {})
+        self.memory_key = fold_spec(specs.get("memory"))
+        self.storage_key = fold_spec(specs.get("storage"))
+        return specs
 
     _history_written = 0  # not mapped: entries written through this object in this unit of work
 

@@ -2,6 +2,126 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from outfitter.core.auth import ReadAccess, WriteAccess
+from outfitter.core.pagination import PageResult, Pagination
+from outfitter.core.schemas import Envelope, error_responses, ok
+from outfitter.db.session import DbSession
+from outfitter.equipment import service
+from outfitter.equipment.lifecycle import IN_STORAGE
+from outfitter.equipment.models import Equipment
+from outfitter.equipment.schemas import (
+    EquipmentCreate,
+    EquipmentListItem,
+    EquipmentOut,
+    EquipmentPageEnvelope,
+    EquipmentPatch,
+    StatusFilter,
+    TypeFilter,
+)
 
 router = APIRouter(prefix="/client", tags=["equipment"])
+
+FETCHED = "Equipment fetched successfully."
+
+
+def _page_answer(records: list[EquipmentListItem], page: PageResult[Equipment]) -> dict[str, Any]:
+    """Counters inside `data` and beside `success`: clients of either shape work."""
+    return {**ok(page.body(records), FETCHED), **page.counters()}
+
+
+@router.get(
+    "/equipment",
+    response_model=EquipmentPageEnvelope,
+    responses=error_responses(422),
+    summary="List the company's equipment (Archived only with status=Archived)",
+)
+def list_equipment(
+    auth: ReadAccess,
+    session: DbSession,
+    pagination: Pagination,
+    status: Annotated[StatusFilter | None, Query(description="Only this status")] = None,
+    type: Annotated[
+        TypeFilter | None, Query(description="Laptop/Workstation also matches Laptop and Workstation")
+    ] = None,
+    memory: Annotated[
+        str | None, Query(max_length=50, description="RAM, e.g. 16GB (case and spaces ignored)")
+    ] = None,
+    storage: Annotated[str | None, Query(max_length=50, description="Storage, e.g. 512 GB")] = None,
+    country: Annotated[str | None, Query(max_length=100, description="Country name or code")] = None,
+    serial_number: Annotated[
+        str | None, Query(max_length=10_000, description="Serial numbers separated by commas, exact")
+    ] = None,
+) -> dict[str, Any]:
+    filters = service.resolve_filters(
+        session,
+        status=status,
+        type=type,
+        memory=memory,
+        storage=storage,
+        country=country,
+        serial_number=serial_number,
+    )
+    records, page = service.list_equipment(session, auth.company_id, filters, pagination)
+    return _page_answer(records, page)
+
+
+@router.get(
+    "/equipment/in-storage",
+    response_model=EquipmentPageEnvelope,
+    responses=error_responses(422),
+    summary="List the company's equipment held in storage",
+)
+def list_equipment_in_storage(auth: ReadAccess, session: DbSession, pagination: Pagination) -> dict[str, Any]:
+    filters = service.resolve_filters(session, status=IN_STORAGE)
+    records, page = service.list_equipment(session, auth.company_id, filters, pagination)
+    return _page_answer(records, page)
+
+
+@router.post(
+    "/equipment",
+    status_code=201,
+    response_model=Envelope[EquipmentOut],
+    responses=error_responses(409, 422),
+    summary="Register equipment the company already owns (source External)",
+)
+def create_equipment(auth: WriteAccess, session: DbSession, body: EquipmentCreate) -> dict[str, Any]:
+    equipment = service.create_equipment(session, auth, body)
+    return ok(equipment, "Equipment created successfully.")
+
+
+@router.get(
+    "/equipment/{equipmentId}",
+    response_model=Envelope[EquipmentOut],
+    responses=error_responses(404),
+    summary="Retrieve one equipment with its extended fields (archived ones too)",
+)
+def get_equipment(equipmentId: str, auth: ReadAccess, session: DbSession) -> dict[str, Any]:
+    return ok(service.get_equipment(session, auth.company_id, equipmentId), FETCHED)
+
+
+@router.patch(
+    "/equipment/{equipmentId}",
+    response_model=Envelope[EquipmentOut],
+    responses=error_responses(404, 409, 422),
+    summary="Edit equipment fields, move its status or change its assignee",
+)
+def update_equipment(
+    equipmentId: str, auth: WriteAccess, session: DbSession, body: EquipmentPatch
+) -> dict[str, Any]:
+    equipment = service.update_equipment(session, auth, equipmentId, body)
+    return ok(equipment, "Equipment updated successfully.")
+
+
+@router.delete(
+    "/equipment/{equipmentId}",
+    response_model=Envelope[EquipmentOut],
+    responses=error_responses(404),
+    summary="Archive one equipment (a second delete is 404)",
+)
+def delete_equipment(equipmentId: str, auth: WriteAccess, session: DbSession) -> dict[str, Any]:
+    equipment = service.archive_equipment(session, auth, equipmentId)
+    return ok(equipment, "Equipment deleted successfully.")

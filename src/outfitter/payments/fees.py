@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 
+from babel.numbers import get_currency_precision
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -99,3 +101,17 @@ def compute_charges(
         else round_money(Decimal(0), minor_units)
     )
     return Charges(amount, insurance, gateway_fee, onboarding_fee, device_config_fee, platform_fee)
+
+
+@lru_cache(maxsize=512)
+def minor_units_of(currency_code: str) -> int:
+    """Decimal places of a currency (ISO 4217, via CLDR): 2 for NGN and USD, 0 for JPY."""
+    try:
+        return int(get_currency_precision(currency_code))
+    except Exception:  # an unknown code: show what is stored
+        return 2
+
+
+def to_minor_units(amount: Decimal, currency_code: str) -> Decimal:
+    """A stored amount as the currency writes it: "828942.38", never "828942.380000"."""
+    return round_money(amount, minor_units_of(currency_code))

@@ -163,3 +163,16 @@ class WebhookEvent(IdMixin, Base):
     outcome: Mapped[str] = mapped_column(String(50))
     payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class SandboxPayment(IdMixin, Base):
+    """The sandbox gateway's own record of what a payer did at its checkout page. It stands apart
+    from the transaction, as a real gateway's books would: the service asks it, never assumes."""
+
+    __tablename__ = "sandbox_payments"
+
+    tx_ref: Mapped[str] = mapped_column(String(64), unique=True)
+    status: Mapped[str] = mapped_column(String(20))  # successful, declined
+    amount: Mapped[Decimal]
+    currency_code: Mapped[str] = mapped_column(String(3))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

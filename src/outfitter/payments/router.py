@@ -2,9 +2,183 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
+
+from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.orm import Session, sessionmaker
+
+from outfitter.core.auth import ReadAccess, WriteAccess
+from outfitter.core.pagination import Pagination
+from outfitter.core.schemas import Envelope, ErrorEnvelope, Page, error_responses, ok
+from outfitter.db.session import DbSession
+from outfitter.payments import initiate, service
+from outfitter.payments.gateways import registry_of
+from outfitter.payments.gateways.sandbox_pages import router as sandbox_pages
+from outfitter.payments.schemas import (
+    InitiateRequest,
+    OrderOut,
+    StorageInitiateRequest,
+    TransactionInitiatedOut,
+    TransactionOut,
+    WalletOut,
+    WebhookOut,
+)
 
 # Under /api/v2: the client endpoints and the gateways' webhooks.
 router = APIRouter(tags=["payments"])
 # At the root, outside the API: the sandbox gateway's checkout pages.
 sandbox_router = APIRouter(tags=["sandbox gateway"], include_in_schema=False)
+sandbox_router.include_router(sandbox_pages)
+
+INITIATED = "Transaction initiated successfully."
+T = TypeVar("T")
+
+
+async def in_transaction(request: Request, work: Callable[[Session], T]) -> T:
+    """Run `work` and commit it in ONE worker thread, for the endpoints that take row locks.
+
+    With DbSession, a sync endpoint's lock is held until its dependency commits, which happens only
+    after the response was validated in another worker thread; when every worker waits on that same
+    lock (a hundred payments from one wallet), nobody can free it. Here the thread that takes a lock
+    commits it, and the response is rendered on the event loop.
+    """
+    factory: sessionmaker[Session] = request.app.state.sessionmaker
+
+    def run() -> T:
+        with factory() as session, session.begin():
+            return work(session)
+
+    return await run_in_threadpool(run)
+
+
+_GATEWAY_DOWN: dict[int | str, dict[str, Any]] = {
+    502: {"model": ErrorEnvelope, "description": "The payment gateway did not answer"}
+}
+_WEBHOOK_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorEnvelope, "description": "Signature missing, wrong or too old"},
+    404: {"model": ErrorEnvelope, "description": "Unknown gateway"},
+    **_GATEWAY_DOWN,
+}
+StatusFilter = Annotated[
+    Literal["Pending", "Fulfilled", "Failed", "Cancelled", "Expired"] | None,
+    Query(description="Only transactions in this status"),
+]
+
+
+@router.post(
+    "/client/transactions/initiate",
+    response_model=Envelope[TransactionInitiatedOut],
+    responses={**error_responses(402, 409, 422), **_GATEWAY_DOWN},
+    summary="Start a transaction for catalog assets (Card: checkout link; Credit: paid and fulfilled)",
+)
+@router.post(
+    "/clients/transactions/initiate",
+    response_model=Envelope[TransactionInitiatedOut],
+    responses={**error_responses(402, 409, 422), **_GATEWAY_DOWN},
+    summary="Start a transaction for catalog assets (the guide's path)",
+)
+async def initiate_transaction(
+    body: InitiateRequest, request: Request, auth: WriteAccess
+) -> dict[str, object]:
+    gateways = registry_of(request.app.state)
+
+    def work(session: Session) -> TransactionInitiatedOut:
+        return service.initiated(session, initiate.initiate_catalog(session, auth, body, gateways))
+
+    return ok(await in_transaction(request, work), INITIATED)
+
+
+@router.post(
+    "/client/transactions/onboard-from-storage/initiate",
+    response_model=Envelope[TransactionInitiatedOut],
+    responses={**error_responses(402, 409, 422), **_GATEWAY_DOWN},
+    summary="Start a transaction assigning storage equipment to employees (fees only)",
+)
+async def initiate_onboard_from_storage(
+    body: StorageInitiateRequest, request: Request, auth: WriteAccess
+) -> dict[str, object]:
+    gateways = registry_of(request.app.state)
+
+    def work(session: Session) -> TransactionInitiatedOut:
+        return service.initiated(session, initiate.initiate_storage(session, auth, body, gateways))
+
+    return ok(await in_transaction(request, work), INITIATED)
+
+
+@router.get(
+    "/client/transactions",
+    response_model=Envelope[Page[TransactionOut]],
+    responses=error_responses(422),
+    summary="List the company's transactions, newest first",
+)
+def list_transactions(
+    auth: ReadAccess, session: DbSession, pagination: Pagination, status: StatusFilter = None
+) -> dict[str, object]:
+    return ok(
+        service.list_transactions(session, auth, status, pagination), "Transactions fetched successfully."
+    )
+
+
+@router.get(
+    "/client/transactions/{tx_ref}/verify",
+    response_model=Envelope[TransactionOut],
+    responses=error_responses(404),
+    summary="Verify a transaction: asks the gateway and completes the order when it was paid",
+)
+async def verify_transaction(tx_ref: str, request: Request, auth: ReadAccess) -> dict[str, object]:
+    gateways = registry_of(request.app.state)
+
+    def work(session: Session) -> TransactionOut:
+        return service.verify(session, auth, tx_ref, gateways)
+
+    return ok(await in_transaction(request, work), "Transaction verified successfully.")
+
+
+@router.get(
+    "/client/orders",
+    response_model=Envelope[Page[OrderOut]],
+    responses=error_responses(422),
+    summary="List the company's orders, newest first",
+)
+def list_orders(auth: ReadAccess, session: DbSession, pagination: Pagination) -> dict[str, object]:
+    return ok(service.list_orders(session, auth, pagination), "Orders fetched successfully.")
+
+
+@router.get(
+    "/client/orders/{orderId}",
+    response_model=Envelope[OrderOut],
+    responses=error_responses(404),
+    summary="Retrieve one order with its items and the equipment made",
+)
+def get_order(orderId: str, auth: ReadAccess, session: DbSession) -> dict[str, object]:
+    return ok(service.get_order(session, auth, orderId), "Order fetched successfully.")
+
+
+@router.get(
+    "/client/wallet",
+    response_model=Envelope[WalletOut],
+    responses=error_responses(),
+    summary="The company's credit balances per currency and its recent ledger entries",
+)
+def get_wallet(auth: ReadAccess, session: DbSession) -> dict[str, object]:
+    return ok(service.wallet_summary(session, auth), "Wallet fetched successfully.")
+
+
+@router.post(
+    "/webhooks/payments/{gateway}",
+    response_model=Envelope[WebhookOut],
+    responses=_WEBHOOK_RESPONSES,
+    summary="Payment notices from a gateway (no bearer token: the gateway's signature is checked)",
+)
+async def payment_webhook(gateway: str, request: Request) -> dict[str, object]:
+    body = await request.body()
+    gateways = registry_of(request.app.state)
+
+    def work(session: Session) -> str:
+        return service.receive_webhook(session, gateway, body, request.headers, gateways)
+
+    outcome = await in_transaction(request, work)
+    message = "Webhook already processed." if outcome == "duplicate" else "Webhook processed."
+    return ok({"outcome": outcome}, message)

@@ -1,0 +1,126 @@
+"""Payment gateways behind one interface.
+
+A gateway makes a checkout link for a transaction, checks the signature of the webhooks it sends,
+and answers what it knows about a payment (`fetch_payment`): the service asks it after every
+webhook, on verify and in reconciliation, and never trusts a webhook body for money.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Protocol
+
+from sqlalchemy.orm import Session
+
+from outfitter.config import Settings
+
+SUCCESSFUL = "successful"
+DECLINED = "declined"
+PENDING = "pending"
+
+
+@dataclass(frozen=True)
+class CheckoutRequest:
+    tx_ref: str
+    amount: Decimal  # the total to charge
+    currency: str
+    redirect_url: str | None
+    customer_name: str
+    customer_email: str
+    description: str
+
+
+@dataclass(frozen=True)
+class GatewayPayment:
+    """What the gateway says about the payment of one tx_ref."""
+
+    tx_ref: str
+    status: str  # successful, declined, pending
+    amount: Decimal
+    currency: str
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
+class WebhookNotice:
+    """A webhook whose signature was checked: its unique key and the tx_ref it is about."""
+
+    event_key: str
+    tx_ref: str | None
+    payload: dict[str, Any]
+
+
+class GatewayError(Exception):
+    """The gateway could not be reached or answered something unexpected."""
+
+
+class Gateway(Protocol):
+    name: str
+
+    def create_checkout(self, checkout: CheckoutRequest) -> str:
+        """Register the payment with the gateway; returns the checkout link."""
+        ...
+
+    def verify_webhook(self, body: bytes, headers: Mapping[str, str]) -> WebhookNotice:
+        """Check the signature (raises InvalidSignature) and read the notice."""
+        ...
+
+    def fetch_payment(self, session: Session, tx_ref: str) -> GatewayPayment | None:
+        """Ask the gateway about the payment of `tx_ref`; None when it knows of none."""
+        ...
+
+
+class InvalidSignature(Exception):
+    pass
+
+
+def build_gateway(name: str, settings: Settings) -> Gateway:
+    if name == "sandbox":
+        from outfitter.payments.gateways.sandbox import SandboxGateway
+
+        return SandboxGateway(settings)
+    if name == "flutterwave":
+        from outfitter.payments.gateways.flutterwave import FlutterwaveGateway
+
+        return FlutterwaveGateway(
+            settings.flutterwave_base_url,
+            settings.flutterwave_secret_key or "",
+            settings.flutterwave_webhook_hash or "",
+        )
+    raise KeyError(name)
+
+
+GATEWAY_NAMES = ("sandbox", "flutterwave")
+
+
+class GatewayRegistry:
+    """The gateways of one running app (or CLI command), built on first use; tests put stand-ins in."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._gateways: dict[str, Gateway] = {}
+
+    @property
+    def default_name(self) -> str:
+        return self.settings.gateway
+
+    def get(self, name: str) -> Gateway | None:
+        if name not in GATEWAY_NAMES:
+            return None
+        if name not in self._gateways:
+            self._gateways[name] = build_gateway(name, self.settings)
+        return self._gateways[name]
+
+    def put(self, gateway: Gateway) -> None:
+        self._gateways[gateway.name] = gateway
+
+
+def registry_of(state: Any) -> GatewayRegistry:
+    """The registry kept on an app's state (created on first use)."""
+    registry = getattr(state, "gateways", None)
+    if not isinstance(registry, GatewayRegistry):
+        registry = GatewayRegistry(state.settings)
+        state.gateways = registry
+    return registry

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-21 09:25:45.593382
+Create Date: 2026-11-21 09:36:06.221549
 """
 
 from collections.abc import Sequence
@@ -107,6 +107,32 @@ def upgrade() -> None:
     with op.batch_alter_table("fee_schedules", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_fee_schedules_created_at"), ["created_at"], unique=False)
 
+    op.create_table(
+        "idempotency_records",
+        sa.Column("token_hash", sa.String(length=64), nullable=False),
+        sa.Column("key", sa.String(length=200), nullable=False),
+        sa.Column("request_hash", sa.String(length=64), nullable=False),
+        sa.Column("status_code", sa.Integer(), nullable=True),
+        sa.Column("response_body", sa.LargeBinary(), nullable=True),
+        sa.Column("created_at", outfitter.db.base.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("id", sa.Uuid(), nullable=False),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_idempotency_records")),
+        sa.UniqueConstraint("token_hash", "key", name=op.f("uq_idempotency_records_token_hash_key")),
+    )
+    with op.batch_alter_table("idempotency_records", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_idempotency_records_created_at"), ["created_at"], unique=False)
+
+    op.create_table(
+        "sandbox_payments",
+        sa.Column("tx_ref", sa.String(length=64), nullable=False),
+        sa.Column("status", sa.String(length=20), nullable=False),
+        sa.Column("amount", outfitter.db.base.Money(precision=24, scale=6), nullable=False),
+        sa.Column("currency_code", sa.String(length=3), nullable=False),
+        sa.Column("created_at", outfitter.db.base.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("id", sa.Uuid(), nullable=False),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_sandbox_payments")),
+        sa.UniqueConstraint("tx_ref", name=op.f("uq_sandbox_payments_tx_ref")),
+    )
     op.create_table(
         "webhook_events",
         sa.Column("gateway", sa.String(length=30), nullable=False),
@@ -216,27 +242,6 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f("ix_employees_company_id"), ["company_id"], unique=False)
         batch_op.create_index(batch_op.f("ix_employees_country_id"), ["country_id"], unique=False)
         batch_op.create_index(batch_op.f("ix_employees_created_at"), ["created_at"], unique=False)
-
-    op.create_table(
-        "idempotency_records",
-        sa.Column("company_id", sa.Uuid(), nullable=False),
-        sa.Column("key", sa.String(length=200), nullable=False),
-        sa.Column("request_hash", sa.String(length=64), nullable=False),
-        sa.Column("status_code", sa.Integer(), nullable=False),
-        sa.Column("response_body", sa.Text(), nullable=False),
-        sa.Column("created_at", outfitter.db.base.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("id", sa.Uuid(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["company_id"],
-            ["companies.id"],
-            name=op.f("fk_idempotency_records_company_id_companies"),
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_idempotency_records")),
-        sa.UniqueConstraint("company_id", "key", name=op.f("uq_idempotency_records_company_id_key")),
-    )
-    with op.batch_alter_table("idempotency_records", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_idempotency_records_created_at"), ["created_at"], unique=False)
 
     op.create_table(
         "transactions",
@@ -526,11 +531,31 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f("ix_equipment_asset_order_id"), ["asset_order_id"], unique=False)
         batch_op.create_index(batch_op.f("ix_equipment_assignee_id"), ["assignee_id"], unique=False)
         batch_op.create_index(
+            "ix_equipment_company_country",
+            ["company_id", "country_id", "status", "created_at", "id", "type", "memory_key", "storage_key"],
+            unique=False,
+        )
+        batch_op.create_index(
             "ix_equipment_company_created", ["company_id", "created_at", "id"], unique=False
         )
         batch_op.create_index(batch_op.f("ix_equipment_company_id"), ["company_id"], unique=False)
         batch_op.create_index(
+            "ix_equipment_company_memory",
+            ["company_id", "memory_key", "status", "created_at", "id", "type", "country_id", "storage_key"],
+            unique=False,
+        )
+        batch_op.create_index(
             "ix_equipment_company_status_created", ["company_id", "status", "created_at", "id"], unique=False
+        )
+        batch_op.create_index(
+            "ix_equipment_company_storage",
+            ["company_id", "storage_key", "status", "created_at", "id", "type", "country_id", "memory_key"],
+            unique=False,
+        )
+        batch_op.create_index(
+            "ix_equipment_company_type",
+            ["company_id", "type", "status", "created_at", "id", "country_id", "memory_key", "storage_key"],
+            unique=False,
         )
         batch_op.create_index(batch_op.f("ix_equipment_created_at"), ["created_at"], unique=False)
 
@@ -781,9 +806,13 @@ def downgrade() -> None:
     op.drop_table("user_departments")
     with op.batch_alter_table("equipment", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_equipment_created_at"))
+        batch_op.drop_index("ix_equipment_company_type")
+        batch_op.drop_index("ix_equipment_company_storage")
         batch_op.drop_index("ix_equipment_company_status_created")
+        batch_op.drop_index("ix_equipment_company_memory")
         batch_op.drop_index(batch_op.f("ix_equipment_company_id"))
         batch_op.drop_index("ix_equipment_company_created")
+        batch_op.drop_index("ix_equipment_company_country")
         batch_op.drop_index(batch_op.f("ix_equipment_assignee_id"))
         batch_op.drop_index(batch_op.f("ix_equipment_asset_order_id"))
 
@@ -827,10 +856,6 @@ def downgrade() -> None:
         batch_op.drop_index("ix_transactions_company_created")
 
     op.drop_table("transactions")
-    with op.batch_alter_table("idempotency_records", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_idempotency_records_created_at"))
-
-    op.drop_table("idempotency_records")
     with op.batch_alter_table("employees", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_employees_created_at"))
         batch_op.drop_index(batch_op.f("ix_employees_country_id"))
@@ -853,6 +878,11 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_webhook_events_tx_ref"))
 
     op.drop_table("webhook_events")
+    op.drop_table("sandbox_payments")
+    with op.batch_alter_table("idempotency_records", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_idempotency_records_created_at"))
+
+    op.drop_table("idempotency_records")
     with op.batch_alter_table("fee_schedules", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_fee_schedules_created_at"))
 

@@ -1,0 +1,227 @@
+"""Equipment request and response shapes, field for field as the interface lists them."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from outfitter.core.schemas import DecimalString, Page, Schema, Timestamp
+
+EquipmentType = Literal["Laptop", "Workstation", "Laptop/Workstation", "Phones", "Accessories", "Tablet"]
+TypeFilter = Literal["Laptop/Workstation", "Phones", "Accessories", "Tablet"]
+StatusFilter = Literal["Assigned", "Unassigned", "Sold", "In_Storage", "Archived"]
+CreateStatus = Literal["Unassigned", "In_Storage", "Assigned"]
+EquipmentState = Literal["Brand_New", "Used"]
+
+MAX_PRICE = Decimal("1e15")
+
+
+# --- responses -------------------------------------------------------------------------------
+
+
+class CurrencyOut(Schema):
+    id: uuid.UUID
+    name: str
+    code: str
+    symbol: str
+    status: str
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class SpecsOut(Schema):
+    memory: str | None = None
+    storage: str | None = None
+    color: str | None = None
+
+
+class AssigneeBrief(Schema):
+    id: uuid.UUID
+    name: str
+
+
+class AssigneeOut(AssigneeBrief):
+    email: str
+    job_title: str | None
+    department: str | None
+    level: str | None
+    country: str | None
+    country_code: str | None
+    address: str | None
+    employment_type: str | None
+    phone: str | None
+
+
+class HistoryBrief(Schema):
+    id: uuid.UUID
+    event_type: str
+    event_date: Timestamp
+    assignee: AssigneeBrief | None
+
+
+class HistoryOut(HistoryBrief):
+    equipment: str
+    actor: str | None
+    payload: dict[str, Any] | None
+
+
+class EquipmentBase(Schema):
+    id: uuid.UUID
+    title: str
+    year: str | None
+    make: str | None
+    model: str | None
+    state: str | None
+    source: str
+    purchase_date: Timestamp | None
+    purchase_price: DecimalString | None
+    type: str | None
+    hash_code: str | None
+    asset_order_id: uuid.UUID | None
+    catalog: dict[str, Any] | None
+    currency: CurrencyOut | None
+    image_url: str | None
+    serial_number: str | None
+    other_details: str
+    specs: SpecsOut
+    description: str
+    status: str
+    country: str | None
+    country_code: str | None
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class EquipmentListItem(EquipmentBase):
+    assignee: AssigneeBrief | None
+    history: list[HistoryBrief]
+
+
+class EquipmentOut(EquipmentBase):
+    """Single retrieve, create, patch and delete: the list fields and the extended ones."""
+
+    assignee: AssigneeOut | None
+    history: list[HistoryOut]
+    device_setup: dict[str, Any] | None
+    score: int
+    missing_information: list[str]
+    has_missing_information: bool
+    insurance_expiring_in: str | None
+    usage_duration: str
+    storage_duration: str | None
+    documents: list[dict[str, Any]]
+
+
+class EquipmentPageEnvelope(Schema):
+    """The equipment lists carry the counters inside `data` and beside `success` (decisions 2)."""
+
+    success: bool = True
+    message: str
+    data: Page[EquipmentListItem]
+    total: int
+    per_page: int
+    current_page: int
+    last_page: int
+
+
+# --- requests --------------------------------------------------------------------------------
+
+
+def parse_purchase_date(value: object) -> datetime | None:
+    """ISO 8601 (offset or Z), 'YYYY-MM-DD HH:MM:SS' or a plain date; no offset means UTC."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, date):
+        parsed = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(
+                "Give an ISO 8601 time (2024-05-01T09:30:00Z), 'YYYY-MM-DD HH:MM:SS' or a date."
+            ) from None
+    else:
+        raise ValueError("Give the purchase date as a string.")
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    parsed = parsed.astimezone(UTC)
+    if parsed > datetime.now(UTC):
+        raise ValueError("A purchase date cannot be in the future.")
+    return parsed
+
+
+def parse_price(value: object) -> Decimal | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError("Give the price as a decimal string such as '1299.99'.")
+    try:
+        amount = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ValueError("Give the price as a decimal string such as '1299.99'.") from None
+    if not amount.is_finite() or amount < 0 or amount >= MAX_PRICE:
+        raise ValueError("The price must be a non-negative amount below 10^15.")
+    if amount != amount.quantize(Decimal("0.000001")):
+        raise ValueError("The price has more than six decimal places.")
+    return amount
+
+
+class SpecsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    memory: str | None = Field(default=None, max_length=50)
+    storage: str | None = Field(default=None, max_length=50)
+    color: str | None = Field(default=None, max_length=50)
+
+
+class EquipmentFields(BaseModel):
+    """Fields a client may set on create and change with PATCH."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    make: str | None = Field(default=None, max_length=100)
+    model: str | None = Field(default=None, max_length=200)
+    year: str | None = Field(default=None, pattern=r"^\d{4}$")
+    type: EquipmentType | None = None
+    state: EquipmentState | None = None
+    serial_number: str | None = Field(default=None, max_length=200)
+    purchase_date: datetime | None = None
+    purchase_price: Decimal | None = None
+    currency: str | None = Field(default=None, max_length=3, description="ISO 4217 code")
+    country: str | None = Field(default=None, max_length=100, description="Country id, name or code")
+    specs: SpecsIn | None = None
+    description: str | None = Field(default=None, max_length=4000)
+    image_url: str | None = Field(default=None, max_length=1000)
+    other_details: list[str] | None = Field(default=None, max_length=100)
+    assignee_id: uuid.UUID | None = None
+
+    @field_validator("purchase_date", mode="before")
+    @classmethod
+    def _purchase_date(cls, value: object) -> datetime | None:
+        return parse_purchase_date(value)
+
+    @field_validator("purchase_price", mode="before")
+    @classmethod
+    def _purchase_price(cls, value: object) -> Decimal | None:
+        return parse_price(value)
+
+    @field_validator("serial_number", "make", "model", "image_url", "currency", "country")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+
+class EquipmentCreate(EquipmentFields):
+    title: str = Field(min_length=1, max_length=300)
+    status: CreateStatus = "Unassigned"
+
+
+class EquipmentPatch(EquipmentFields):
+    title: str | None = Field(default=None, min_length=1, max_length=300)
+    status: StatusFilter | None = None

@@ -1,0 +1,244 @@
+"""Equipment rules: what a list filters on, what a client may register and change, and that every
+status change goes through `lifecycle.move`."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from outfitter.catalog.reference import resolve_country, resolve_currency
+from outfitter.core.auth import AuthContext
+from outfitter.core.errors import Conflict, NotFound, ValidationFailed
+from outfitter.core.pagination import PageParams, PageResult
+from outfitter.equipment import lifecycle
+from outfitter.equipment.lifecycle import ARCHIVED, ASSIGNED, UNASSIGNED
+from outfitter.equipment.models import Equipment, fold_spec
+from outfitter.equipment.presenters import to_detail, to_list_item
+from outfitter.equipment.repository import EquipmentFilters, EquipmentRepository
+from outfitter.equipment.schemas import (
+    EquipmentCreate,
+    EquipmentFields,
+    EquipmentListItem,
+    EquipmentOut,
+    EquipmentPatch,
+)
+from outfitter.people.models import Employee
+
+EXTERNAL = "External"
+MAX_SERIAL_FILTER = 100
+# Plain columns a client edits as given (title, references and specs have their own rules).
+PLAIN_FIELDS = (
+    "make",
+    "model",
+    "year",
+    "type",
+    "state",
+    "serial_number",
+    "purchase_date",
+    "purchase_price",
+    "description",
+    "image_url",
+    "other_details",
+)
+
+
+def resolve_filters(
+    session: Session,
+    *,
+    status: str | None = None,
+    type: str | None = None,
+    memory: str | None = None,
+    storage: str | None = None,
+    country: str | None = None,
+    serial_number: str | None = None,
+) -> EquipmentFilters:
+    """Query values as the list compares them; an unknown country is 422 naming query.country."""
+    country_id = resolve_country(session, country, "query.country").id if country else None
+    serials = tuple(dict.fromkeys(part.strip() for part in (serial_number or "").split(",") if part.strip()))
+    if len(serials) > MAX_SERIAL_FILTER:
+        raise ValidationFailed.field(
+            "query.serial_number", f"Give at most {MAX_SERIAL_FILTER} serial numbers at once."
+        )
+    return EquipmentFilters(
+        status=status,
+        type=type,
+        memory_key=fold_spec(memory),
+        storage_key=fold_spec(storage),
+        country_id=country_id,
+        serial_numbers=serials,
+    )
+
+
+def list_equipment(
+    session: Session, company_id: uuid.UUID, filters: EquipmentFilters, params: PageParams
+) -> tuple[list[EquipmentListItem], PageResult[Equipment]]:
+    page = EquipmentRepository(session, company_id).page(filters, params)
+    return [to_list_item(equipment) for equipment in page.items], page
+
+
+def get_equipment(session: Session, company_id: uuid.UUID, equipment_id: str) -> EquipmentOut:
+    repository = EquipmentRepository(session, company_id)
+    return _detail(repository, repository.detail(equipment_id))
+
+
+def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> EquipmentOut:
+    """Register a device the company already owns: `equipment_added`, then the move to its status."""
+    repository = EquipmentRepository(session, auth.company_id)
+    fields = body.model_fields_set | {"title"}
+    references = _resolve_references(session, body, fields)
+    assignee: Employee | None = None
+    if body.status == ASSIGNED:
+        if body.assignee_id is None:
+            raise ValidationFailed.field("assignee_id", "Required when status is Assigned.")
+        assignee = _employee(repository, body.assignee_id)
+    elif body.assignee_id is not None:
+        raise ValidationFailed.field("assignee_id", "Only Assigned equipment has an assignee.")
+    if body.serial_number and repository.serial_taken(body.serial_number):
+        raise _serial_conflict(body.serial_number)
+
+    equipment = Equipment(
+        id=uuid.uuid4(), source=EXTERNAL, status=UNASSIGNED, specs={}, other_details=[], documents=[]
+    )
+    repository.add(equipment)
+    _apply_fields(equipment, body, fields, references)
+    _flush(session, body.serial_number)
+    lifecycle.record_added(session, equipment, auth.actor)
+    if body.status != UNASSIGNED:
+        lifecycle.move(session, equipment, body.status, auth.actor, assignee=assignee)
+    session.flush()
+    return _detail(repository, repository.reload(equipment.id))
+
+
+def update_equipment(
+    session: Session, auth: AuthContext, equipment_id: str, body: EquipmentPatch
+) -> EquipmentOut:
+    """Edit fields, and move status or assignee through the lifecycle; all checked before any write."""
+    repository = EquipmentRepository(session, auth.company_id)
+    equipment = repository.get(equipment_id, for_update=True)
+    if equipment.status == ARCHIVED:
+        raise Conflict("Archived equipment cannot be changed.")
+    fields = body.model_fields_set - {"status"}
+    if "title" in fields and body.title is None:
+        raise ValidationFailed.field("title", "The title cannot be empty.")
+    references = _resolve_references(session, body, fields)
+    target = _target_move(repository, equipment, body.status, body.assignee_id, "assignee_id" in fields)
+    serial = body.serial_number if "serial_number" in fields else None
+    if serial and repository.serial_taken(serial, except_id=equipment.id):
+        raise _serial_conflict(serial)
+
+    if target is not None:
+        to_status, assignee = target
+        lifecycle.move(session, equipment, to_status, auth.actor, assignee=assignee)
+    _apply_fields(equipment, body, fields, references)
+    _flush(session, serial)
+    return _detail(repository, repository.reload(equipment.id))
+
+
+def archive_equipment(session: Session, auth: AuthContext, equipment_id: str) -> EquipmentOut:
+    """DELETE: move to Archived (writing `archived`); an archived device is gone for DELETE (404)."""
+    repository = EquipmentRepository(session, auth.company_id)
+    equipment = repository.get(equipment_id, for_update=True)
+    if equipment.status == ARCHIVED:
+        raise NotFound.record("Equipment")
+    lifecycle.move(session, equipment, ARCHIVED, auth.actor)
+    session.flush()
+    return _detail(repository, repository.reload(equipment.id))
+
+
+def _target_move(
+    repository: EquipmentRepository,
+    equipment: Equipment,
+    status: str | None,
+    assignee_id: uuid.UUID | None,
+    assignee_given: bool,
+) -> tuple[str, Employee | None] | None:
+    """The move a PATCH asks for, or None: `status`, `assignee_id`, or both."""
+    current = equipment.status
+    if status is not None and status != ASSIGNED and assignee_id is not None:
+        raise ValidationFailed.field("assignee_id", f"Only Assigned equipment has an assignee, not {status}.")
+    if status == ASSIGNED or (status is None and assignee_id is not None):
+        if assignee_id is None:
+            if current == ASSIGNED:
+                return None
+            raise ValidationFailed.field("assignee_id", "Required when status is Assigned.")
+        assignee = _employee(repository, assignee_id)
+        if current == ASSIGNED and equipment.assignee_id == assignee.id:
+            return None
+        return ASSIGNED, assignee
+    if status is None:
+        # `"assignee_id": null` alone unassigns a device that has an assignee.
+        return (UNASSIGNED, None) if assignee_given and current == ASSIGNED else None
+    if status == current:
+        return None
+    return status, None
+
+
+def _resolve_references(session: Session, body: EquipmentFields, fields: set[str]) -> dict[str, Any]:
+    """Country and currency ids for the fields given (None clears them); 422 naming the field."""
+    references: dict[str, Any] = {}
+    if "country" in fields:
+        references["country_id"] = (
+            resolve_country(session, body.country, "country").id if body.country else None
+        )
+    if "currency" in fields:
+        references["currency_id"] = (
+            resolve_currency(session, body.currency, "currency").id if body.currency else None
+        )
+    return references
+
+
+def _employee(repository: EquipmentRepository, employee_id: uuid.UUID) -> Employee:
+    employee = repository.employee(employee_id)
+    if employee is None:
+        raise ValidationFailed.field("assignee_id", "Unknown employee: give the id of one of your employees.")
+    return employee
+
+
+def _apply_fields(
+    equipment: Equipment, body: EquipmentCreate | EquipmentPatch, fields: set[str], references: dict[str, Any]
+) -> None:
+    if "title" in fields and body.title is not None:
+        equipment.title = body.title
+    for name in PLAIN_FIELDS:
+        if name in fields:
+            value = getattr(body, name)
+            if name == "description":
+                value = value or ""
+            elif name == "other_details":
+                value = list(value or [])
+            setattr(equipment, name, value)
+    for name, value in references.items():
+        setattr(equipment, name, value)
+    if "specs" in fields:
+        specs = dict(equipment.specs or {})
+        given = body.specs
+        if given is None:
+            specs = {}
+        else:
+            for key in given.model_fields_set:
+                value = getattr(given, key)
+                if value is None or value == "":
+                    specs.pop(key, None)
+                else:
+                    specs[key] = value
+        equipment.specs = specs  # a new dict: the model folds memory_key / storage_key from it
+
+
+def _flush(session: Session, serial_number: str | None) -> None:
+    try:
+        session.flush()
+    except IntegrityError:
+        # Another request registered the same serial number between our check and this write.
+        raise _serial_conflict(serial_number or "") from None
+
+
+def _serial_conflict(serial_number: str) -> Conflict:
+    return Conflict(f"Equipment with serial number {serial_number!r} already exists in this company.")
+
+
+def _detail(repository: EquipmentRepository, equipment: Equipment) -> EquipmentOut:
+    department = repository.first_department_name(equipment.assignee_id) if equipment.assignee_id else None
+    return to_detail(equipment, department)

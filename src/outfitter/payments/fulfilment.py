@@ -1,0 +1,261 @@
+"""The one path from a gateway's answer to a transaction's outcome, shared by the webhook, verify,
+Credit initiates and reconciliation.
+
+`settle` locks the transaction row and acts only while it is Pending, so however many webhook
+deliveries and verify calls race, one of them fulfils it and the others find it settled. The
+unique `orders.transaction_id` is the second line of defence.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, joinedload
+
+from outfitter.catalog.models import Asset, AssetPricing, AssetSpecification, Currency
+from outfitter.db.base import utcnow
+from outfitter.equipment import lifecycle
+from outfitter.equipment.models import Equipment
+from outfitter.payments.gateways import DECLINED, SUCCESSFUL, GatewayPayment
+from outfitter.payments.models import Order, OrderItem, Transaction, TransactionItem
+from outfitter.payments.repository import items_of, lock_transaction, release_reservations
+from outfitter.people.models import Employee
+
+logger = logging.getLogger("outfitter.payments")
+
+PENDING = "Pending"
+FULFILLED = "Fulfilled"
+FAILED = "Failed"
+CANCELLED = "Cancelled"
+EXPIRED = "Expired"
+TRANSACTION_STATUSES = (PENDING, FULFILLED, FAILED, CANCELLED, EXPIRED)
+ORDER_COMPLETED = "Completed"
+
+CATALOG = "catalog"
+STORAGE = "storage"
+
+TYPE_FOR_CATEGORY = {
+    "Laptops": "Laptop",
+    "Phones": "Phones",
+    "Tablets": "Tablet",
+    "Accessories": "Accessories",
+}
+BRAND_NEW = "Brand_New"
+PLATFORM = "Platform"
+
+
+def settle(
+    session: Session, transaction_id: uuid.UUID, payment: GatewayPayment | None, now: datetime | None = None
+) -> Transaction:
+    """Lock the transaction and apply what the gateway said; a no-op once it left Pending."""
+    now = now or utcnow()
+    transaction = lock_transaction(session, transaction_id)
+    if transaction.status != PENDING:
+        return transaction
+    if payment is not None and payment.status == SUCCESSFUL:
+        problem = payment_problem(transaction, payment)
+        if problem:
+            logger.warning("transaction %s fails: %s", transaction.tx_ref, problem)
+            finish(session, transaction, FAILED, problem, now)
+        else:
+            fulfil(session, transaction, payment.reference, now)
+    elif payment is not None and payment.status == DECLINED:
+        finish(session, transaction, FAILED, "The payment was declined.", now)
+    elif now >= transaction.expires_at:
+        finish(session, transaction, EXPIRED, "Not paid within its time to live.", now)
+    return transaction
+
+
+def payment_problem(transaction: Transaction, payment: GatewayPayment) -> str | None:
+    """Why a payment the gateway calls successful does not pay for this transaction, if it does not."""
+    if payment.tx_ref != transaction.tx_ref:
+        return f"The gateway answered for {payment.tx_ref!r}, not {transaction.tx_ref!r}."
+    if payment.currency != transaction.currency_code:
+        return f"Paid in {payment.currency}, but the transaction is in {transaction.currency_code}."
+    if payment.amount < transaction.total_amount:
+        return (
+            f"Paid {format(payment.amount, 'f')} {payment.currency}, short of the "
+            f"{format(transaction.total_amount, 'f')} due."
+        )
+    return None
+
+
+def finish(session: Session, transaction: Transaction, status: str, reason: str, now: datetime) -> None:
+    """Failed, Cancelled or Expired: no order, and the storage equipment it held is free again."""
+    transaction.status = status
+    transaction.failure_reason = reason[:500]
+    transaction.settled_at = now
+    release_reservations(session, transaction.id)
+    session.flush()
+
+
+def fulfil(session: Session, transaction: Transaction, reference: str | None, now: datetime) -> Order:
+    """Make the one order of a locked, Pending, paid transaction, and equip its employees."""
+    order = Order(
+        company_id=transaction.company_id,
+        transaction_id=transaction.id,
+        tx_ref=transaction.tx_ref,
+        status=ORDER_COMPLETED,
+        payment_method=transaction.payment_method,
+        country_id=transaction.country_id,
+        currency_code=transaction.currency_code,
+        total_amount=transaction.total_amount,
+    )
+    session.add(order)
+    session.flush()  # the unique transaction_id refuses a second order here
+    items = items_of(session, transaction.id)
+    employees = _employees(session, [item.employee_id for item in items if item.employee_id])
+    actor = transaction.actor or lifecycle.SYSTEM_ACTOR
+    if transaction.kind == STORAGE:
+        _assign_storage_equipment(session, transaction, order, items, employees, actor)
+    else:
+        _create_catalog_equipment(session, transaction, order, items, employees, actor, now)
+    release_reservations(session, transaction.id)
+    transaction.status = FULFILLED
+    transaction.settled_at = now
+    transaction.gateway_reference = reference or transaction.gateway_reference
+    session.flush()
+    return order
+
+
+def _employees(session: Session, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Employee]:
+    wanted = set(ids)
+    if not wanted:
+        return {}
+    return {
+        employee.id: employee for employee in session.scalars(select(Employee).where(Employee.id.in_(wanted)))
+    }
+
+
+def _folded(value: Any) -> str | None:
+    return str(value).replace(" ", "").lower()[:50] if value else None
+
+
+def _create_catalog_equipment(
+    session: Session,
+    transaction: Transaction,
+    order: Order,
+    items: Sequence[TransactionItem],
+    employees: dict[uuid.UUID, Employee],
+    actor: str,
+    now: datetime,
+) -> None:
+    pricing_ids = {item.asset_pricing_id for item in items if item.asset_pricing_id}
+    pricings = {
+        pricing.id: pricing
+        for pricing in session.scalars(
+            select(AssetPricing)
+            .where(AssetPricing.id.in_(pricing_ids))
+            .options(
+                joinedload(AssetPricing.specification)
+                .joinedload(AssetSpecification.asset)
+                .options(joinedload(Asset.category), joinedload(Asset.model_ref))
+            )
+        ).unique()
+    }
+    currency_id = session.scalar(select(Currency.id).where(Currency.code == transaction.currency_code))
+    made: list[tuple[Equipment, TransactionItem]] = []
+    for item in items:
+        pricing = pricings[item.asset_pricing_id] if item.asset_pricing_id else None
+        for _ in range(item.quantity):
+            equipment = _new_equipment(transaction, order, item, pricing, currency_id, now)
+            session.add(equipment)
+            made.append((equipment, item))
+    session.flush()
+    for equipment, item in made:
+        lifecycle.record_added(session, equipment, actor, {"tx_ref": transaction.tx_ref})
+        assignee = employees.get(item.employee_id) if item.employee_id else None
+        if assignee is not None:  # an employee deleted since the initiate leaves the device Unassigned
+            lifecycle.move(
+                session, equipment, lifecycle.ASSIGNED, actor, assignee, {"tx_ref": transaction.tx_ref}
+            )
+        session.add(_order_item(order, item, equipment.id))
+
+
+def _new_equipment(
+    transaction: Transaction,
+    order: Order,
+    item: TransactionItem,
+    pricing: AssetPricing | None,
+    currency_id: uuid.UUID | None,
+    now: datetime,
+) -> Equipment:
+    specification = pricing.specification if pricing else None
+    asset = specification.asset if specification else None
+    spec = specification.spec if specification else {}
+    specs = {
+        key: spec[source] for key, source in (("memory", "RAM"), ("storage", "storage")) if spec.get(source)
+    }
+    images = (specification.images if specification else []) or (asset.images if asset else [])
+    return Equipment(
+        id=uuid.uuid4(),
+        company_id=transaction.company_id,
+        title=asset.name if asset else item.employee_name,
+        year=asset.year if asset else None,
+        make=asset.make if asset else None,
+        model=asset.model if asset else None,
+        type=TYPE_FOR_CATEGORY.get(asset.category.name, asset.category.name) if asset else None,
+        state=BRAND_NEW,
+        source=PLATFORM,
+        status=lifecycle.UNASSIGNED,
+        purchase_date=now,
+        purchase_price=item.unit_price,
+        currency_id=currency_id,
+        country_id=transaction.country_id,
+        asset_order_id=order.id,
+        asset_spec_id=item.asset_spec_id,
+        description=asset.description if asset else "",
+        image_url=images[0] if images else None,
+        other_details=[f"{key}: {value}" for key, value in spec.items()],
+        specs=specs,
+        memory_key=_folded(specs.get("memory")),
+        storage_key=_folded(specs.get("storage")),
+    )
+
+
+def _assign_storage_equipment(
+    session: Session,
+    transaction: Transaction,
+    order: Order,
+    items: Sequence[TransactionItem],
+    employees: dict[uuid.UUID, Employee],
+    actor: str,
+) -> None:
+    ids = [item.equipment_id for item in items if item.equipment_id]
+    devices = {
+        equipment.id: equipment
+        for equipment in session.scalars(
+            select(Equipment).where(Equipment.id.in_(ids)).order_by(Equipment.id).with_for_update()
+        )
+    }
+    for item in items:
+        equipment = devices.get(item.equipment_id) if item.equipment_id else None
+        assignee = employees.get(item.employee_id) if item.employee_id else None
+        if equipment is not None and equipment.status == lifecycle.IN_STORAGE and assignee is not None:
+            lifecycle.move(
+                session, equipment, lifecycle.ASSIGNED, actor, assignee, {"tx_ref": transaction.tx_ref}
+            )
+            equipment.asset_order_id = order.id
+        else:  # paid for, but the device left storage or the employee left meanwhile: kept for an operator
+            logger.warning(
+                "transaction %s: equipment %s could not be assigned", transaction.tx_ref, item.equipment_id
+            )
+        session.add(_order_item(order, item, item.equipment_id))
+
+
+def _order_item(order: Order, item: TransactionItem, equipment_id: uuid.UUID | None) -> OrderItem:
+    return OrderItem(
+        company_id=order.company_id,
+        order_id=order.id,
+        employee_id=item.employee_id,
+        employee_name=item.employee_name,
+        asset_spec_id=item.asset_spec_id,
+        asset_pricing_id=item.asset_pricing_id,
+        price=item.unit_price,
+        equipment_id=equipment_id,
+    )

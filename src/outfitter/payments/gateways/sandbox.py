@@ -1,0 +1,132 @@
+"""The sandbox gateway: a checkout page served by this process, its own book of payments
+(`sandbox_payments`), and webhooks signed with Standard Webhooks, sent over HTTP like a real gateway."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from standardwebhooks import Webhook
+
+from outfitter.config import Settings
+from outfitter.payments.gateways import (
+    DECLINED,
+    SUCCESSFUL,
+    CheckoutRequest,
+    GatewayPayment,
+    InvalidSignature,
+    WebhookNotice,
+)
+from outfitter.payments.models import SandboxPayment
+
+logger = logging.getLogger("outfitter.payments")
+
+# (url, body, headers) -> HTTP status. Tests swap in one that posts to their TestClient.
+WebhookSender = Callable[[str, bytes, dict[str, str]], int]
+
+
+def http_sender(url: str, body: bytes, headers: dict[str, str]) -> int:
+    response = httpx.post(url, content=body, headers=headers, timeout=15.0)
+    return response.status_code
+
+
+class SandboxGateway:
+    name = "sandbox"
+
+    def __init__(self, settings: Settings, sender: WebhookSender = http_sender) -> None:
+        assert settings.sandbox_webhook_secret, "the settings fill in the development secret"
+        self.public_url = settings.public_url.rstrip("/")
+        self.webhooks_on = settings.sandbox_webhooks == "on"
+        self.webhook = Webhook(settings.sandbox_webhook_secret)
+        self.sender = sender
+
+    @property
+    def webhook_url(self) -> str:
+        return f"{self.public_url}/api/v2/webhooks/payments/{self.name}"
+
+    def checkout_link(self, tx_ref: str) -> str:
+        return f"{self.public_url}/sandbox/checkout/{tx_ref}"
+
+    def create_checkout(self, checkout: CheckoutRequest) -> str:
+        return self.checkout_link(checkout.tx_ref)
+
+    def verify_webhook(self, body: bytes, headers: Mapping[str, str]) -> WebhookNotice:
+        try:
+            # Checks the signature and refuses timestamps more than 5 minutes off.
+            payload = self.webhook.verify(body, dict(headers))
+        except Exception as exc:  # the library raises several kinds for malformed headers
+            raise InvalidSignature(str(exc) or type(exc).__name__) from exc
+        if not isinstance(payload, dict):
+            raise InvalidSignature("the payload is not a JSON object")
+        data = payload.get("data")
+        tx_ref = data.get("tx_ref") if isinstance(data, dict) else None
+        event_key = {key.lower(): value for key, value in headers.items()}["webhook-id"]
+        return WebhookNotice(
+            event_key=event_key, tx_ref=tx_ref if isinstance(tx_ref, str) else None, payload=payload
+        )
+
+    def fetch_payment(self, session: Session, tx_ref: str) -> GatewayPayment | None:
+        payment = session.scalars(select(SandboxPayment).where(SandboxPayment.tx_ref == tx_ref)).one_or_none()
+        if payment is None:
+            return None
+        return GatewayPayment(
+            tx_ref=payment.tx_ref,
+            status=payment.status,
+            amount=payment.amount,
+            currency=payment.currency_code,
+            reference=str(payment.id),
+        )
+
+    # The gateway's side: what it sends after a payer acted on the checkout page.
+
+    def signed_webhook(self, payment: SandboxPayment) -> tuple[bytes, dict[str, str]]:
+        body = json.dumps(
+            {
+                "type": "charge.completed" if payment.status == SUCCESSFUL else "charge.failed",
+                "timestamp": datetime.now(UTC).isoformat(),
+                "data": {
+                    "id": str(payment.id),
+                    "tx_ref": payment.tx_ref,
+                    "status": payment.status,
+                    "amount": format(payment.amount, "f"),
+                    "currency": payment.currency_code,
+                },
+            }
+        )
+        # One id per payment: a re-sent notice is the same event, which the service records once.
+        message_id = f"msg_{payment.id.hex}"
+        now = datetime.now(UTC)
+        headers = {
+            "content-type": "application/json",
+            "webhook-id": message_id,
+            "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": self.webhook.sign(message_id, now, body),
+        }
+        return body.encode(), headers
+
+    def send_webhook(self, payment: SandboxPayment) -> None:
+        """Deliver the notice; a failure is logged, and verify or reconcile complete the order later."""
+        if not self.webhooks_on:
+            return
+        body, headers = self.signed_webhook(payment)
+        try:
+            status = self.sender(self.webhook_url, body, headers)
+        except Exception:
+            logger.exception("sandbox webhook for %s could not be delivered", payment.tx_ref)
+            return
+        if status >= 300:
+            logger.warning("sandbox webhook for %s answered %s", payment.tx_ref, status)
+
+
+def new_sandbox_payment(tx_ref: str, status: str, amount: Decimal, currency: str) -> SandboxPayment:
+    assert status in (SUCCESSFUL, DECLINED)
+    return SandboxPayment(
+        id=uuid.uuid4(), tx_ref=tx_ref, status=status, amount=amount, currency_code=currency
+    )

@@ -1,0 +1,164 @@
+"""The sandbox gateway's checkout page, as a payer's browser sees it.
+
+Pay and Decline record the payer's choice in the sandbox's own book, commit, and only then send
+the signed webhook to the service (unless OUTFITTER_SANDBOX_WEBHOOKS=off), and redirect (303) to
+the transaction's redirect_url with `status` and `tx_ref`.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from outfitter.catalog.models import Asset, AssetPricing, AssetSpecification
+from outfitter.db.base import utcnow
+from outfitter.equipment.models import Equipment
+from outfitter.payments.gateways import DECLINED, SUCCESSFUL, registry_of
+from outfitter.payments.gateways.sandbox import SandboxGateway, new_sandbox_payment
+from outfitter.payments.models import SandboxPayment, Transaction, TransactionItem
+
+router = APIRouter(prefix="/sandbox/checkout")
+templates = Environment(
+    loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=select_autoescape(["html"])
+)
+
+
+def _money(value: Decimal) -> str:
+    return f"{value:,.2f}" if value == value.quantize(Decimal("0.01")) else f"{value:,f}"
+
+
+def _html(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    body = templates.get_template(template).render(money=_money, **context)
+    return HTMLResponse(body, status_code=status_code)
+
+
+def _not_found() -> HTMLResponse:
+    return _html(
+        "message.html", 404, title="Unknown checkout", message="This checkout link names no payment."
+    )
+
+
+def _sandbox(request: Request) -> SandboxGateway:
+    gateway = registry_of(request.app.state).get("sandbox")
+    assert isinstance(gateway, SandboxGateway)
+    return gateway
+
+
+def _transaction(session: Session, tx_ref: str) -> Transaction | None:
+    transaction = session.scalars(select(Transaction).where(Transaction.tx_ref == tx_ref)).one_or_none()
+    return transaction if transaction is not None and transaction.gateway == "sandbox" else None
+
+
+def _lines(session: Session, transaction: Transaction) -> list[dict[str, Any]]:
+    rows = session.execute(
+        select(TransactionItem, Asset.name, Equipment.title)
+        .outerjoin(AssetPricing, AssetPricing.id == TransactionItem.asset_pricing_id)
+        .outerjoin(AssetSpecification, AssetSpecification.id == AssetPricing.specification_id)
+        .outerjoin(Asset, Asset.id == AssetSpecification.asset_id)
+        .outerjoin(Equipment, Equipment.id == TransactionItem.equipment_id)
+        .where(TransactionItem.transaction_id == transaction.id)
+        .order_by(TransactionItem.employee_name, TransactionItem.id)
+    ).all()
+    return [
+        {
+            "employee": item.employee_name,
+            "name": asset_name or (f"Onboarding of {title}" if title else "Item"),
+            "quantity": item.quantity,
+            "price": item.unit_price,
+        }
+        for item, asset_name, title in rows
+    ]
+
+
+def _refusal(transaction: Transaction) -> str | None:
+    if transaction.status != "Pending":
+        return f"This payment is {transaction.status}: there is nothing to pay."
+    if utcnow() >= transaction.expires_at:
+        return "This payment link has expired."
+    return None
+
+
+@router.get("/{tx_ref}", response_class=HTMLResponse)
+def checkout_page(tx_ref: str, request: Request) -> Response:
+    factory: sessionmaker[Session] = request.app.state.sessionmaker
+    with factory() as session:
+        transaction = _transaction(session, tx_ref)
+        if transaction is None:
+            return _not_found()
+        paid = session.scalars(select(SandboxPayment).where(SandboxPayment.tx_ref == tx_ref)).one_or_none()
+        reason = _refusal(transaction) or (f"Already {paid.status}." if paid else None)
+        return _html(
+            "checkout.html",
+            tx=transaction,
+            items=_lines(session, transaction),
+            payable=reason is None,
+            reason=reason,
+            base=f"/sandbox/checkout/{tx_ref}",
+        )
+
+
+def _act(request: Request, tx_ref: str, outcome: str) -> Response:
+    factory: sessionmaker[Session] = request.app.state.sessionmaker
+    gateway = _sandbox(request)
+    try:
+        with factory() as session, session.begin():
+            transaction = _transaction(session, tx_ref)
+            if transaction is None:
+                return _not_found()
+            payment = session.scalars(
+                select(SandboxPayment).where(SandboxPayment.tx_ref == tx_ref)
+            ).one_or_none()
+            if payment is None:
+                refusal = _refusal(transaction)
+                if refusal:
+                    return _html("message.html", 409, title="Cannot pay", message=refusal)
+                payment = new_sandbox_payment(
+                    tx_ref, outcome, transaction.total_amount, transaction.currency_code
+                )
+                session.add(payment)
+            redirect_url = transaction.redirect_url
+    except IntegrityError:  # a second click raced the first: that one's record stands
+        with factory() as session:
+            payment = session.scalars(select(SandboxPayment).where(SandboxPayment.tx_ref == tx_ref)).one()
+            redirect_url = session.scalars(
+                select(Transaction.redirect_url).where(Transaction.tx_ref == tx_ref)
+            ).one()
+    # Committed: now the notice may leave the process. Sent before the redirect, so the payer lands
+    # on a page whose order already exists (when webhooks are on and the service is reachable).
+    gateway.send_webhook(payment)
+    status = "successful" if payment.status == SUCCESSFUL else "declined"
+    return RedirectResponse(_redirect_target(redirect_url, tx_ref, status), status_code=303)
+
+
+def _redirect_target(redirect_url: str | None, tx_ref: str, status: str) -> str:
+    if not redirect_url:
+        return f"/sandbox/checkout/{tx_ref}/done?" + urlencode({"status": status, "tx_ref": tx_ref})
+    parts = urlsplit(redirect_url)
+    query = [(key, value) for key, value in parse_qsl(parts.query) if key not in ("status", "tx_ref")]
+    query += [("status", status), ("tx_ref", tx_ref)]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+@router.post("/{tx_ref}/pay")
+def pay(tx_ref: str, request: Request) -> Response:
+    return _act(request, tx_ref, SUCCESSFUL)
+
+
+@router.post("/{tx_ref}/decline")
+def decline(tx_ref: str, request: Request) -> Response:
+    return _act(request, tx_ref, DECLINED)
+
+
+@router.get("/{tx_ref}/done", response_class=HTMLResponse)
+def done(tx_ref: str, status: str = "") -> Response:
+    title = "Payment successful" if status == "successful" else "Payment declined"
+    return _html("message.html", title=title, message=f"Transaction {tx_ref}: you may close this page.")

@@ -1,0 +1,50 @@
+"""Reconciliation: re-ask the gateway about every Pending transaction, fulfil the paid ones, fail
+the declined ones and expire those past their time to live. Each transaction in its own database
+transaction, through the same `settle` as the webhook and verify."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from outfitter.db.base import utcnow
+from outfitter.payments.fulfilment import settle
+from outfitter.payments.gateways import GatewayError, GatewayRegistry
+from outfitter.payments.models import Transaction
+from outfitter.payments.repository import pending_transactions
+from outfitter.payments.service import ask_gateway
+
+logger = logging.getLogger("outfitter.payments")
+
+
+@dataclass(frozen=True)
+class ReconcileSummary:
+    checked: int
+    outcomes: dict[str, int]
+    unreachable: int
+
+
+def reconcile(
+    factory: sessionmaker[Session], gateways: GatewayRegistry, batch: int = 500
+) -> ReconcileSummary:
+    started = utcnow()
+    with factory() as session:
+        ids = pending_transactions(session, batch, before=started)
+    outcomes: Counter[str] = Counter()
+    unreachable = 0
+    for transaction_id in ids:
+        with factory() as session, session.begin():
+            transaction = session.get(Transaction, transaction_id)
+            if transaction is None:
+                continue
+            try:
+                payment = ask_gateway(session, transaction, gateways)
+            except GatewayError as exc:
+                logger.warning("reconcile %s: the gateway did not answer: %s", transaction.tx_ref, exc)
+                unreachable += 1
+                continue
+            outcomes[settle(session, transaction_id, payment).status] += 1
+    return ReconcileSummary(checked=len(ids), outcomes=dict(outcomes), unreachable=unreachable)

@@ -1,0 +1,119 @@
+"""Every query of the payments domain. Company reads start from `scoped()`; the only unscoped ones
+serve the gateways (a webhook names a tx_ref, not a company) and reconciliation."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import Select, delete, select
+from sqlalchemy.orm import Session, joinedload, selectinload
+
+from outfitter.core.errors import NotFound
+from outfitter.core.tenancy import CompanyRepository, parse_uuid
+from outfitter.payments.models import EquipmentReservation, Order, Transaction, TransactionItem
+
+PENDING = "Pending"
+
+
+class TransactionRepository(CompanyRepository[Transaction]):
+    model = Transaction
+    label = "Transaction"
+
+    def get_by_ref(self, tx_ref: str) -> Transaction:
+        transaction = self.session.scalars(
+            self.scoped(joinedload(Transaction.country)).where(Transaction.tx_ref == tx_ref)
+        ).one_or_none()
+        if transaction is None:
+            raise NotFound.record("Transaction")
+        return transaction
+
+    def listing(self, status: str | None) -> Select[Transaction]:
+        statement = self.scoped().order_by(Transaction.created_at.desc(), Transaction.id.desc())
+        if status is not None:
+            statement = statement.where(Transaction.status == status)
+        return statement
+
+
+class OrderRepository(CompanyRepository[Order]):
+    model = Order
+    label = "Order"
+
+    def listing(self) -> Select[Order]:
+        return self.scoped(joinedload(Order.country), selectinload(Order.items)).order_by(
+            Order.created_at.desc(), Order.id.desc()
+        )
+
+    def get_full(self, order_id: str) -> Order:
+        return self.get(order_id, joinedload(Order.country), selectinload(Order.items))
+
+    def ids_by_transaction(self, transaction_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:
+        if not transaction_ids:
+            return {}
+        rows = self.session.execute(
+            select(Order.transaction_id, Order.id).where(
+                Order.company_id == self.company_id, Order.transaction_id.in_(transaction_ids)
+            )
+        ).all()
+        return {transaction_id: order_id for transaction_id, order_id in rows}
+
+
+def find_by_ref(session: Session, tx_ref: str) -> Transaction | None:
+    """Any company's transaction: for the gateways' webhooks and checkout pages only."""
+    return session.scalars(select(Transaction).where(Transaction.tx_ref == tx_ref)).one_or_none()
+
+
+def lock_transaction(session: Session, transaction_id: uuid.UUID) -> Transaction:
+    """Re-read the transaction under a row lock (PostgreSQL: FOR UPDATE; SQLite's writers already
+    queue at BEGIN IMMEDIATE), so whoever holds it sees the status the last holder committed."""
+    statement = (
+        select(Transaction)
+        .where(Transaction.id == transaction_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    return session.scalars(statement).one()
+
+
+def items_of(session: Session, transaction_id: uuid.UUID) -> Sequence[TransactionItem]:
+    return session.scalars(
+        select(TransactionItem)
+        .where(TransactionItem.transaction_id == transaction_id)
+        .order_by(TransactionItem.id)
+    ).all()
+
+
+def reserved_equipment_ids(session: Session, equipment_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    return set(
+        session.scalars(
+            select(EquipmentReservation.equipment_id).where(
+                EquipmentReservation.equipment_id.in_(equipment_ids)
+            )
+        )
+    )
+
+
+def release_reservations(session: Session, transaction_id: uuid.UUID) -> None:
+    session.execute(delete(EquipmentReservation).where(EquipmentReservation.transaction_id == transaction_id))
+
+
+def pending_transactions(session: Session, limit: int, before: datetime | None = None) -> Sequence[uuid.UUID]:
+    statement = select(Transaction.id).where(Transaction.status == PENDING)
+    if before is not None:
+        statement = statement.where(Transaction.created_at < before)
+    return session.scalars(statement.order_by(Transaction.created_at).limit(limit)).all()
+
+
+def order_id_of(session: Session, transaction_id: uuid.UUID) -> uuid.UUID | None:
+    return session.scalar(select(Order.id).where(Order.transaction_id == transaction_id))
+
+
+__all__ = [
+    "PENDING",
+    "OrderRepository",
+    "TransactionRepository",
+    "find_by_ref",
+    "lock_transaction",
+    "parse_uuid",
+]

@@ -1,0 +1,191 @@
+"""Request and response shapes of the payment endpoints."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from outfitter.core.schemas import DecimalNumber, DecimalString, Schema, Timestamp
+
+PaymentMethod = Literal["Card", "Credit"]
+MAX_QUANTITY = 100
+
+
+def _check_redirect_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    if not value.lower().startswith(("http://", "https://")) or len(value) < 10:
+        raise ValueError("Give an absolute http:// or https:// URL.")
+    return value
+
+
+class PricingOrder(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    asset_pricing_id: str = Field(max_length=100)
+    quantity: int = Field(default=1, ge=1, le=MAX_QUANTITY)
+
+
+class InitiateRequest(BaseModel):
+    """`orders` maps each employee id to what they get; a flat list of
+    `{"employee_id", "asset_pricing_id", "quantity"}` is accepted too and read as that map."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    payment_method: PaymentMethod
+    employee_country_id: str = Field(max_length=100)
+    redirect_url: str | None = Field(default=None, max_length=2000)
+    orders: dict[str, list[PricingOrder]] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_orders(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("orders"), list):
+            return data
+        rows = data["orders"]
+        if not all(isinstance(row, dict) and isinstance(row.get("employee_id"), str) for row in rows):
+            return data  # let the map validation name what is wrong
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            item = {key: value for key, value in row.items() if key != "employee_id"}
+            grouped.setdefault(row["employee_id"], []).append(item)
+        return {**data, "orders": grouped}
+
+    @field_validator("orders")
+    @classmethod
+    def _each_employee_orders_something(
+        cls, value: dict[str, list[PricingOrder]]
+    ) -> dict[str, list[PricingOrder]]:
+        for employee_id, items in value.items():
+            if not items:
+                raise ValueError(
+                    f"Employee {employee_id} orders nothing: give at least one asset_pricing_id."
+                )
+        return value
+
+    _redirect = field_validator("redirect_url")(_check_redirect_url)
+
+
+class StorageInitiateRequest(BaseModel):
+    """`orders` maps each employee id to the ids of the storage equipment they receive."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    payment_method: PaymentMethod
+    employee_country_id: str = Field(max_length=100)
+    redirect_url: str | None = Field(default=None, max_length=2000)
+    orders: dict[str, list[str]] = Field(min_length=1)
+
+    @field_validator("orders", mode="before")
+    @classmethod
+    def _ids_from_objects(cls, value: Any) -> Any:
+        # Also accept [{"equipment_id": "..."}] per employee.
+        if isinstance(value, dict):
+            return {
+                key: [item.get("equipment_id") if isinstance(item, dict) else item for item in items]
+                if isinstance(items, list)
+                else items
+                for key, items in value.items()
+            }
+        return value
+
+    @field_validator("orders")
+    @classmethod
+    def _each_employee_gets_something(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for employee_id, items in value.items():
+            if not items:
+                raise ValueError(f"Employee {employee_id} receives nothing: give at least one equipment id.")
+        return value
+
+    _redirect = field_validator("redirect_url")(_check_redirect_url)
+
+
+class _TransactionBase(Schema):
+    tx_ref: str
+    payment_method: str
+    currency: str
+    status: str
+    order_id: uuid.UUID | None = None
+    created_at: Timestamp
+    expires_at: Timestamp
+
+
+class TransactionInitiatedOut(_TransactionBase):
+    """The initiate answer: amounts as JSON numbers, with the checkout `link` (null for Credit)."""
+
+    amount: DecimalNumber
+    insurance: DecimalNumber
+    gateway_fee: DecimalNumber
+    onboarding_fee: DecimalNumber
+    device_config_fee: DecimalNumber
+    platform_fee: DecimalNumber
+    total_amount: DecimalNumber
+    link: str | None
+
+
+class TransactionOut(_TransactionBase):
+    """Verify and list answers: amounts as decimal strings, no link."""
+
+    amount: DecimalString
+    insurance: DecimalString
+    gateway_fee: DecimalString
+    onboarding_fee: DecimalString
+    device_config_fee: DecimalString
+    platform_fee: DecimalString
+    total_amount: DecimalString
+
+
+class EmployeeRef(Schema):
+    id: uuid.UUID | None
+    name: str
+
+
+class OrderItemOut(Schema):
+    id: uuid.UUID
+    employee: EmployeeRef
+    asset_spec_id: uuid.UUID | None
+    asset_pricing_id: uuid.UUID | None
+    price: DecimalString
+    equipment_id: uuid.UUID | None
+
+
+class OrderOut(Schema):
+    id: uuid.UUID
+    tx_ref: str
+    status: str
+    payment_method: str
+    country: str
+    country_code: str
+    currency: str
+    total_amount: DecimalString
+    items: list[OrderItemOut]
+    created_at: Timestamp
+
+
+class WalletBalanceOut(Schema):
+    currency: str
+    balance: DecimalString
+    updated_at: Timestamp
+
+
+class WalletEntryOut(Schema):
+    id: uuid.UUID
+    currency: str
+    kind: str
+    amount: DecimalString
+    balance_after: DecimalString
+    description: str
+    transaction_id: uuid.UUID | None
+    created_at: Timestamp
+
+
+class WalletOut(Schema):
+    balances: list[WalletBalanceOut]
+    entries: list[WalletEntryOut]
+
+
+class WebhookOut(Schema):
+    outcome: str

@@ -1,0 +1,216 @@
+"""Payment rules beyond initiating: verify, the gateways' webhooks, and what a company can read
+(its transactions, orders and wallet)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from outfitter.core.auth import AuthContext
+from outfitter.core.errors import DomainError, NotFound
+from outfitter.core.pagination import PageParams, paginate
+from outfitter.payments import wallet
+from outfitter.payments.fees import to_minor_units
+from outfitter.payments.fulfilment import PENDING, settle
+from outfitter.payments.gateways import GatewayError, GatewayPayment, GatewayRegistry, InvalidSignature
+from outfitter.payments.initiate import GatewayUnavailable
+from outfitter.payments.models import Order, Transaction, WebhookEvent
+from outfitter.payments.repository import OrderRepository, TransactionRepository, find_by_ref, order_id_of
+from outfitter.payments.schemas import (
+    EmployeeRef,
+    OrderItemOut,
+    OrderOut,
+    TransactionInitiatedOut,
+    TransactionOut,
+    WalletBalanceOut,
+    WalletEntryOut,
+    WalletOut,
+)
+
+logger = logging.getLogger("outfitter.payments")
+
+
+class BadSignature(DomainError):
+    status_code = 401
+
+
+MONEY_FIELDS = ("amount", "insurance", "gateway_fee", "onboarding_fee", "device_config_fee", "platform_fee")
+
+
+def transaction_fields(transaction: Transaction, order_id: uuid.UUID | None) -> dict[str, Any]:
+    code = transaction.currency_code
+    return {
+        "tx_ref": transaction.tx_ref,
+        "payment_method": transaction.payment_method,
+        **{name: to_minor_units(getattr(transaction, name), code) for name in MONEY_FIELDS},
+        "total_amount": to_minor_units(transaction.total_amount, code),
+        "currency": transaction.currency_code,
+        "status": transaction.status,
+        "link": transaction.link,
+        "order_id": order_id,
+        "created_at": transaction.created_at,
+        "expires_at": transaction.expires_at,
+    }
+
+
+def initiated(session: Session, transaction: Transaction) -> TransactionInitiatedOut:
+    return TransactionInitiatedOut.model_validate(
+        transaction_fields(transaction, order_id_of(session, transaction.id))
+    )
+
+
+def ask_gateway(
+    session: Session, transaction: Transaction, gateways: GatewayRegistry
+) -> GatewayPayment | None:
+    """What the transaction's gateway knows of its payment; raises GatewayError when unreachable."""
+    gateway = gateways.get(transaction.gateway) if transaction.gateway else None
+    if gateway is None:
+        return None
+    return gateway.fetch_payment(session, transaction.tx_ref)
+
+
+def verify(session: Session, auth: AuthContext, tx_ref: str, gateways: GatewayRegistry) -> TransactionOut:
+    """If still Pending, ask the gateway; fulfil when paid, expire when past its time to live."""
+    transaction = TransactionRepository(session, auth.company_id).get_by_ref(tx_ref)
+    if transaction.status == PENDING:
+        try:
+            payment = ask_gateway(session, transaction, gateways)
+        except GatewayError as exc:
+            # Without the gateway's word it stays Pending (and is not expired): try again later.
+            logger.warning("verify %s: the gateway did not answer: %s", tx_ref, exc)
+        else:
+            transaction = settle(session, transaction.id, payment)
+    return TransactionOut.model_validate(
+        transaction_fields(transaction, order_id_of(session, transaction.id))
+    )
+
+
+def _record_event(
+    session: Session, gateway: str, event_key: str, tx_ref: str | None, payload: dict[str, Any]
+) -> uuid.UUID | None:
+    """INSERT ... ON CONFLICT DO NOTHING: the id of the new event row, None when seen before."""
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    statement = (
+        insert(WebhookEvent)
+        .values(
+            id=uuid.uuid4(),
+            gateway=gateway,
+            event_key=event_key[:200],
+            tx_ref=tx_ref[:64] if tx_ref else None,
+            outcome="received",
+            payload=json.loads(json.dumps(payload, default=str)),
+        )
+        .on_conflict_do_nothing(index_elements=["gateway", "event_key"])
+        .returning(WebhookEvent.id)
+    )
+    return session.execute(statement).scalar_one_or_none()
+
+
+def receive_webhook(
+    session: Session, gateway_name: str, body: bytes, headers: Mapping[str, str], gateways: GatewayRegistry
+) -> str:
+    """Signature first; then record the event once; then ask the gateway and settle. Returns the outcome."""
+    gateway = gateways.get(gateway_name)
+    if gateway is None:
+        raise NotFound.record("Payment gateway")
+    try:
+        notice = gateway.verify_webhook(body, headers)
+    except InvalidSignature as exc:
+        logger.warning("webhook from %s refused: %s", gateway_name, exc)
+        raise BadSignature("The webhook signature is missing, wrong or too old.") from exc
+    event_id = _record_event(session, gateway_name, notice.event_key, notice.tx_ref, notice.payload)
+    if event_id is None:
+        return "duplicate"
+    transaction = find_by_ref(session, notice.tx_ref) if notice.tx_ref else None
+    if transaction is None or transaction.gateway != gateway_name:
+        logger.warning(
+            "webhook %s from %s names unknown tx_ref %r", notice.event_key, gateway_name, notice.tx_ref
+        )
+        outcome = "unknown_tx_ref"
+    elif transaction.status != PENDING:
+        outcome = "already_settled"
+    else:
+        try:
+            payment = gateway.fetch_payment(session, transaction.tx_ref)
+        except GatewayError as exc:
+            # Rolls the event back too, so the gateway's retry is processed.
+            raise GatewayUnavailable(f"The gateway could not confirm the payment: {exc}") from exc
+        outcome = settle(session, transaction.id, payment).status.lower()
+    session.execute(update(WebhookEvent).where(WebhookEvent.id == event_id).values(outcome=outcome))
+    return outcome
+
+
+def list_transactions(
+    session: Session, auth: AuthContext, status: str | None, params: PageParams
+) -> dict[str, Any]:
+    page = paginate(session, TransactionRepository(session, auth.company_id).listing(status), params)
+    orders = OrderRepository(session, auth.company_id).ids_by_transaction([tx.id for tx in page.items])
+    records = [TransactionOut.model_validate(transaction_fields(tx, orders.get(tx.id))) for tx in page.items]
+    return page.body(records)
+
+
+def order_out(order: Order) -> OrderOut:
+    return OrderOut(
+        id=order.id,
+        tx_ref=order.tx_ref,
+        status=order.status,
+        payment_method=order.payment_method,
+        country=order.country.name,
+        country_code=order.country.code,
+        currency=order.currency_code,
+        total_amount=to_minor_units(order.total_amount, order.currency_code),
+        items=[
+            OrderItemOut(
+                id=item.id,
+                employee=EmployeeRef(id=item.employee_id, name=item.employee_name),
+                asset_spec_id=item.asset_spec_id,
+                asset_pricing_id=item.asset_pricing_id,
+                price=to_minor_units(item.price, order.currency_code),
+                equipment_id=item.equipment_id,
+            )
+            for item in sorted(order.items, key=lambda item: (item.employee_name, str(item.id)))
+        ],
+        created_at=order.created_at,
+    )
+
+
+def list_orders(session: Session, auth: AuthContext, params: PageParams) -> dict[str, Any]:
+    page = paginate(session, OrderRepository(session, auth.company_id).listing(), params)
+    return page.body([order_out(order) for order in page.items])
+
+
+def get_order(session: Session, auth: AuthContext, order_id: str) -> OrderOut:
+    return order_out(OrderRepository(session, auth.company_id).get_full(order_id))
+
+
+def wallet_summary(session: Session, auth: AuthContext) -> WalletOut:
+    return WalletOut(
+        balances=[
+            WalletBalanceOut(
+                currency=record.currency_code,
+                balance=to_minor_units(record.balance, record.currency_code),
+                updated_at=record.updated_at,
+            )
+            for record in wallet.balances(session, auth.company_id)
+        ],
+        entries=[
+            WalletEntryOut(
+                id=entry.id,
+                currency=currency,
+                kind=entry.kind,
+                amount=to_minor_units(entry.amount, currency),
+                balance_after=to_minor_units(entry.balance_after, currency),
+                description=entry.description,
+                transaction_id=entry.transaction_id,
+                created_at=entry.created_at,
+            )
+            for entry, currency in wallet.recent_entries(session, auth.company_id)
+        ],
+    )

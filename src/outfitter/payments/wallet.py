@@ -1,0 +1,139 @@
+"""The credit wallet: one balance per company and currency, moved only with a ledger entry.
+
+Every change is one conditional UPDATE (`balance = balance +/- x`, and for debits
+`WHERE balance >= x`), so the row lock of the database orders concurrent changes and the balance
+never goes below zero; the entry written beside it records the balance that UPDATE returned.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from decimal import Decimal
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from outfitter.catalog.reference import resolve_currency
+from outfitter.core.errors import InsufficientCredit, ValidationFailed
+from outfitter.core.money import round_money
+from outfitter.db.base import utcnow
+from outfitter.payments.models import Wallet, WalletEntry
+
+CREDIT = "credit"
+DEBIT = "debit"
+REFUND = "refund"
+
+
+def _ensure_wallet(session: Session, company_id: uuid.UUID, currency_code: str) -> None:
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    now = utcnow()
+    session.execute(
+        insert(Wallet)
+        .values(
+            id=uuid.uuid4(),
+            company_id=company_id,
+            currency_code=currency_code,
+            balance=Decimal(0),
+            created_at=now,
+            updated_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["company_id", "currency_code"])
+    )
+
+
+def _change(
+    session: Session,
+    company_id: uuid.UUID,
+    currency_code: str,
+    amount: Decimal,
+    kind: str,
+    description: str,
+    transaction_id: uuid.UUID | None,
+) -> WalletEntry | None:
+    """Add `amount` (negative to debit) to the wallet; None when a debit would overdraw it."""
+    statement = (
+        update(Wallet)
+        .where(Wallet.company_id == company_id, Wallet.currency_code == currency_code)
+        .values(balance=Wallet.balance + amount, updated_at=utcnow())
+        .returning(Wallet.id, Wallet.balance)
+    )
+    if amount < 0:
+        statement = statement.where(Wallet.balance >= -amount)
+    row = session.execute(statement, execution_options={"synchronize_session": False}).one_or_none()
+    if row is None:
+        return None
+    wallet_id, balance_after = row
+    entry = WalletEntry(
+        company_id=company_id,
+        wallet_id=wallet_id,
+        amount=amount,
+        balance_after=balance_after,
+        kind=kind,
+        transaction_id=transaction_id,
+        description=description[:500],
+    )
+    session.add(entry)
+    session.flush()
+    return entry
+
+
+def credit_wallet(
+    session: Session, company_id: uuid.UUID, currency_code: str, amount: Decimal, description: str
+) -> WalletEntry:
+    """Add credit (an operator's top-up or a refund). Amounts finer than the currency's unit: 422."""
+    currency = resolve_currency(session, currency_code, "currency")
+    if not amount.is_finite() or amount <= 0:
+        raise ValidationFailed.field("amount", "The amount must be greater than zero.")
+    if round_money(amount, currency.minor_units) != amount:
+        raise ValidationFailed.field(
+            "amount", f"{currency.code} amounts have at most {currency.minor_units} decimal places."
+        )
+    _ensure_wallet(session, company_id, currency.code)
+    entry = _change(session, company_id, currency.code, amount, CREDIT, description, None)
+    assert entry is not None  # credits always apply
+    return entry
+
+
+def debit_wallet(
+    session: Session,
+    company_id: uuid.UUID,
+    currency_code: str,
+    amount: Decimal,
+    description: str,
+    transaction_id: uuid.UUID,
+) -> WalletEntry:
+    """Take `amount` (> 0) from the wallet, or 402 when it holds less (nothing is written then)."""
+    entry = _change(session, company_id, currency_code, -amount, DEBIT, description, transaction_id)
+    if entry is None:
+        balance = session.scalar(
+            select(Wallet.balance).where(
+                Wallet.company_id == company_id, Wallet.currency_code == currency_code
+            )
+        )
+        raise InsufficientCredit(
+            f"Not enough credit: this costs {format(amount, 'f')} {currency_code} and the wallet holds "
+            f"{format(balance or Decimal(0), 'f')} {currency_code}."
+        )
+    return entry
+
+
+def balances(session: Session, company_id: uuid.UUID) -> Sequence[Wallet]:
+    return session.scalars(
+        select(Wallet).where(Wallet.company_id == company_id).order_by(Wallet.currency_code)
+    ).all()
+
+
+def recent_entries(
+    session: Session, company_id: uuid.UUID, limit: int = 20
+) -> Sequence[tuple[WalletEntry, str]]:
+    rows = session.execute(
+        select(WalletEntry, Wallet.currency_code)
+        .join(Wallet, Wallet.id == WalletEntry.wallet_id)
+        .where(WalletEntry.company_id == company_id)
+        .order_by(WalletEntry.created_at.desc(), WalletEntry.id.desc())
+        .limit(limit)
+    ).all()
+    return [(entry, code) for entry, code in rows]

@@ -1,0 +1,54 @@
+"""The sandbox checkout in a real browser: headless Chromium (Debian's package) opens the link,
+clicks Pay, lands on the redirect URL, and the order exists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session
+
+from tests.factories import Api
+from tests.payments.conftest import LiveServer, add_employee, card_body, prices
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def test_pay_in_a_browser(api: Api, db: Session, live_server: LiveServer) -> None:
+    if not CHROMIUM.exists():
+        pytest.skip(
+            "the browser test needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)"
+        )
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="the browser test needs the playwright package"
+    )
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]
+    redirect_url = f"{live_server.url}/healthz?from=checkout"
+    with live_server.api(api.token) as client:
+        body = card_body(employee, pricing["asset_pricing"]["id"], redirect_url=redirect_url)
+        data = client.post("/client/transactions/initiate", json=body).json()["data"]
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.goto(data["link"])
+                assert page.locator("#tx-ref").inner_text() == data["tx_ref"]
+                assert f"{data['total_amount']:,.2f}" in page.locator("#total").inner_text()
+                assert pricing["name"] in page.content()
+                with page.expect_navigation(url=f"{live_server.url}/healthz**"):
+                    page.click("#pay")
+                assert page.url == f"{redirect_url}&status=successful&tx_ref={data['tx_ref']}"
+            finally:
+                browser.close()
+        orders = client.get("/client/orders").json()["data"]
+    assert orders["total"] == 1 and orders["data"][0]["tx_ref"] == data["tx_ref"]

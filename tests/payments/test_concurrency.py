@@ -1,0 +1,160 @@
+"""Real concurrency on PostgreSQL: requests race through a real uvicorn server, each on its own
+connection, and the invariants hold: one order per transaction, a wallet never below zero and equal
+to its ledger, one winner per storage device."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import httpx
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from outfitter.equipment.models import Equipment
+from outfitter.payments.models import Order, OrderItem, Transaction, Wallet, WalletEntry, WebhookEvent
+from tests.factories import Api
+from tests.payments.conftest import (
+    LiveServer,
+    add_credit,
+    add_employee,
+    add_storage_device,
+    card_body,
+    count,
+    notice,
+    prices,
+    record_sandbox_payment,
+    sandbox_gateway,
+    signed,
+)
+
+
+def race(calls: list[Callable[[], httpx.Response]]) -> list[httpx.Response]:
+    """Run every call in its own thread, all released at once."""
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(index: int) -> None:
+        barrier.wait()
+        try:
+            results[index] = calls[index]()
+        except Exception as exc:  # reported below, not swallowed
+            results[index] = exc
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    failures = [result for result in results if not isinstance(result, httpx.Response)]
+    assert not failures, failures[:3]
+    return results
+
+
+def test_fifty_webhook_deliveries_racing_verify_make_one_order(
+    postgres_only: None, api: Api, db: Session, live_server: LiveServer
+) -> None:
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    with live_server.api(api.token) as client:
+        data = client.post(
+            "/client/transactions/initiate", json=card_body(employee, pricing, quantity=3)
+        ).json()["data"]
+        record_sandbox_payment(db, data["tx_ref"], f"{data['total_amount']:.2f}", "NGN")
+        body, headers = signed(sandbox_gateway(live_server.app), notice(data["tx_ref"]), "msg_race")
+        webhook_url = f"{live_server.url}/api/v2/webhooks/payments/sandbox"
+        calls: list[Callable[[], httpx.Response]] = [
+            lambda: httpx.post(webhook_url, content=body, headers=headers, timeout=60) for _ in range(50)
+        ]
+        calls += [lambda: client.get(f"/client/transactions/{data['tx_ref']}/verify") for _ in range(25)]
+        responses = race(calls)
+    assert {response.status_code for response in responses} == {200}
+    outcomes = Counter(response.json()["data"].get("outcome") for response in responses[:50])
+    assert outcomes["duplicate"] + outcomes["fulfilled"] + outcomes["already_settled"] == 50
+    assert outcomes["fulfilled"] + outcomes["already_settled"] == 1  # only the recorded event acted
+    assert {response.json()["data"]["status"] for response in responses[50:]} <= {"Pending", "Fulfilled"}
+    assert count(db, Order) == 1 and count(db, OrderItem) == 3 and count(db, Equipment) == 3
+    assert count(db, WebhookEvent) == 1
+    assert db.scalars(select(Transaction.status)).one() == "Fulfilled"
+    db.commit()
+
+
+def test_hundred_credit_initiates_never_overdraw_the_wallet(
+    postgres_only: None, api: Api, db: Session, live_server: LiveServer
+) -> None:
+    employee = add_employee(db, api.company_id)
+    cheapest = min(prices(api), key=lambda record: Decimal(record["asset_pricing"]["amount"]))
+    body = card_body(employee, cheapest["asset_pricing"]["id"], payment_method="Credit")
+    with live_server.api(api.token) as client:
+        # Price one purchase with a tiny top-up that cannot pay it (402 writes nothing).
+        add_credit(db, api.company_id, "NGN", "1")
+        refused = client.post("/client/transactions/initiate", json=body)
+        assert refused.status_code == 402
+        cost = Decimal(refused.json()["message"].split("costs ")[1].split(" ")[0])
+        affordable = 37
+        add_credit(db, api.company_id, "NGN", str(cost * affordable + cost / 2 - 1))
+        responses = race(
+            [lambda: client.post("/client/transactions/initiate", json=body) for _ in range(100)]
+        )
+    statuses = Counter(response.status_code for response in responses)
+    assert statuses == {200: affordable, 402: 100 - affordable}, statuses
+    assert all(
+        response.json()["data"]["status"] == "Fulfilled"
+        for response in responses
+        if response.status_code == 200
+    )
+    balance = db.scalars(select(Wallet.balance)).one()
+    ledger = db.scalar(select(func.sum(WalletEntry.amount)))
+    debits = db.scalars(select(WalletEntry.balance_after).where(WalletEntry.kind == "debit")).all()
+    db.commit()
+    assert balance == ledger == cost / 2 and balance >= 0
+    # Each debit saw the balance the previous one left: a strict chain down to the final balance.
+    funded = cost * affordable + cost / 2
+    assert sorted(debits) == sorted(funded - cost * step for step in range(1, affordable + 1))
+    assert count(db, Transaction) == affordable and count(db, Order) == affordable
+    assert count(db, WalletEntry) == affordable + 2
+
+
+def test_two_initiates_naming_one_storage_device_one_wins(
+    postgres_only: None, api: Api, db: Session, live_server: LiveServer
+) -> None:
+    employee = add_employee(db, api.company_id)
+    with live_server.api(api.token) as client:
+        for round_number in range(5):
+            device = add_storage_device(db, api.company_id, f"Laptop {round_number}")
+            body = {
+                "payment_method": "Card",
+                "employee_country_id": "NG",
+                "orders": {str(employee): [str(device)]},
+            }
+            responses = race(
+                [
+                    lambda body=body: client.post(
+                        "/client/transactions/onboard-from-storage/initiate", json=body
+                    )
+                    for _ in range(2)
+                ]
+            )
+            assert sorted(response.status_code for response in responses) == [200, 409], [
+                r.text for r in responses
+            ]
+    assert count(db, Transaction) == 5
+
+
+def test_sandbox_pay_over_http_fulfils_before_the_redirect(
+    api: Api, db: Session, live_server: LiveServer
+) -> None:
+    """The sandbox posts its webhook to the service's own URL (no stand-in sender), on both backends."""
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    with live_server.api(api.token) as client:
+        data = client.post("/client/transactions/initiate", json=card_body(employee, pricing)).json()["data"]
+        assert data["link"].startswith(live_server.url)
+        paid = httpx.post(f"{data['link']}/pay", follow_redirects=False, timeout=60)
+        assert paid.status_code == 303 and "status=successful" in paid.headers["location"]
+        assert db.scalars(select(WebhookEvent.outcome)).one() == "fulfilled"
+        db.commit()
+        assert client.get("/client/orders").json()["data"]["total"] == 1

@@ -1,0 +1,153 @@
+"""The Flutterwave adapter against a local stand-in that answers as Flutterwave's v3 API documents:
+POST /payments -> data.link; GET /transactions/verify_by_reference?tx_ref= -> data.status, amount,
+currency, tx_ref; webhooks carry the `verif-hash` header."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from outfitter.app import create_app
+from outfitter.config import Settings
+from outfitter.payments.gateways import registry_of
+from outfitter.payments.gateways.flutterwave import FlutterwaveGateway
+from outfitter.payments.models import Order
+from tests.factories import Api, assert_error
+from tests.payments.conftest import add_employee, card_body, count, prices
+
+BASE = "https://flutterwave.test/v3"
+SECRET = "FLWSECK_TEST-standin"
+HASH = "outfitter-webhook-hash"
+
+
+class FlutterwaveStandIn:
+    """Payments created through /payments; a test marks one paid as a payer would at Flutterwave."""
+
+    def __init__(self) -> None:
+        self.payments: dict[str, dict[str, Any]] = {}
+        self.next_id = 1000
+
+    def pay(self, tx_ref: str, amount: str | None = None, currency: str | None = None) -> dict[str, Any]:
+        payment = self.payments[tx_ref]
+        self.next_id += 1
+        payment.update(
+            id=self.next_id,
+            status="successful",
+            amount=Decimal(amount) if amount else Decimal(payment["amount"]),
+            currency=currency or payment["currency"],
+        )
+        return payment
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        if request.headers.get("authorization") != f"Bearer {SECRET}":
+            return httpx.Response(401, json={"status": "error", "message": "Invalid authorization key"})
+        if request.method == "POST" and request.url.path == "/v3/payments":
+            body = json.loads(request.content)
+            assert {"tx_ref", "amount", "currency", "customer"} <= set(body)
+            self.payments[body["tx_ref"]] = {
+                "tx_ref": body["tx_ref"],
+                "amount": body["amount"],
+                "currency": body["currency"],
+                "status": "pending",
+            }
+            link = f"https://checkout.flutterwave.test/v3/hosted/pay/{body['tx_ref'].lower()}"
+            return httpx.Response(
+                200, json={"status": "success", "message": "Hosted Link", "data": {"link": link}}
+            )
+        if request.method == "GET" and request.url.path == "/v3/transactions/verify_by_reference":
+            payment = self.payments.get(request.url.params.get("tx_ref", ""))
+            if payment is None or "id" not in payment:
+                return httpx.Response(
+                    400, json={"status": "error", "message": "No transaction was found", "data": None}
+                )
+            data = {**payment, "amount": float(payment["amount"]), "charged_amount": float(payment["amount"])}
+            return httpx.Response(
+                200, json={"status": "success", "message": "Transaction fetched", "data": data}
+            )
+        return httpx.Response(404, json={"status": "error", "message": "Not found"})
+
+
+@pytest.fixture
+def standin() -> FlutterwaveStandIn:
+    return FlutterwaveStandIn()
+
+
+@pytest.fixture
+def flutterwave_app(database_url: str, engine: Engine, standin: FlutterwaveStandIn) -> Iterator[FastAPI]:
+    settings = Settings(
+        database_url=database_url,
+        rate_limit="off",
+        public_url="http://testserver",
+        gateway="flutterwave",
+        flutterwave_base_url=BASE,
+        flutterwave_secret_key=SECRET,
+        flutterwave_webhook_hash=HASH,
+    )
+    application = create_app(settings)
+    client = httpx.Client(transport=httpx.MockTransport(standin.handle))
+    registry_of(application.state).put(FlutterwaveGateway(BASE, SECRET, HASH, client=client))
+    yield application
+    application.state.engine.dispose()
+
+
+@pytest.fixture
+def fw(flutterwave_app: FastAPI, api: Api) -> Iterator[Api]:
+    with TestClient(flutterwave_app, base_url="http://testserver") as client:
+        yield Api(client, api.token, api.company_id, api.token_id)
+
+
+def webhook(fw: Api, payment: dict[str, Any], secret_hash: str | None = HASH) -> httpx.Response:
+    body = {"event": "charge.completed", "data": {**payment, "amount": float(payment["amount"])}}
+    headers = {"verif-hash": secret_hash} if secret_hash is not None else {}
+    return fw.client.post("/api/v2/webhooks/payments/flutterwave", json=body, headers=headers)
+
+
+def test_card_purchase_through_flutterwave(fw: Api, db: Session, standin: FlutterwaveStandIn) -> None:
+    employee = add_employee(db, fw.company_id)
+    data = fw.post(
+        "/client/transactions/initiate", card_body(employee, prices(fw)[0]["asset_pricing"]["id"])
+    ).json()["data"]
+    assert data["link"].startswith("https://checkout.flutterwave.test/") and data["status"] == "Pending"
+    assert standin.payments[data["tx_ref"]]["amount"] == f"{data['total_amount']:.2f}"
+    assert fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]["status"] == "Pending"
+    payment = standin.pay(data["tx_ref"])
+    assert_error(webhook(fw, payment, "wrong"), 401)
+    assert_error(webhook(fw, payment, None), 401)
+    first = webhook(fw, payment)
+    assert first.status_code == 200 and first.json()["data"]["outcome"] == "fulfilled"
+    assert webhook(fw, payment).json()["data"]["outcome"] == "duplicate"
+    assert count(db, Order) == 1
+    verified = fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]
+    assert verified["status"] == "Fulfilled" and verified["total_amount"] == f"{data['total_amount']:.2f}"
+
+
+def test_verify_completes_a_flutterwave_payment_without_webhook(
+    fw: Api, db: Session, standin: FlutterwaveStandIn
+) -> None:
+    employee = add_employee(db, fw.company_id)
+    data = fw.post(
+        "/client/transactions/initiate", card_body(employee, prices(fw)[0]["asset_pricing"]["id"])
+    ).json()["data"]
+    standin.pay(data["tx_ref"])
+    assert fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]["status"] == "Fulfilled"
+
+
+def test_a_short_flutterwave_payment_fails(fw: Api, db: Session, standin: FlutterwaveStandIn) -> None:
+    employee = add_employee(db, fw.company_id)
+    data = fw.post(
+        "/client/transactions/initiate", card_body(employee, prices(fw)[0]["asset_pricing"]["id"])
+    ).json()["data"]
+    payment = standin.pay(data["tx_ref"], amount="10.00")
+    # The webhook body claims the full amount; verify_by_reference says 10.00.
+    lying = {**payment, "amount": Decimal(str(data["total_amount"]))}
+    assert webhook(fw, lying).json()["data"]["outcome"] == "failed"
+    assert count(db, Order) == 0

@@ -1,0 +1,208 @@
+"""Initiating transactions: the answer's shape, every check of section 9, Credit and storage."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from outfitter.equipment.models import Equipment, EquipmentHistory
+from outfitter.payments.models import EquipmentReservation, Order, Transaction, Wallet, WalletEntry
+from tests.factories import Api, assert_error
+from tests.payments.conftest import add_credit, add_employee, add_storage_device, card_body, count, prices
+
+AMOUNT_FIELDS = (
+    "amount",
+    "insurance",
+    "gateway_fee",
+    "onboarding_fee",
+    "device_config_fee",
+    "platform_fee",
+    "total_amount",
+)
+
+
+def test_card_initiate_answers_a_pending_transaction_with_numbers_and_a_link(api: Api, db: Session) -> None:
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]
+    response = api.post("/clients/transactions/initiate", card_body(employee, pricing["id"]))
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["message"] == "Transaction initiated successfully."
+    data = body["data"]
+    assert data["status"] == "Pending" and data["payment_method"] == "Card" and data["currency"] == "NGN"
+    assert all(isinstance(data[name], float | int) for name in AMOUNT_FIELDS)
+    assert data["amount"] == float(pricing["amount"])
+    assert data["link"] == f"http://testserver/sandbox/checkout/{data['tx_ref']}"
+    assert data["order_id"] is None
+    assert count(db, Order) == 0
+
+
+def test_flat_list_orders_are_accepted(api: Api, db: Session) -> None:
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    body = {
+        "payment_method": "Card",
+        "employee_country_id": "Nigeria",
+        "orders": [{"employee_id": str(employee), "asset_pricing_id": pricing, "quantity": 3}],
+    }
+    response = api.post("/client/transactions/initiate", body)
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["onboarding_fee"] == 45000.0  # 3 devices x 15,000 NGN
+
+
+def test_other_company_employee_is_422_naming_it_and_nothing_is_written(
+    api: Api, other_api: Api, db: Session
+) -> None:
+    stranger = add_employee(db, other_api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    body = assert_error(api.post("/client/transactions/initiate", card_body(stranger, pricing)), 422)
+    assert list(body["errors"]) == [f"orders.{stranger}"]
+    assert count(db, Transaction) == 0
+
+
+def test_employee_of_another_country_and_price_of_another_country_are_422(api: Api, db: Session) -> None:
+    kenyan = add_employee(db, api.company_id, "KE")
+    nigerian = add_employee(db, api.company_id, "NG", "Bola")
+    ke_price = prices(api, "KE", "KES")[0]["asset_pricing"]["id"]
+    body = card_body(kenyan, ke_price)
+    body["orders"][str(nigerian)] = [{"asset_pricing_id": ke_price}]
+    errors = assert_error(api.post("/client/transactions/initiate", body), 422)["errors"]
+    assert "Kenya" in errors[f"orders.{kenyan}"][0]
+    assert f"orders.{kenyan}.0.asset_pricing_id" in errors  # a Kenyan price for a Nigerian order
+    assert count(db, Transaction) == 0
+
+
+def test_prices_in_two_currencies_unknown_pricing_and_bad_values_are_422(api: Api, db: Session) -> None:
+    employee = add_employee(db, api.company_id)
+    ngn = prices(api, "NG", "NGN")[0]["asset_pricing"]["id"]
+    usd = prices(api, "NG", "USD")[0]["asset_pricing"]["id"]
+    body = card_body(employee, ngn)
+    body["orders"][str(employee)] += [{"asset_pricing_id": usd}, {"asset_pricing_id": str(uuid.uuid4())}]
+    errors = assert_error(api.post("/client/transactions/initiate", body), 422)["errors"]
+    assert "one currency" in errors[f"orders.{employee}.1.asset_pricing_id"][0]
+    assert f"orders.{employee}.2.asset_pricing_id" in errors
+    for bad in (
+        {**card_body(employee, ngn), "payment_method": "Cash"},
+        {**card_body(employee, ngn), "employee_country_id": "Atlantis"},
+        {**card_body(employee, ngn), "redirect_url": "javascript:alert(1)"},
+        {**card_body(employee, ngn), "surprise": True},
+        card_body(employee, ngn, quantity=0),
+        card_body(employee, "not-a-uuid"),
+        {**card_body(employee, ngn), "orders": {}},
+    ):
+        assert_error(api.post("/client/transactions/initiate", bad), 422)
+    assert count(db, Transaction) == 0
+
+
+def test_credit_initiate_debits_the_wallet_and_is_fulfilled_at_once(api: Api, db: Session) -> None:
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    add_credit(db, api.company_id, "NGN", "100000000")
+    response = api.post(
+        "/client/transactions/initiate", card_body(employee, pricing, payment_method="Credit")
+    )
+    assert response.status_code == 200, response.text
+    data = response.json()["data"]
+    assert data["status"] == "Fulfilled" and data["gateway_fee"] == 0 and data["link"] is None
+    order = api.get(f"/client/orders/{data['order_id']}").json()["data"]
+    assert order["tx_ref"] == data["tx_ref"] and len(order["items"]) == 1
+    wallet = api.get("/client/wallet").json()["data"]
+    expected = f"{100000000 - data['total_amount']:.2f}"
+    assert wallet["balances"][0]["balance"] == expected
+    assert [entry["kind"] for entry in wallet["entries"]] == ["debit", "credit"]
+    assert wallet["entries"][0]["balance_after"] == expected
+    equipment = db.get(Equipment, uuid.UUID(order["items"][0]["equipment_id"]))
+    assert equipment is not None and equipment.status == "Assigned" and equipment.assignee_id == employee
+
+
+def test_credit_short_is_402_and_nothing_is_written(api: Api, db: Session) -> None:
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    add_credit(db, api.company_id, "NGN", "1000")
+    response = api.post(
+        "/client/transactions/initiate", card_body(employee, pricing, payment_method="Credit")
+    )
+    assert_error(response, 402, "not enough credit")
+    assert count(db, Transaction) == 0 and count(db, Equipment) == 0 and count(db, WalletEntry) == 1
+    no_wallet = api.post(
+        "/client/transactions/initiate",
+        card_body(employee, prices(api, "NG", "USD")[0]["asset_pricing"]["id"])
+        | {"payment_method": "Credit"},
+    )
+    assert_error(no_wallet, 402)
+    assert count(db, Wallet) == 1
+
+
+def storage_body(employee: uuid.UUID, *devices: uuid.UUID, method: str = "Card") -> dict[str, object]:
+    return {
+        "payment_method": method,
+        "employee_country_id": "NG",
+        "orders": {str(employee): [str(device) for device in devices]},
+    }
+
+
+def test_storage_initiate_charges_device_fees_only_and_reserves(api: Api, db: Session) -> None:
+    employee = add_employee(db, api.company_id)
+    first, second = add_storage_device(db, api.company_id), add_storage_device(db, api.company_id, "Pixel 8")
+    response = api.post(
+        "/client/transactions/onboard-from-storage/initiate", storage_body(employee, first, second)
+    )
+    assert response.status_code == 200, response.text
+    data = response.json()["data"]
+    assert data["amount"] == 0 and data["insurance"] == 0 and data["platform_fee"] == 0
+    assert (data["onboarding_fee"], data["device_config_fee"]) == (30000.0, 20000.0)
+    assert data["total_amount"] == 50750.0  # 50,000 plus 1.5 % gateway fee
+    assert data["link"] and data["currency"] == "NGN"
+    assert count(db, EquipmentReservation) == 2
+    again = api.post("/client/transactions/onboard-from-storage/initiate", storage_body(employee, second))
+    assert_error(again, 409, "reserved")
+
+
+def test_storage_checks_ownership_status_and_duplicates(api: Api, other_api: Api, db: Session) -> None:
+    employee = add_employee(db, api.company_id)
+    theirs = add_storage_device(db, other_api.company_id)
+    mine = add_storage_device(db, api.company_id)
+    errors = assert_error(
+        api.post("/client/transactions/onboard-from-storage/initiate", storage_body(employee, theirs)), 422
+    )["errors"]
+    assert list(errors) == [f"orders.{employee}.0"]
+    assert_error(
+        api.post("/client/transactions/onboard-from-storage/initiate", storage_body(employee, mine, mine)),
+        422,
+    )
+    device = db.get(Equipment, mine)
+    assert device is not None
+    device.status = "Unassigned"
+    db.commit()
+    assert_error(
+        api.post("/client/transactions/onboard-from-storage/initiate", storage_body(employee, mine)), 409
+    )
+    assert count(db, Transaction) == 0
+
+
+def test_storage_by_credit_assigns_the_devices(api: Api, db: Session) -> None:
+    employee = add_employee(db, api.company_id)
+    device = add_storage_device(db, api.company_id)
+    add_credit(db, api.company_id, "NGN", "25000")
+    response = api.post(
+        "/client/transactions/onboard-from-storage/initiate", storage_body(employee, device, method="Credit")
+    )
+    assert response.status_code == 200, response.text
+    data = response.json()["data"]
+    assert data["status"] == "Fulfilled" and data["total_amount"] == 25000.0
+    db.expire_all()
+    equipment = db.get(Equipment, device)
+    assert equipment is not None
+    assert (equipment.status, equipment.assignee_id, equipment.asset_order_id) == (
+        "Assigned",
+        employee,
+        uuid.UUID(data["order_id"]),
+    )
+    events = db.scalars(
+        select(EquipmentHistory.event_type).where(EquipmentHistory.equipment_id == device)
+    ).all()
+    assert events == ["assigned"]
+    assert count(db, EquipmentReservation) == 0
+    assert api.get("/client/wallet").json()["data"]["balances"][0]["balance"] == "0.00"
