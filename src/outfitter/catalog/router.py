@@ -12,9 +12,9 @@ from outfitter.catalog.schemas import AssetOut, AssetSpecificationListItem, Coun
 from outfitter.core.auth import ReadAccess
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, Page, error_responses, ok
-from outfitter.db.session import DbSession
+from outfitter.db.session import DbSession, UnitOfWorkRoute
 
-router = APIRouter(prefix="/client", tags=["catalog"])
+router = APIRouter(prefix="/client", tags=["catalog"], route_class=UnitOfWorkRoute)
 
 CountryQuery = Annotated[
     str | None, Query(description="The employee's country: its id, name or two-letter code")

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from outfitter.core.auth import ReadAccess, WriteAccess
 from outfitter.core.pagination import PageResult, Pagination
 from outfitter.core.schemas import Envelope, error_responses, ok
-from outfitter.db.session import DbSession
+from outfitter.db.session import DbSession, UnitOfWorkRoute
 from outfitter.equipment import service
 from outfitter.equipment.lifecycle import IN_STORAGE
 from outfitter.equipment.models import Equipment
@@ -23,7 +23,7 @@ from outfitter.equipment.schemas import (
     TypeFilter,
 )
 
-router = APIRouter(prefix="/client", tags=["equipment"])
+router = APIRouter(prefix="/client", tags=["equipment"], route_class=UnitOfWorkRoute)
 
 FETCHED = "Equipment fetched successfully."
 

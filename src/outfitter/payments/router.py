@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
-from fastapi.concurrency import run_in_threadpool
-from sqlalchemy.orm import Session, sessionmaker
+from fastapi import APIRouter, Depends, Query, Request
 
 from outfitter.core.auth import ReadAccess, WriteAccess
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, ErrorEnvelope, Page, error_responses, ok
-from outfitter.db.session import DbSession
+from outfitter.db.session import DbSession, UnitOfWorkRoute
 from outfitter.payments import initiate, service
 from outfitter.payments.gateways import registry_of
 from outfitter.payments.gateways.sandbox_pages import router as sandbox_pages
@@ -27,30 +24,20 @@ from outfitter.payments.schemas import (
 )
 
 # Under /api/v2: the client endpoints and the gateways' webhooks.
-router = APIRouter(tags=["payments"])
+router = APIRouter(tags=["payments"], route_class=UnitOfWorkRoute)
 # At the root, outside the API: the sandbox gateway's checkout pages.
 sandbox_router = APIRouter(tags=["sandbox gateway"], include_in_schema=False)
 sandbox_router.include_router(sandbox_pages)
 
 INITIATED = "Transaction initiated successfully."
-T = TypeVar("T")
 
 
-async def in_transaction(request: Request, work: Callable[[Session], T]) -> T:
-    """Run `work` and commit it in ONE worker thread, for the endpoints that take row locks.
+async def raw_body(request: Request) -> bytes:
+    """The exact bytes a gateway signed."""
+    return await request.body()
 
-    With DbSession, a sync endpoint's lock is held until its dependency commits, which happens only
-    after the response was validated in another worker thread; when every worker waits on that same
-    lock (a hundred payments from one wallet), nobody can free it. Here the thread that takes a lock
-    commits it, and the response is rendered on the event loop.
-    """
-    factory: sessionmaker[Session] = request.app.state.sessionmaker
 
-    def run() -> T:
-        with factory() as session, session.begin():
-            return work(session)
-
-    return await run_in_threadpool(run)
+RawBody = Annotated[bytes, Depends(raw_body)]
 
 
 _GATEWAY_DOWN: dict[int | str, dict[str, Any]] = {
@@ -79,15 +66,11 @@ StatusFilter = Annotated[
     responses={**error_responses(402, 409, 422), **_GATEWAY_DOWN},
     summary="Start a transaction for catalog assets (the guide's path)",
 )
-async def initiate_transaction(
-    body: InitiateRequest, request: Request, auth: WriteAccess
+def initiate_transaction(
+    body: InitiateRequest, request: Request, auth: WriteAccess, session: DbSession
 ) -> dict[str, object]:
-    gateways = registry_of(request.app.state)
-
-    def work(session: Session) -> TransactionInitiatedOut:
-        return service.initiated(session, initiate.initiate_catalog(session, auth, body, gateways))
-
-    return ok(await in_transaction(request, work), INITIATED)
+    transaction = initiate.initiate_catalog(session, auth, body, registry_of(request.app.state))
+    return ok(service.initiated(session, transaction), INITIATED)
 
 
 @router.post(
@@ -96,15 +79,11 @@ async def initiate_transaction(
     responses={**error_responses(402, 409, 422), **_GATEWAY_DOWN},
     summary="Start a transaction assigning storage equipment to employees (fees only)",
 )
-async def initiate_onboard_from_storage(
-    body: StorageInitiateRequest, request: Request, auth: WriteAccess
+def initiate_onboard_from_storage(
+    body: StorageInitiateRequest, request: Request, auth: WriteAccess, session: DbSession
 ) -> dict[str, object]:
-    gateways = registry_of(request.app.state)
-
-    def work(session: Session) -> TransactionInitiatedOut:
-        return service.initiated(session, initiate.initiate_storage(session, auth, body, gateways))
-
-    return ok(await in_transaction(request, work), INITIATED)
+    transaction = initiate.initiate_storage(session, auth, body, registry_of(request.app.state))
+    return ok(service.initiated(session, transaction), INITIATED)
 
 
 @router.get(
@@ -127,13 +106,11 @@ def list_transactions(
     responses=error_responses(404),
     summary="Verify a transaction: asks the gateway and completes the order when it was paid",
 )
-async def verify_transaction(tx_ref: str, request: Request, auth: ReadAccess) -> dict[str, object]:
-    gateways = registry_of(request.app.state)
-
-    def work(session: Session) -> TransactionOut:
-        return service.verify(session, auth, tx_ref, gateways)
-
-    return ok(await in_transaction(request, work), "Transaction verified successfully.")
+def verify_transaction(
+    tx_ref: str, request: Request, auth: ReadAccess, session: DbSession
+) -> dict[str, object]:
+    verified = service.verify(session, auth, tx_ref, registry_of(request.app.state))
+    return ok(verified, "Transaction verified successfully.")
 
 
 @router.get(
@@ -172,13 +149,7 @@ def get_wallet(auth: ReadAccess, session: DbSession) -> dict[str, object]:
     responses=_WEBHOOK_RESPONSES,
     summary="Payment notices from a gateway (no bearer token: the gateway's signature is checked)",
 )
-async def payment_webhook(gateway: str, request: Request) -> dict[str, object]:
-    body = await request.body()
-    gateways = registry_of(request.app.state)
-
-    def work(session: Session) -> str:
-        return service.receive_webhook(session, gateway, body, request.headers, gateways)
-
-    outcome = await in_transaction(request, work)
+def payment_webhook(gateway: str, request: Request, body: RawBody, session: DbSession) -> dict[str, object]:
+    outcome = service.receive_webhook(session, gateway, body, request.headers, registry_of(request.app.state))
     message = "Webhook already processed." if outcome == "duplicate" else "Webhook processed."
     return ok({"outcome": outcome}, message)

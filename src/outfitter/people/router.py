@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query
 from outfitter.core.auth import ReadAccess, WriteAccess
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, Page, error_responses, ok
-from outfitter.db.session import DbSession
+from outfitter.db.session import DbSession, UnitOfWorkRoute
 from outfitter.people import bulk, departments, service
 from outfitter.people.schemas import (
     DepartmentCreate,
@@ -21,7 +21,7 @@ from outfitter.people.schemas import (
     EmployeePatch,
 )
 
-router = APIRouter(prefix="/client", tags=["people"])
+router = APIRouter(prefix="/client", tags=["people"], route_class=UnitOfWorkRoute)
 
 UserId = Annotated[str, Path(alias="userId", description="The employee's id")]
 DepartmentId = Annotated[str, Path(alias="departmentId", description="The department's id")]
