@@ -10,20 +10,15 @@ PostgreSQL database (created and dropped here), and prints both times and their 
 from __future__ import annotations
 
 import argparse
-import socket
 import tempfile
-import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from harness import free_port, scratch_postgres, serving
 from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
@@ -44,13 +39,6 @@ def employee(run: str, index: int) -> dict[str, Any]:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @contextmanager
 def serve(database_url: str) -> Iterator[tuple[str, str]]:
     """Migrate, create a company and a token, serve the app; yields (base URL, token)."""
@@ -61,20 +49,8 @@ def serve(database_url: str) -> Iterator[tuple[str, str]]:
         token = issue_token(session, company.id, None).token
     engine.dispose()
     app = create_app(Settings(database_url=database_url, rate_limit="off"))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/api/v2", token
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(app, free_port()) as url:
+        yield f"{url}/api/v2", token
 
 
 def measure(database_url: str, count: int) -> tuple[float, float]:
@@ -99,21 +75,6 @@ def measure(database_url: str, count: int) -> tuple[float, float]:
             total = client.get("/client/employees").json()["data"]["total"]
             assert total == 2 * count, total
     return bulk_seconds, single_seconds
-
-
-@contextmanager
-def scratch_postgres(admin_url: str) -> Iterator[str]:
-    admin_url = Settings(database_url=admin_url).database_url
-    name = f"outfitter_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def report(backend: str, count: int, bulk_seconds: float, single_seconds: float) -> None:

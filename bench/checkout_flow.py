@@ -13,11 +13,9 @@ sandbox gateway (it is sent during Pay, after the payment committed, before the 
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import threading
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -27,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
-from sqlalchemy import create_engine, select, text
-from sqlalchemy.engine import make_url
+from harness import free_port, scratch_postgres, serving
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
@@ -59,28 +56,6 @@ def timed(step: str, call: Callable[[], httpx.Response]) -> httpx.Response:
     response = call()
     record(step, time.perf_counter() - started)
     return response
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@contextmanager
-def scratch_postgres(admin_url: str) -> Iterator[str]:
-    admin_url = Settings(database_url=admin_url).database_url
-    name = f"outfitter_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def prepare(database_url: str, count: int) -> tuple[str, str]:
@@ -125,16 +100,8 @@ def serve(database_url: str) -> Iterator[str]:
         return status
 
     sandbox.sender = timed_sender
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    try:
-        yield url
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(app, port) as served:
+        yield served
 
 
 def body(employee_id: str, pricing_id: str, method: str) -> dict[str, Any]:

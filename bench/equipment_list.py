@@ -16,12 +16,11 @@ import argparse
 import os
 import statistics
 import time
-import uuid
 from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlalchemy import Connection, create_engine, text
-from sqlalchemy.engine import make_url
+from harness import scratch_postgres
+from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
@@ -135,14 +134,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=21)
     args = parser.parse_args()
-    admin_url = Settings(
-        database_url=os.environ.get("BENCH_POSTGRES_URL", "postgresql://127.0.0.1:5432/postgres")
-    )
-    admin = create_engine(admin_url.database_url, isolation_level="AUTOCOMMIT")
-    name = f"outfitter_bench_{uuid.uuid4().hex[:8]}"
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(admin_url.database_url).set(database=name).render_as_string(hide_password=False)
+    admin_url = os.environ.get("BENCH_POSTGRES_URL", "postgresql://127.0.0.1:5432/postgres")
+    with scratch_postgres(admin_url) as url:
+        run(url, args.runs)
+
+
+def run(url: str, runs: int) -> None:
     engine = make_engine(url)
     try:
         started = time.perf_counter()
@@ -194,9 +191,9 @@ def main() -> None:
                     f"loaded {rows:,} equipment rows in {time.perf_counter() - stage_started:.1f} s",
                     flush=True,
                 )
-                report[rows] = run_stage(client, headers, args.runs)
+                report[rows] = run_stage(client, headers, runs)
         app.state.engine.dispose()
-        print(f"\nmedian of {args.runs} requests, ms (TestClient in-process, per_page=15)")
+        print(f"\nmedian of {runs} requests, ms (TestClient in-process, per_page=15)")
         print(f"{'case':<55}" + "".join(f"{rows:>14,}" for rows in STAGES))
         for case in report[STAGES[0]]:
             print(f"{case:<55}" + "".join(f"{report[rows][case]:>14.1f}" for rows in STAGES))
@@ -208,9 +205,6 @@ def main() -> None:
         print(f"total run time {time.perf_counter() - started:.0f} s")
     finally:
         engine.dispose()
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session, contains_eager, joinedload
@@ -49,6 +49,22 @@ class CatalogRepository:
         if asset_id is not None:
             statement = statement.where(Asset.id == asset_id)
         return statement
+
+    def pricings(self, pricing_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, AssetPricing]:
+        """Prices by id with their market and their specification's asset, category and model:
+        what ordering needs, in one statement."""
+        statement = (
+            select(AssetPricing)
+            .where(AssetPricing.id.in_(pricing_ids))
+            .options(
+                joinedload(AssetPricing.currency),
+                joinedload(AssetPricing.country),
+                joinedload(AssetPricing.specification)
+                .joinedload(AssetSpecification.asset)
+                .options(joinedload(Asset.category), joinedload(Asset.model_ref)),
+            )
+        )
+        return {pricing.id: pricing for pricing in self.session.scalars(statement).unique()}
 
     def asset(self, asset_id: uuid.UUID) -> Asset | None:
         return self.session.scalars(

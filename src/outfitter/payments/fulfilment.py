@@ -15,9 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session
 
-from outfitter.catalog.models import Asset, AssetPricing, AssetSpecification, Currency
+from outfitter.catalog.models import AssetPricing, Currency
+from outfitter.catalog.repository import CatalogRepository
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle
 from outfitter.equipment.models import Equipment
@@ -146,18 +147,7 @@ def _create_catalog_equipment(
     now: datetime,
 ) -> None:
     pricing_ids = {item.asset_pricing_id for item in items if item.asset_pricing_id}
-    pricings = {
-        pricing.id: pricing
-        for pricing in session.scalars(
-            select(AssetPricing)
-            .where(AssetPricing.id.in_(pricing_ids))
-            .options(
-                joinedload(AssetPricing.specification)
-                .joinedload(AssetSpecification.asset)
-                .options(joinedload(Asset.category), joinedload(Asset.model_ref))
-            )
-        ).unique()
-    }
+    pricings = CatalogRepository(session).pricings(pricing_ids)
     currency_id = session.scalar(select(Currency.id).where(Currency.code == transaction.currency_code))
     made: list[tuple[Equipment, TransactionItem]] = []
     for item in items:

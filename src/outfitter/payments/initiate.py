@@ -14,8 +14,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
-from outfitter.catalog.models import AVAILABLE, AssetPricing, AssetSpecification, Country, Currency
+from outfitter.catalog.models import AVAILABLE, Country, Currency
 from outfitter.catalog.reference import resolve_country
+from outfitter.catalog.repository import CatalogRepository
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, DomainError, ValidationFailed
 from outfitter.core.tenancy import parse_uuid
@@ -98,18 +99,7 @@ def initiate_catalog(
         for index, item in enumerate(items)
     }
     pricing_ids = {value for value in wanted.values() if value is not None}
-    pricings = {
-        pricing.id: pricing
-        for pricing in session.scalars(
-            select(AssetPricing)
-            .where(AssetPricing.id.in_(pricing_ids))
-            .options(
-                joinedload(AssetPricing.currency),
-                joinedload(AssetPricing.country),
-                joinedload(AssetPricing.specification).joinedload(AssetSpecification.asset),
-            )
-        ).unique()
-    }
+    pricings = CatalogRepository(session).pricings(pricing_ids)
     currency: Currency | None = None
     for (key, index), pricing_id in wanted.items():
         path = f"orders.{key}.{index}.asset_pricing_id"
