@@ -5,7 +5,9 @@ from __future__ import annotations
 import uuid
 
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine
 
+from outfitter.config import Settings
 from tests.core.test_auth import EMPLOYEE
 from tests.factories import Api, assert_error
 
@@ -100,3 +102,20 @@ def test_openapi_documents_success_and_error_responses(client: TestClient, api: 
 
 def test_path_ids_that_are_not_uuids_are_404_not_422(api: Api) -> None:
     assert_error(api.get(f"/client/assets/{uuid.uuid4().hex[:7]}", country_id="NG", currency_code="NGN"), 404)
+
+
+def test_an_unexpected_error_is_a_500_envelope_without_internals(settings: Settings, engine: Engine) -> None:
+    from outfitter.app import create_app
+
+    app = create_app(settings)
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise RuntimeError("secret internals: password=hunter2")
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get("/boom", headers={"X-Request-ID": "trace-me"})
+    body = assert_error(response, 500, "trace-me")
+    assert "hunter2" not in response.text and "Traceback" not in response.text
+    assert response.headers["x-request-id"] == "trace-me"
+    assert set(body) == {"success", "message", "data"}
