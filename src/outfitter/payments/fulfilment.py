@@ -12,7 +12,6 @@ import logging
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -133,10 +132,6 @@ def _employees(session: Session, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Em
     }
 
 
-def _folded(value: Any) -> str | None:
-    return str(value).replace(" ", "").lower()[:50] if value else None
-
-
 def _create_catalog_equipment(
     session: Session,
     transaction: Transaction,
@@ -202,9 +197,7 @@ def _new_equipment(
         description=asset.description if asset else "",
         image_url=images[0] if images else None,
         other_details=[f"{key}: {value}" for key, value in spec.items()],
-        specs=specs,
-        memory_key=_folded(specs.get("memory")),
-        storage_key=_folded(specs.get("storage")),
+        specs=specs,  # Equipment's validator derives memory_key and storage_key from it
     )
 
 
