@@ -121,15 +121,8 @@ def signed(
     gateway: SandboxGateway, payload: dict[str, Any], message_id: str, at: datetime | None = None
 ) -> tuple[bytes, dict[str, str]]:
     """A webhook as the sandbox signs it (Standard Webhooks), for any payload and time."""
-    at = at or datetime.now(UTC)
     body = json.dumps(payload)
-    headers = {
-        "content-type": "application/json",
-        "webhook-id": message_id,
-        "webhook-timestamp": str(int(at.timestamp())),
-        "webhook-signature": gateway.webhook.sign(message_id, at, body),
-    }
-    return body.encode(), headers
+    return body.encode(), gateway.signature_headers(message_id, body, at or datetime.now(UTC))
 
 
 def notice(

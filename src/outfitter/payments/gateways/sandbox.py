@@ -101,15 +101,16 @@ class SandboxGateway:
             }
         )
         # One id per payment: a re-sent notice is the same event, which the service records once.
-        message_id = f"msg_{payment.id.hex}"
-        now = datetime.now(UTC)
-        headers = {
+        return body.encode(), self.signature_headers(f"msg_{payment.id.hex}", body, datetime.now(UTC))
+
+    def signature_headers(self, message_id: str, body: str, at: datetime) -> dict[str, str]:
+        """Standard Webhooks headers for `body`, signed with the shared secret as of `at`."""
+        return {
             "content-type": "application/json",
             "webhook-id": message_id,
-            "webhook-timestamp": str(int(now.timestamp())),
-            "webhook-signature": self.webhook.sign(message_id, now, body),
+            "webhook-timestamp": str(int(at.timestamp())),
+            "webhook-signature": self.webhook.sign(message_id, at, body),
         }
-        return body.encode(), headers
 
     def send_webhook(self, payment: SandboxPayment) -> None:
         """Deliver the notice; a failure is logged, and verify or reconcile complete the order later."""
