@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from fastapi.routing import APIRoute
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 
@@ -89,3 +90,12 @@ def _commit_on_return(endpoint: Callable[..., Any]) -> Callable[..., Any]:
         return result
 
     return handler
+
+
+def insert_if_absent(session: Session, model: type[Any], values: dict[str, Any], unique_on: list[str]) -> Any:
+    """INSERT ... ON CONFLICT (unique_on) DO NOTHING, on PostgreSQL and SQLite alike.
+
+    Race-free "create unless it exists": of concurrent callers exactly one inserts. The statement is
+    returned unexecuted, so a caller can add RETURNING."""
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    return insert(model).values(**values).on_conflict_do_nothing(index_elements=unique_on)

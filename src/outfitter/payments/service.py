@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import DomainError, NotFound
 from outfitter.core.pagination import PageParams, paginate
+from outfitter.db.session import insert_if_absent
 from outfitter.payments import wallet
 from outfitter.payments.fees import to_minor_units
 from outfitter.payments.fulfilment import PENDING, settle
@@ -96,21 +96,16 @@ def _record_event(
     session: Session, gateway: str, event_key: str, tx_ref: str | None, payload: dict[str, Any]
 ) -> uuid.UUID | None:
     """INSERT ... ON CONFLICT DO NOTHING: the id of the new event row, None when seen before."""
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-    statement = (
-        insert(WebhookEvent)
-        .values(
-            id=uuid.uuid4(),
-            gateway=gateway,
-            event_key=event_key[:200],
-            tx_ref=tx_ref[:64] if tx_ref else None,
-            outcome="received",
-            payload=json.loads(json.dumps(payload, default=str)),
-        )
-        .on_conflict_do_nothing(index_elements=["gateway", "event_key"])
-        .returning(WebhookEvent.id)
-    )
-    return session.execute(statement).scalar_one_or_none()
+    event = {
+        "id": uuid.uuid4(),
+        "gateway": gateway,
+        "event_key": event_key[:200],
+        "tx_ref": tx_ref[:64] if tx_ref else None,
+        "outcome": "received",
+        "payload": json.loads(json.dumps(payload, default=str)),
+    }
+    statement = insert_if_absent(session, WebhookEvent, event, ["gateway", "event_key"])
+    return session.execute(statement.returning(WebhookEvent.id)).scalar_one_or_none()
 
 
 def receive_webhook(

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import resolve_currency
 from outfitter.core.errors import InsufficientCredit, ValidationFailed
 from outfitter.core.money import round_money
 from outfitter.db.base import utcnow
+from outfitter.db.session import insert_if_absent
 from outfitter.payments.models import Wallet, WalletEntry
 
 CREDIT = "credit"
@@ -27,21 +27,16 @@ REFUND = "refund"
 
 
 def _ensure_wallet(session: Session, company_id: uuid.UUID, currency_code: str) -> None:
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     now = utcnow()
-    session.execute(
-        insert(Wallet)
-        .values(
-            id=uuid.uuid4(),
-            company_id=company_id,
-            currency_code=currency_code,
-            balance=Decimal(0),
-            created_at=now,
-            updated_at=now,
-        )
-        .on_conflict_do_nothing(index_elements=["company_id", "currency_code"])
-    )
+    wallet = {
+        "id": uuid.uuid4(),
+        "company_id": company_id,
+        "currency_code": currency_code,
+        "balance": Decimal(0),
+        "created_at": now,
+        "updated_at": now,
+    }
+    session.execute(insert_if_absent(session, Wallet, wallet, ["company_id", "currency_code"]))
 
 
 def _change(
