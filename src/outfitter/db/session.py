@@ -37,7 +37,9 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return create_engine(database_url, pool_size=10, max_overflow=20, pool_pre_ping=True, **kwargs)
+    kwargs.setdefault("pool_size", 5)
+    kwargs.setdefault("max_overflow", 5)
+    return create_engine(database_url, pool_pre_ping=True, **kwargs)
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
