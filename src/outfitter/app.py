@@ -19,6 +19,7 @@ from outfitter.core.idempotency import IdempotencyMiddleware
 from outfitter.core.middleware import BodyLimitMiddleware, RequestContextMiddleware
 from outfitter.core.ratelimit import RateLimiter
 from outfitter.core.schemas import Envelope, ErrorEnvelope, ok
+from outfitter.core.tenancy import TenantSession
 from outfitter.db.session import make_engine, make_sessionmaker
 from outfitter.equipment.router import router as equipment_router
 from outfitter.payments.router import router as payments_router
@@ -32,7 +33,12 @@ logger = logging.getLogger("outfitter")
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
-    engine = make_engine(settings.database_url)
+    engine = make_engine(
+        settings.database_url,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_pool_max_overflow,
+        pool_timeout=settings.db_pool_timeout,
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -50,7 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.engine = engine
-    app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.sessionmaker = make_sessionmaker(engine, TenantSession)
     app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.redis_url)
 
     install_error_handlers(app)

@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from outfitter.config import get_settings
+from outfitter.core.tenancy import TenantSession, across_companies, bind_company
 from outfitter.db.session import make_engine
 
 app = typer.Typer(
@@ -62,7 +63,8 @@ def unit_of_work() -> Iterator[Session]:
     try:
         if not is_current(engine):
             fail("the database schema is not up to date: run 'outfitter db upgrade' first")
-        with Session(engine, expire_on_commit=False) as session, session.begin():
+        # Operators act for any company; a command working for one binds the session to it.
+        with across_companies(TenantSession(engine, expire_on_commit=False)) as session, session.begin():
             yield session
     finally:
         engine.dispose()
@@ -198,8 +200,9 @@ def _demo_wallet(session: Session, company_id: uuid.UUID) -> None:
         from outfitter.payments.wallet import credit_wallet
     except ImportError:
         return
-    credit_wallet(session, company_id, "NGN", Decimal("50000000"), "Demo credit")
-    credit_wallet(session, company_id, "USD", Decimal("50000"), "Demo credit")
+    bind_company(session, company_id)
+    credit_wallet(session, "NGN", Decimal("50000000"), "Demo credit")
+    credit_wallet(session, "USD", Decimal("50000"), "Demo credit")
 
 
 def parse_amount(value: str) -> Decimal:
@@ -235,7 +238,8 @@ def wallet_credit(company_id: str, currency: str, amount: str, as_json: JsonFlag
         if session.get(Company, company_uuid) is None:
             fail(f"no company with id {company_id}")
         try:
-            entry = credit_wallet(session, company_uuid, currency, value, "Operator credit")
+            bind_company(session, company_uuid)
+            entry = credit_wallet(session, currency, value, "Operator credit")
         except DomainError as exc:
             fail(exc.message)
         payload = {
@@ -360,7 +364,8 @@ def payments_reconcile(as_json: JsonFlag = False) -> None:
     try:
         if not is_current(engine):
             fail("the database schema is not up to date: run 'outfitter db upgrade' first")
-        summary = reconcile(make_sessionmaker(engine), GatewayRegistry(settings))
+        sessions = make_sessionmaker(engine, TenantSession)
+        summary = reconcile(sessions, GatewayRegistry(settings, sessions))
     finally:
         engine.dispose()
     payload = {"checked": summary.checked, "outcomes": summary.outcomes, "unreachable": summary.unreachable}

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from outfitter.app import create_app
 from outfitter.catalog.models import Country
 from outfitter.config import Settings
+from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.equipment.models import Equipment
 from outfitter.payments.gateways import registry_of
 from outfitter.payments.gateways.sandbox import SandboxGateway
@@ -71,8 +72,10 @@ def add_storage_device(db: Session, company_id: uuid.UUID, title: str = "ThinkPa
 
 
 def add_credit(db: Session, company_id: uuid.UUID, currency: str, amount: str) -> None:
-    credit_wallet(db, company_id, currency, Decimal(amount), "Test top-up")
-    db.commit()
+    """As an operator's `wallet credit` does: a session bound to the company credits its wallet."""
+    with TenantSession(db.get_bind()) as session, session.begin():
+        bind_company(session, company_id)
+        credit_wallet(session, currency, Decimal(amount), "Test top-up")
 
 
 def prices(api: Api, country: str = "NG", currency: str = "NGN") -> list[dict[str, Any]]:

@@ -9,10 +9,9 @@ from fastapi import APIRouter, Query
 from outfitter.catalog import service
 from outfitter.catalog.repository import CatalogRepository
 from outfitter.catalog.schemas import AssetOut, AssetSpecificationListItem, CountryOut, CurrencyOut, NamedOut
-from outfitter.core.auth import ReadAccess
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, Page, error_responses, ok
-from outfitter.db.session import DbSession, UnitOfWorkRoute
+from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute
 
 router = APIRouter(prefix="/client", tags=["catalog"], route_class=UnitOfWorkRoute)
 
@@ -32,16 +31,15 @@ CurrencyAlias = Annotated[str | None, Query(description="Alias of currency_code"
     summary="List the specifications priced for a country and currency",
 )
 def list_assets(
-    auth: ReadAccess,
-    session: DbSession,
+    client: ReadAccess,
     pagination: Pagination,
     country_id: CountryQuery = None,
     currency_code: CurrencyQuery = None,
     country: CountryAlias = None,
     currency: CurrencyAlias = None,
 ) -> dict[str, object]:
-    market = service.resolve_market(session, country_id or country, currency_code or currency)
-    records, page = service.list_assets(session, *market, pagination)
+    market = service.resolve_market(client.session, country_id or country, currency_code or currency)
+    records, page = service.list_assets(client.session, *market, pagination)
     return ok(page.body(records), "Assets fetched successfully.")
 
 
@@ -51,8 +49,8 @@ def list_assets(
     responses=error_responses(),
     summary="List asset categories",
 )
-def list_categories(auth: ReadAccess, session: DbSession) -> dict[str, object]:
-    categories = CatalogRepository(session).categories()
+def list_categories(client: ReadAccess) -> dict[str, object]:
+    categories = CatalogRepository(client.session).categories()
     return ok(categories, "Categories fetched successfully.")
 
 
@@ -62,8 +60,8 @@ def list_categories(auth: ReadAccess, session: DbSession) -> dict[str, object]:
     responses=error_responses(),
     summary="List asset models",
 )
-def list_models(auth: ReadAccess, session: DbSession) -> dict[str, object]:
-    models = CatalogRepository(session).models()
+def list_models(client: ReadAccess) -> dict[str, object]:
+    models = CatalogRepository(client.session).models()
     return ok(models, "Models fetched successfully.")
 
 
@@ -75,15 +73,14 @@ def list_models(auth: ReadAccess, session: DbSession) -> dict[str, object]:
 )
 def get_asset(
     asset_id: str,
-    auth: ReadAccess,
-    session: DbSession,
+    client: ReadAccess,
     country_id: CountryQuery = None,
     currency_code: CurrencyQuery = None,
     country: CountryAlias = None,
     currency: CurrencyAlias = None,
 ) -> dict[str, object]:
-    market = service.resolve_market(session, country_id or country, currency_code or currency)
-    asset = service.get_asset(session, asset_id, *market)
+    market = service.resolve_market(client.session, country_id or country, currency_code or currency)
+    asset = service.get_asset(client.session, asset_id, *market)
     return ok(asset, "Asset fetched successfully.")
 
 
@@ -93,8 +90,8 @@ def get_asset(
     responses=error_responses(),
     summary="List countries (ISO 3166-1) with their currency",
 )
-def list_countries(auth: ReadAccess, session: DbSession) -> dict[str, object]:
-    countries = CatalogRepository(session).countries()
+def list_countries(client: ReadAccess) -> dict[str, object]:
+    countries = CatalogRepository(client.session).countries()
     return ok(countries, "Countries fetched successfully.")
 
 
@@ -104,6 +101,6 @@ def list_countries(auth: ReadAccess, session: DbSession) -> dict[str, object]:
     responses=error_responses(),
     summary="List currencies (ISO 4217)",
 )
-def list_currencies(auth: ReadAccess, session: DbSession) -> dict[str, object]:
-    currencies = CatalogRepository(session).currencies()
+def list_currencies(client: ReadAccess) -> dict[str, object]:
+    currencies = CatalogRepository(client.session).currencies()
     return ok(currencies, "Currencies fetched successfully.")

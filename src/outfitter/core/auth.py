@@ -1,24 +1,23 @@
-"""Bearer-token authentication, scopes and per-token rate limiting, as FastAPI dependencies.
+"""Bearer-token authentication and scopes.
 
-An endpoint states what it needs in its signature: `auth: ReadAccess` or `auth: WriteAccess`.
+`bearer_token` reads the header before anything else runs (401 for a missing or malformed one);
+`authenticate` then checks the token inside the request's own transaction, in one statement, and
+stamps `last_used_at` at most once a minute. The request pipeline (`core.unit_of_work`) calls both.
 """
 
 from __future__ import annotations
 
+import hmac
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Annotated
 
-from fastapi import Depends, Request
-from sqlalchemy import update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
 from outfitter.core.errors import Forbidden, Unauthorized
 from outfitter.core.models import ApiToken, Company
-from outfitter.core.ratelimit import RateLimiter
-from outfitter.core.tokens import TOKEN_PREFIX, find_token, token_is_live
+from outfitter.core.tokens import TOKEN_PREFIX, hash_token, token_is_live
 from outfitter.db.base import utcnow
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -33,11 +32,10 @@ class AuthContext:
     actor: str  # the name history entries record for changes made with this token
 
 
-def _bearer_token(request: Request) -> str:
-    header = request.headers.get("authorization")
-    if not header:
+def bearer_token(authorization: str | None) -> str:
+    if not authorization:
         raise Unauthorized("Authentication required: send the header 'Authorization: Bearer <token>'.")
-    scheme, _, token = header.partition(" ")
+    scheme, _, token = authorization.partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise Unauthorized("Malformed Authorization header: expected 'Bearer <token>'.")
@@ -46,43 +44,39 @@ def _bearer_token(request: Request) -> str:
     return token
 
 
-def authenticate(request: Request) -> AuthContext:
-    token = _bearer_token(request)
-    factory: sessionmaker[Session] = request.app.state.sessionmaker
-    # Its own short transaction: the lookup and the last-used stamp do not ride on the request's.
-    with factory() as session:
-        record = find_token(session, token)
-        if record is None:
-            raise Unauthorized("Invalid token.")
-        now = utcnow()
-        refusal = token_is_live(record, now)
-        if refusal:
-            raise Unauthorized(refusal)
-        company = session.get(Company, record.company_id)
-        assert company is not None  # tokens cascade with their company
-        context = AuthContext(
-            company_id=company.id,
-            company_name=company.name,
-            token_id=record.id,
-            scopes=frozenset(record.scope_list),
-            actor=record.name,
-        )
-        if record.last_used_at is None or now - record.last_used_at > LAST_USED_RESOLUTION:
-            session.execute(update(ApiToken).where(ApiToken.id == record.id).values(last_used_at=now))
-            session.commit()
-    limiter: RateLimiter = request.app.state.rate_limiter
-    limiter.hit(request, str(context.token_id))
-    return context
+_TOKEN_WITH_COMPANY = select(
+    ApiToken.id,
+    ApiToken.token_hash,
+    ApiToken.name,
+    ApiToken.scopes,
+    ApiToken.expires_at,
+    ApiToken.revoked_at,
+    ApiToken.last_used_at,
+    Company.id.label("company_id"),
+    Company.name.label("company_name"),
+).join(Company, Company.id == ApiToken.company_id)
 
 
-def require_scope(scope: str) -> Callable[[AuthContext], AuthContext]:
-    def check(context: Annotated[AuthContext, Depends(authenticate)]) -> AuthContext:
-        if scope not in context.scopes:
-            raise Forbidden(f"This token lacks the '{scope}' scope needed for this request.")
-        return context
-
-    return check
-
-
-ReadAccess = Annotated[AuthContext, Depends(require_scope("read"))]
-WriteAccess = Annotated[AuthContext, Depends(require_scope("write"))]
+def authenticate(session: Session, token: str, scope: str) -> AuthContext:
+    """The token's company and rights, or 401 (unknown, revoked, expired) / 403 (scope)."""
+    digest = hash_token(token)
+    row = session.execute(_TOKEN_WITH_COMPANY.where(ApiToken.token_hash == digest)).one_or_none()
+    # The index finds the row; the comparison that decides is constant-time.
+    if row is None or not hmac.compare_digest(row.token_hash, digest):
+        raise Unauthorized("Invalid token.")
+    now = utcnow()
+    refusal = token_is_live(row, now)
+    if refusal:
+        raise Unauthorized(refusal)
+    scopes = frozenset(row.scopes.split())
+    if scope not in scopes:
+        raise Forbidden(f"This token lacks the '{scope}' scope needed for this request.")
+    if row.last_used_at is None or now - row.last_used_at > LAST_USED_RESOLUTION:
+        session.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
+    return AuthContext(
+        company_id=row.company_id,
+        company_name=row.company_name,
+        token_id=row.id,
+        scopes=scopes,
+        actor=row.name,
+    )

@@ -27,7 +27,7 @@ class PageParams:
         return (self.page - 1) * self.per_page
 
 
-def page_params(
+async def page_params(
     page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number, from 1")] = 1,
     per_page: Annotated[
         int, Query(ge=1, le=MAX_PER_PAGE, description=f"Records per page, 1 to {MAX_PER_PAGE}")

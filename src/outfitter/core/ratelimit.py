@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
-from fastapi import Request
 from limits import RateLimitItem, parse
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
@@ -19,14 +19,14 @@ class RateLimiter:
         storage = storage_from_string(redis_url if redis_url else "memory://")
         self.strategy = MovingWindowRateLimiter(storage)
 
-    def hit(self, request: Request, key: str) -> None:
+    def hit(self, request_state: dict[str, Any], key: str) -> None:
         if self.item is None:
             return
         allowed = self.strategy.hit(self.item, "token", key)
         stats = self.strategy.get_window_stats(self.item, "token", key)
         reset_in = max(0, math.ceil(stats.reset_time - time.time()))
         # Read by the request-context middleware, which puts them on whatever response goes out.
-        request.state.rate_limit_headers = {
+        request_state["rate_limit_headers"] = {
             "RateLimit-Limit": str(self.item.amount),
             "RateLimit-Remaining": str(stats.remaining),
             "RateLimit-Reset": str(reset_in),

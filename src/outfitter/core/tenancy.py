@@ -1,15 +1,37 @@
-"""Tenant scoping in one place: every read of a company's records starts from `scoped()`."""
+"""Tenant scoping by the session itself.
+
+A `TenantSession` is either bound to one company (`bind_company`, done by the request pipeline for
+every authenticated request) or declared to work across companies (`across_companies`, for the
+few paths that must: the gateways' webhooks and pages, reconciliation, operators' commands). On a
+bound session every ORM SELECT, UPDATE and DELETE that touches a company-owned table gets the
+company filter added by `_scope_to_company`, relationship loads included, and every new
+company-owned row is stamped with the company (or refused if it names another). A session that is
+neither refuses to touch company-owned tables at all, so a new query cannot forget the filter:
+there is no filter to remember.
+"""
 
 from __future__ import annotations
 
 import uuid
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Final, Generic, TypeVar
 
-from sqlalchemy import ForeignKey, Select, select
-from sqlalchemy.orm import Mapped, Session, declared_attr, mapped_column
+from sqlalchemy import ForeignKey, Select, event, select
+from sqlalchemy.orm import (
+    Mapped,
+    ORMExecuteState,
+    Session,
+    declared_attr,
+    mapped_column,
+    with_loader_criteria,
+)
 from sqlalchemy.orm.interfaces import ORMOption
+from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.sql.util import find_tables
 
 from outfitter.core.errors import NotFound
+
+_TENANT: Final = "tenant"
+_ACROSS_COMPANIES: Final = "across companies"
 
 
 class CompanyOwned:
@@ -20,22 +42,100 @@ class CompanyOwned:
         return mapped_column(ForeignKey("companies.id", ondelete="CASCADE"), index=True)
 
 
+class TenantScopeError(RuntimeError):
+    """A programming error: company data touched through a session that did not say whose."""
+
+
+class TenantSession(Session):
+    """The application's session class; see the module docstring."""
+
+
+def bind_company(session: Session, company_id: uuid.UUID) -> None:
+    session.info[_TENANT] = company_id
+
+
+def across_companies(session: Session) -> Session:
+    """Declare that `session` legitimately reads and writes every company's records."""
+    session.info[_TENANT] = _ACROSS_COMPANIES
+    return session
+
+
+def company_of(session: Session) -> uuid.UUID:
+    """The company a bound session works for."""
+    tenant = session.info.get(_TENANT)
+    if not isinstance(tenant, uuid.UUID):
+        raise TenantScopeError("this session is not bound to a company")
+    return tenant
+
+
+def _company_owned(state: ORMExecuteState) -> bool:
+    """Whether the statement reads or writes a company-owned table anywhere, subqueries included."""
+    if any(issubclass(mapper.class_, CompanyOwned) for mapper in state.all_mappers):
+        return True
+    owned = {model.__table__ for model in _subclasses(CompanyOwned) if hasattr(model, "__table__")}
+    statement = state.statement
+    assert isinstance(statement, ClauseElement)
+    return any(table in owned for table in find_tables(statement, include_crud=True))
+
+
+def _subclasses(cls: type) -> list[type]:
+    found: list[type] = []
+    direct: type
+    for direct in cls.__subclasses__():
+        found += [direct, *_subclasses(direct)]
+    return found
+
+
+@event.listens_for(TenantSession, "do_orm_execute")
+def _scope_to_company(state: ORMExecuteState) -> None:
+    if not (state.is_select or state.is_update or state.is_delete):
+        return
+    if state.is_column_load or state.is_relationship_load:
+        return  # the criteria of the statement that started the load propagate to it
+    tenant = state.session.info.get(_TENANT)
+    if tenant == _ACROSS_COMPANIES:
+        return
+    if isinstance(tenant, uuid.UUID):
+        state.statement = state.statement.options(
+            with_loader_criteria(CompanyOwned, lambda cls: cls.company_id == tenant, include_aliases=True)
+        )
+        return
+    if _company_owned(state):
+        raise TenantScopeError(
+            "company-owned records queried through a session bound to no company: "
+            "use the request's session, or declare across_companies(session)"
+        )
+
+
+@event.listens_for(TenantSession, "before_flush")
+def _stamp_new_rows(session: Session, _context: Any, _instances: Any) -> None:
+    tenant = session.info.get(_TENANT)
+    for record in session.new:
+        if not isinstance(record, CompanyOwned):
+            continue
+        if isinstance(tenant, uuid.UUID):
+            if record.company_id is None:
+                record.company_id = tenant
+            elif record.company_id != tenant:
+                raise TenantScopeError(f"a new {type(record).__name__} names another company")
+        elif tenant != _ACROSS_COMPANIES:
+            raise TenantScopeError(f"a new {type(record).__name__} added through an unbound session")
+
+
 ModelT = TypeVar("ModelT", bound=CompanyOwned)
 
 
 class CompanyRepository(Generic[ModelT]):
-    """Base repository of a company-owned model. Subclasses set `model` and `label` and build
-    every query from `scoped()`, so no query of theirs can forget the company filter."""
+    """Base repository of a company-owned model: the session's company scopes every statement."""
 
     model: ClassVar[type[Any]]
     label: ClassVar[str]  # how errors name a record, e.g. "Employee"
 
-    def __init__(self, session: Session, company_id: uuid.UUID) -> None:
+    def __init__(self, session: Session) -> None:
         self.session = session
-        self.company_id = company_id
 
     def scoped(self, *options: ORMOption) -> Select[ModelT]:
-        statement: Select[ModelT] = select(self.model).where(self.model.company_id == self.company_id)
+        statement: Select[ModelT] = select(self.model)
         return statement.options(*options) if options else statement
 
     def find(
@@ -56,7 +156,6 @@ class CompanyRepository(Generic[ModelT]):
         return record
 
     def add(self, record: ModelT) -> ModelT:
-        record.company_id = self.company_id
         self.session.add(record)
         return record
 

@@ -1,14 +1,9 @@
-"""Engine and the request's unit of work: one database transaction per request."""
+"""Engines (SQLite for the embedded default, PostgreSQL in production) and sessions."""
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable, Iterator
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, Request
-from fastapi.routing import APIRoute
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
@@ -42,56 +37,8 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
     return create_engine(database_url, pool_pre_ping=True, **kwargs)
 
 
-def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(engine, expire_on_commit=False, autoflush=True)
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    """Commit when the handler returns, roll back when anything raises. Services only flush.
-
-    With `UnitOfWorkRoute` the commit has already happened in the handler's thread when this
-    resumes, and the commit here finds nothing left to do; the rollback path is the same."""
-    factory: sessionmaker[Session] = request.app.state.sessionmaker
-    with factory() as session:
-        try:
-            yield session
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise
-
-
-# scope="function": the commit runs when the endpoint returns, before the response is sent,
-# so a failing commit becomes the error response instead of a lost write behind a 200.
-DbSession = Annotated[Session, Depends(get_session, scope="function")]
-
-
-class UnitOfWorkRoute(APIRoute):
-    """Commits the request's session in the handler's own worker thread, the moment it returns.
-
-    FastAPI validates a sync handler's response in another worker thread before the session
-    dependency resumes. A handler holding a row lock (a wallet, a transaction) would keep it until
-    a worker is free to validate its answer; when every worker waits on that lock, nobody frees
-    it. Committing before the handler's thread is released ends the transaction, and its locks,
-    first. Every router of the API uses this route class.
-    """
-
-    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        if not inspect.iscoroutinefunction(endpoint):
-            endpoint = _commit_on_return(endpoint)
-        super().__init__(path, endpoint, **kwargs)
-
-
-def _commit_on_return(endpoint: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(endpoint)  # FastAPI reads the signature through __wrapped__
-    def handler(*args: Any, **kwargs: Any) -> Any:
-        result = endpoint(*args, **kwargs)
-        for value in kwargs.values():
-            if isinstance(value, Session):
-                value.commit()
-        return result
-
-    return handler
+def make_sessionmaker(engine: Engine, session_class: type[Session] = Session) -> sessionmaker[Session]:
+    return sessionmaker(engine, class_=session_class, expire_on_commit=False, autoflush=True)
 
 
 def insert_if_absent(session: Session, model: type[Any], values: dict[str, Any], unique_on: list[str]) -> Any:

@@ -1,4 +1,4 @@
-"""Every equipment query. Each starts from `scoped()`, so none can forget the company filter."""
+"""Every equipment query. The session is bound to the company and scopes each one (core.tenancy)."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         The count and the ids read only index columns. Pages in the back half are read from the
         other end of the index (ascending, a short offset), so the last page costs what the first does.
         """
-        conditions = self.filtered_conditions(filters)
+        conditions = filters.conditions()
         total = self.session.scalar(select(func.count()).select_from(Equipment).where(*conditions)) or 0
         start = params.offset
         end = min(start + params.per_page, total)
@@ -94,9 +94,6 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         by_id = {row.id: row for row in rows}
         return PageResult(items=[by_id[i] for i in ids if i in by_id], total=total, params=params)
 
-    def filtered_conditions(self, filters: EquipmentFilters) -> list[ColumnElement[bool]]:
-        return [Equipment.company_id == self.company_id, *filters.conditions()]
-
     def detail(self, equipment_id: uuid.UUID | str, *, for_update: bool = False) -> Equipment:
         """One device with what the single-record answer shows (404 for unknown or another company's)."""
         equipment = self.get(equipment_id, for_update=for_update)
@@ -111,16 +108,14 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         return self.session.scalars(statement).unique().one()
 
     def serial_taken(self, serial_number: str, except_id: uuid.UUID | None = None) -> bool:
-        statement = select(Equipment.id).where(
-            Equipment.company_id == self.company_id, Equipment.serial_number == serial_number
-        )
+        statement = select(Equipment.id).where(Equipment.serial_number == serial_number)
         if except_id is not None:
             statement = statement.where(Equipment.id != except_id)
         return self.session.scalar(statement.limit(1)) is not None
 
     def employee(self, employee_id: uuid.UUID) -> Employee | None:
         """An employee of this company, or None (unknown or another company's)."""
-        statement = select(Employee).where(Employee.id == employee_id, Employee.company_id == self.company_id)
+        statement = select(Employee).where(Employee.id == employee_id)
         return self.session.scalars(statement).one_or_none()
 
     def first_department_name(self, employee_id: uuid.UUID) -> str | None:
@@ -129,7 +124,6 @@ class EquipmentRepository(CompanyRepository[Equipment]):
             .join(UserDepartment, UserDepartment.department_id == Department.id)
             .where(
                 UserDepartment.user_id == employee_id,
-                UserDepartment.company_id == self.company_id,
                 UserDepartment.status == MEMBERSHIP_ACTIVE,
                 UserDepartment.deleted_at.is_(None),
                 Department.deleted_at.is_(None),

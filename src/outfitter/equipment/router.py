@@ -6,10 +6,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from outfitter.core.auth import ReadAccess, WriteAccess
 from outfitter.core.pagination import PageResult, Pagination
 from outfitter.core.schemas import Envelope, error_responses, ok
-from outfitter.db.session import DbSession, UnitOfWorkRoute
+from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.equipment import service
 from outfitter.equipment.lifecycle import IN_STORAGE
 from outfitter.equipment.models import Equipment
@@ -40,8 +39,7 @@ def _page_answer(records: list[EquipmentListItem], page: PageResult[Equipment]) 
     summary="List the company's equipment (Archived only with status=Archived)",
 )
 def list_equipment(
-    auth: ReadAccess,
-    session: DbSession,
+    client: ReadAccess,
     pagination: Pagination,
     status: Annotated[StatusFilter | None, Query(description="Only this status")] = None,
     type: Annotated[
@@ -57,7 +55,7 @@ def list_equipment(
     ] = None,
 ) -> dict[str, Any]:
     filters = service.resolve_filters(
-        session,
+        client.session,
         status=status,
         type=type,
         memory=memory,
@@ -65,7 +63,7 @@ def list_equipment(
         country=country,
         serial_number=serial_number,
     )
-    records, page = service.list_equipment(session, auth.company_id, filters, pagination)
+    records, page = service.list_equipment(client.session, filters, pagination)
     return _page_answer(records, page)
 
 
@@ -75,9 +73,9 @@ def list_equipment(
     responses=error_responses(422),
     summary="List the company's equipment held in storage",
 )
-def list_equipment_in_storage(auth: ReadAccess, session: DbSession, pagination: Pagination) -> dict[str, Any]:
-    filters = service.resolve_filters(session, status=IN_STORAGE)
-    records, page = service.list_equipment(session, auth.company_id, filters, pagination)
+def list_equipment_in_storage(client: ReadAccess, pagination: Pagination) -> dict[str, Any]:
+    filters = service.resolve_filters(client.session, status=IN_STORAGE)
+    records, page = service.list_equipment(client.session, filters, pagination)
     return _page_answer(records, page)
 
 
@@ -88,8 +86,8 @@ def list_equipment_in_storage(auth: ReadAccess, session: DbSession, pagination: 
     responses=error_responses(409, 422),
     summary="Register equipment the company already owns (source External)",
 )
-def create_equipment(auth: WriteAccess, session: DbSession, body: EquipmentCreate) -> dict[str, Any]:
-    equipment = service.create_equipment(session, auth, body)
+def create_equipment(client: WriteAccess, body: EquipmentCreate) -> dict[str, Any]:
+    equipment = service.create_equipment(client.session, client.auth, body)
     return ok(equipment, "Equipment created successfully.")
 
 
@@ -99,8 +97,8 @@ def create_equipment(auth: WriteAccess, session: DbSession, body: EquipmentCreat
     responses=error_responses(404),
     summary="Retrieve one equipment with its extended fields (archived ones too)",
 )
-def get_equipment(equipmentId: str, auth: ReadAccess, session: DbSession) -> dict[str, Any]:
-    return ok(service.get_equipment(session, auth.company_id, equipmentId), FETCHED)
+def get_equipment(equipmentId: str, client: ReadAccess) -> dict[str, Any]:
+    return ok(service.get_equipment(client.session, equipmentId), FETCHED)
 
 
 @router.patch(
@@ -109,10 +107,8 @@ def get_equipment(equipmentId: str, auth: ReadAccess, session: DbSession) -> dic
     responses=error_responses(404, 409, 422),
     summary="Edit equipment fields, move its status or change its assignee",
 )
-def update_equipment(
-    equipmentId: str, auth: WriteAccess, session: DbSession, body: EquipmentPatch
-) -> dict[str, Any]:
-    equipment = service.update_equipment(session, auth, equipmentId, body)
+def update_equipment(equipmentId: str, client: WriteAccess, body: EquipmentPatch) -> dict[str, Any]:
+    equipment = service.update_equipment(client.session, client.auth, equipmentId, body)
     return ok(equipment, "Equipment updated successfully.")
 
 
@@ -122,6 +118,6 @@ def update_equipment(
     responses=error_responses(404),
     summary="Archive one equipment (a second delete is 404)",
 )
-def delete_equipment(equipmentId: str, auth: WriteAccess, session: DbSession) -> dict[str, Any]:
-    equipment = service.archive_equipment(session, auth, equipmentId)
+def delete_equipment(equipmentId: str, client: WriteAccess) -> dict[str, Any]:
+    equipment = service.archive_equipment(client.session, client.auth, equipmentId)
     return ok(equipment, "Equipment deleted successfully.")

@@ -73,20 +73,20 @@ def resolve_filters(
 
 
 def list_equipment(
-    session: Session, company_id: uuid.UUID, filters: EquipmentFilters, params: PageParams
+    session: Session, filters: EquipmentFilters, params: PageParams
 ) -> tuple[list[EquipmentListItem], PageResult[Equipment]]:
-    page = EquipmentRepository(session, company_id).page(filters, params)
+    page = EquipmentRepository(session).page(filters, params)
     return [to_list_item(equipment) for equipment in page.items], page
 
 
-def get_equipment(session: Session, company_id: uuid.UUID, equipment_id: str) -> EquipmentOut:
-    repository = EquipmentRepository(session, company_id)
+def get_equipment(session: Session, equipment_id: str) -> EquipmentOut:
+    repository = EquipmentRepository(session)
     return _detail(repository, repository.detail(equipment_id))
 
 
 def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> EquipmentOut:
     """Register a device the company already owns: `equipment_added`, then the move to its status."""
-    repository = EquipmentRepository(session, auth.company_id)
+    repository = EquipmentRepository(session)
     fields = body.model_fields_set | {"title"}
     references = _resolve_references(session, body, fields)
     assignee: Employee | None = None
@@ -116,7 +116,7 @@ def update_equipment(
     session: Session, auth: AuthContext, equipment_id: str, body: EquipmentPatch
 ) -> EquipmentOut:
     """Edit fields, and move status or assignee through the lifecycle; all checked before any write."""
-    repository = EquipmentRepository(session, auth.company_id)
+    repository = EquipmentRepository(session)
     equipment = repository.get(equipment_id, for_update=True)
     if equipment.status == ARCHIVED:
         raise Conflict("Archived equipment cannot be changed.")
@@ -139,7 +139,7 @@ def update_equipment(
 
 def archive_equipment(session: Session, auth: AuthContext, equipment_id: str) -> EquipmentOut:
     """DELETE: move to Archived (writing `archived`); an archived device is gone for DELETE (404)."""
-    repository = EquipmentRepository(session, auth.company_id)
+    repository = EquipmentRepository(session)
     equipment = repository.get(equipment_id, for_update=True)
     if equipment.status == ARCHIVED:
         raise NotFound.record("Equipment")

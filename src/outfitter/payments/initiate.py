@@ -1,12 +1,17 @@
-"""Initiating transactions: every check of a catalog order or an onboarding from storage runs
-before anything is written; then the transaction, its items (and reservations) are written, and
-either the gateway gives a checkout link (Card) or the wallet pays and it is fulfilled (Credit)."""
+"""Initiating transactions, in three steps so that no row lock or connection is held across the
+network: every check of a catalog order or an onboarding from storage reads and validates; for
+Card, that read-only transaction ends and the gateway registers the payment and gives its checkout
+link; then one transaction locks what it must, checks again what may have changed meanwhile, and
+writes the transaction, its items and reservations (Credit: the wallet pays and it is fulfilled).
+A payment registered with the gateway whose transaction then fails its last check is never paid:
+its tx_ref names no transaction, and the webhook of an unknown tx_ref changes nothing."""
 
 from __future__ import annotations
 
 import secrets
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
 
@@ -20,6 +25,7 @@ from outfitter.catalog.repository import CatalogRepository
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, DomainError, ValidationFailed
 from outfitter.core.tenancy import parse_uuid
+from outfitter.core.unit_of_work import ClientWork
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle
 from outfitter.equipment.models import Equipment
@@ -39,6 +45,8 @@ from outfitter.payments.wallet import debit_wallet
 from outfitter.people.models import Employee
 
 MAX_DEVICES = 1000
+CARD = "Card"
+CREDIT = "Credit"
 
 
 class GatewayUnavailable(DomainError):
@@ -50,11 +58,7 @@ def new_tx_ref() -> str:
 
 
 def _employees_of(
-    session: Session,
-    company_id: uuid.UUID,
-    keys: Sequence[str],
-    country: Country,
-    errors: dict[str, list[str]],
+    session: Session, keys: Sequence[str], country: Country, errors: dict[str, list[str]]
 ) -> dict[str, Employee]:
     """The company's employees named by `keys`, each living in `country`; problems go to `errors`."""
     parsed = {key: parse_uuid(key) for key in keys}
@@ -62,9 +66,7 @@ def _employees_of(
     found = {
         employee.id: employee
         for employee in session.scalars(
-            select(Employee)
-            .where(Employee.company_id == company_id, Employee.id.in_(ids))
-            .options(joinedload(Employee.country))
+            select(Employee).where(Employee.id.in_(ids)).options(joinedload(Employee.country))
         )
     }
     employees: dict[str, Employee] = {}
@@ -86,12 +88,28 @@ def _currency(session: Session, code: str) -> Currency:
     return session.scalars(select(Currency).where(Currency.code == code)).one()
 
 
-def initiate_catalog(
-    session: Session, auth: AuthContext, body: InitiateRequest, gateways: GatewayRegistry
-) -> Transaction:
+@dataclass
+class _Draft:
+    """A transaction checked and priced, not yet written."""
+
+    kind: str
+    payment_method: str
+    redirect_url: str | None
+    country: Country
+    currency: Currency
+    charges: Charges
+    rows: list[TransactionItem]
+    description: str
+    tx_ref: str = field(default_factory=lambda: new_tx_ref())
+    gateway: str | None = None
+    link: str | None = None
+
+
+def initiate_catalog(work: ClientWork, body: InitiateRequest, gateways: GatewayRegistry) -> Transaction:
+    session = work.session
     country = resolve_country(session, body.employee_country_id, "employee_country_id")
     errors: dict[str, list[str]] = {}
-    employees = _employees_of(session, auth.company_id, list(body.orders), country, errors)
+    employees = _employees_of(session, list(body.orders), country, errors)
 
     wanted = {
         (key, index): parse_uuid(item.asset_pricing_id)
@@ -136,7 +154,6 @@ def initiate_catalog(
             pricing = pricings[uuid.UUID(item.asset_pricing_id)]
             rows.append(
                 TransactionItem(
-                    company_id=auth.company_id,
                     employee_id=employees[key].id,
                     employee_name=employees[key].full_name,
                     asset_pricing_id=pricing.id,
@@ -146,28 +163,27 @@ def initiate_catalog(
                 )
             )
     amount = sum((row.unit_price * row.quantity for row in rows), Decimal(0))
-    charges = compute_charges(schedule, currency.minor_units, amount, devices, body.payment_method)
-    transaction = _write(
-        session,
-        auth,
-        CATALOG,
-        body.payment_method,
-        body.redirect_url,
-        country,
-        currency,
-        charges,
-        rows,
-        _ttl(gateways),
+    draft = _Draft(
+        kind=CATALOG,
+        payment_method=body.payment_method,
+        redirect_url=body.redirect_url,
+        country=country,
+        currency=currency,
+        charges=compute_charges(schedule, currency.minor_units, amount, devices, body.payment_method),
+        rows=rows,
+        description=f"{devices} device(s) for employees in {country.name}",
     )
-    return _pay(session, auth, transaction, gateways, f"{devices} device(s) for employees in {country.name}")
+    _register_with_gateway(work, draft, gateways)
+    return _pay(work, _write(session, work.auth, draft, _ttl(gateways)))
 
 
 def initiate_storage(
-    session: Session, auth: AuthContext, body: StorageInitiateRequest, gateways: GatewayRegistry
+    work: ClientWork, body: StorageInitiateRequest, gateways: GatewayRegistry
 ) -> Transaction:
+    session = work.session
     country = resolve_country(session, body.employee_country_id, "employee_country_id")
     errors: dict[str, list[str]] = {}
-    employees = _employees_of(session, auth.company_id, list(body.orders), country, errors)
+    employees = _employees_of(session, list(body.orders), country, errors)
     wanted: dict[str, uuid.UUID | None] = {}
     seen: set[uuid.UUID] = set()
     for key, ids in body.orders.items():
@@ -181,35 +197,18 @@ def initiate_storage(
             wanted[path] = parsed
     if len(wanted) > MAX_DEVICES:
         errors.setdefault("orders", []).append(f"At most {MAX_DEVICES} devices a transaction.")
-    # Locked in id order, so two initiates naming the same devices queue instead of deadlocking.
-    devices = {
-        equipment.id: equipment
-        for equipment in session.scalars(
-            select(Equipment)
-            .where(Equipment.company_id == auth.company_id, Equipment.id.in_(seen))
-            .order_by(Equipment.id)
-            .with_for_update()
-        )
-    }
+    devices = _storage_devices(session, seen, lock=False)
     for path, equipment_id in wanted.items():
         if (equipment_id is None or equipment_id not in devices) and path not in errors:
             errors.setdefault(path, []).append("Unknown equipment: not one of this company's.")
     if errors:
         raise ValidationFailed.fields(errors)
-    for equipment in devices.values():
-        if equipment.status != lifecycle.IN_STORAGE:
-            raise Conflict(
-                f"Equipment {equipment.title} ({equipment.id}) is {equipment.status}, not In_Storage."
-            )
-    reserved = reserved_equipment_ids(session, list(devices))
-    if reserved:
-        raise Conflict(_reserved_message(devices, reserved))
+    _check_storage_devices(session, devices)
     currency = _currency(session, country.currency_code)
     schedule = schedule_for(session, currency.code, "employee_country_id")
 
     rows = [
         TransactionItem(
-            company_id=auth.company_id,
             employee_id=employees[key].id,
             employee_name=employees[key].full_name,
             equipment_id=uuid.UUID(value),
@@ -219,32 +218,50 @@ def initiate_storage(
         for key, ids in body.orders.items()
         for value in ids
     ]
-    charges = compute_charges(schedule, currency.minor_units, Decimal(0), len(rows), body.payment_method)
-    transaction = _write(
-        session,
-        auth,
-        STORAGE,
-        body.payment_method,
-        body.redirect_url,
-        country,
-        currency,
-        charges,
-        rows,
-        _ttl(gateways),
+    draft = _Draft(
+        kind=STORAGE,
+        payment_method=body.payment_method,
+        redirect_url=body.redirect_url,
+        country=country,
+        currency=currency,
+        charges=compute_charges(schedule, currency.minor_units, Decimal(0), len(rows), body.payment_method),
+        rows=rows,
+        description=f"Onboarding of {len(rows)} device(s) from storage",
     )
+    _register_with_gateway(work, draft, gateways)
+    # Locked in id order, so two initiates naming the same devices queue instead of deadlocking;
+    # checked again, since the gateway call gave others time to move or reserve them.
+    _check_storage_devices(session, _storage_devices(session, seen, lock=True))
+    transaction = _write(session, work.auth, draft, _ttl(gateways))
     try:
         with session.begin_nested():
             session.add_all(
-                EquipmentReservation(
-                    company_id=auth.company_id, equipment_id=row.equipment_id, transaction_id=transaction.id
-                )
+                EquipmentReservation(equipment_id=row.equipment_id, transaction_id=transaction.id)
                 for row in rows
             )
     except IntegrityError:  # another initiate reserved one of them first
         raise Conflict(
             _reserved_message(devices, reserved_equipment_ids(session, list(devices)) or set(devices))
         ) from None
-    return _pay(session, auth, transaction, gateways, f"Onboarding of {len(rows)} device(s) from storage")
+    return _pay(work, transaction)
+
+
+def _storage_devices(session: Session, ids: set[uuid.UUID], *, lock: bool) -> dict[uuid.UUID, Equipment]:
+    statement = select(Equipment).where(Equipment.id.in_(ids)).order_by(Equipment.id)
+    if lock:
+        statement = statement.with_for_update().execution_options(populate_existing=True)
+    return {equipment.id: equipment for equipment in session.scalars(statement)}
+
+
+def _check_storage_devices(session: Session, devices: dict[uuid.UUID, Equipment]) -> None:
+    for equipment in devices.values():
+        if equipment.status != lifecycle.IN_STORAGE:
+            raise Conflict(
+                f"Equipment {equipment.title} ({equipment.id}) is {equipment.status}, not In_Storage."
+            )
+    reserved = reserved_equipment_ids(session, list(devices))
+    if reserved:
+        raise Conflict(_reserved_message(devices, reserved))
 
 
 def _ttl(gateways: GatewayRegistry) -> timedelta:
@@ -260,29 +277,44 @@ def _reserved_message(devices: dict[uuid.UUID, Equipment], reserved: set[uuid.UU
     return f"Equipment already reserved by a pending transaction: {names}."
 
 
-def _write(
-    session: Session,
-    auth: AuthContext,
-    kind: str,
-    payment_method: str,
-    redirect_url: str | None,
-    country: Country,
-    currency: Currency,
-    charges: Charges,
-    rows: list[TransactionItem],
-    ttl: timedelta,
-) -> Transaction:
+def _register_with_gateway(work: ClientWork, draft: _Draft, gateways: GatewayRegistry) -> None:
+    """Card: end the read-only transaction, then ask the gateway for the checkout link."""
+    if draft.payment_method != CARD:
+        return
+    gateway = gateways.get(gateways.default_name)
+    assert gateway is not None
+    work.end_reads()
+    auth = work.auth
+    try:
+        draft.link = gateway.create_checkout(
+            CheckoutRequest(
+                tx_ref=draft.tx_ref,
+                amount=draft.charges.total_amount,
+                currency=draft.currency.code,
+                redirect_url=draft.redirect_url,
+                customer_name=auth.company_name,
+                customer_email=f"billing+{auth.company_id.hex[:12]}@customers.outfitter.example",
+                description=draft.description,
+            )
+        )
+    except GatewayError as exc:
+        raise GatewayUnavailable(f"The payment gateway could not start the payment: {exc}") from exc
+    draft.gateway = gateway.name
+
+
+def _write(session: Session, auth: AuthContext, draft: _Draft, ttl: timedelta) -> Transaction:
     now = utcnow()
+    charges = draft.charges
     transaction = Transaction(
         id=uuid.uuid4(),
-        company_id=auth.company_id,
-        tx_ref=new_tx_ref(),
-        kind=kind,
-        payment_method=payment_method,
-        gateway=None,
+        tx_ref=draft.tx_ref,
+        kind=draft.kind,
+        payment_method=draft.payment_method,
+        gateway=draft.gateway,
+        link=draft.link,
         status=PENDING,
-        country_id=country.id,
-        currency_code=currency.code,
+        country_id=draft.country.id,
+        currency_code=draft.currency.code,
         amount=charges.amount,
         insurance=charges.insurance,
         gateway_fee=charges.gateway_fee,
@@ -290,55 +322,36 @@ def _write(
         device_config_fee=charges.device_config_fee,
         platform_fee=charges.platform_fee,
         total_amount=charges.total_amount,
-        redirect_url=redirect_url,
+        redirect_url=draft.redirect_url,
         expires_at=now + ttl,
         actor=auth.actor,
         created_at=now,
         updated_at=now,
     )
     session.add(transaction)
-    for row in rows:
+    for row in draft.rows:
         row.transaction_id = transaction.id
-    session.add_all(rows)
+    session.add_all(draft.rows)
     session.flush()
     return transaction
 
 
-def _pay(
-    session: Session, auth: AuthContext, transaction: Transaction, gateways: GatewayRegistry, description: str
-) -> Transaction:
-    if transaction.payment_method == "Credit":
-        reference = None
-        if transaction.total_amount > 0:
-            entry = debit_wallet(
-                session,
-                auth.company_id,
-                transaction.currency_code,
-                transaction.total_amount,
-                f"Payment of {transaction.tx_ref}",
-                transaction.id,
-            )
-            reference = f"wallet:{entry.id}"
-        paid = GatewayPayment(
-            transaction.tx_ref, SUCCESSFUL, transaction.total_amount, transaction.currency_code, reference
+def _pay(work: ClientWork, transaction: Transaction) -> Transaction:
+    """Credit: the wallet pays now and the transaction is fulfilled. Card: it waits for the payer."""
+    if transaction.payment_method != CREDIT:
+        return transaction
+    session = work.session
+    reference = None
+    if transaction.total_amount > 0:
+        entry = debit_wallet(
+            session,
+            transaction.currency_code,
+            transaction.total_amount,
+            f"Payment of {transaction.tx_ref}",
+            transaction.id,
         )
-        return settle(session, transaction.id, paid)
-    gateway = gateways.get(gateways.default_name)
-    assert gateway is not None
-    transaction.gateway = gateway.name
-    try:
-        transaction.link = gateway.create_checkout(
-            CheckoutRequest(
-                tx_ref=transaction.tx_ref,
-                amount=transaction.total_amount,
-                currency=transaction.currency_code,
-                redirect_url=transaction.redirect_url,
-                customer_name=auth.company_name,
-                customer_email=f"billing+{auth.company_id.hex[:12]}@customers.outfitter.example",
-                description=description,
-            )
-        )
-    except GatewayError as exc:
-        raise GatewayUnavailable(f"The payment gateway could not start the payment: {exc}") from exc
-    session.flush()
-    return transaction
+        reference = f"wallet:{entry.id}"
+    paid = GatewayPayment(
+        transaction.tx_ref, SUCCESSFUL, transaction.total_amount, transaction.currency_code, reference
+    )
+    return settle(session, transaction.id, paid)

@@ -1,6 +1,7 @@
 """Reconciliation: re-ask the gateway about every Pending transaction, fulfil the paid ones, fail
 the declined ones and expire those past their time to live. Each transaction in its own database
-transaction, through the same `settle` as the webhook and verify."""
+transaction, through the same `settle` as the webhook and verify; the gateway is asked between
+transactions, never inside one."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from outfitter.core.tenancy import across_companies, bind_company
 from outfitter.db.base import utcnow
 from outfitter.payments.fulfilment import settle
 from outfitter.payments.gateways import GatewayError, GatewayRegistry
@@ -31,20 +33,23 @@ def reconcile(
     factory: sessionmaker[Session], gateways: GatewayRegistry, batch: int = 500
 ) -> ReconcileSummary:
     started = utcnow()
-    with factory() as session:
+    with across_companies(factory()) as session:
         ids = pending_transactions(session, batch, before=started)
     outcomes: Counter[str] = Counter()
     unreachable = 0
     for transaction_id in ids:
-        with factory() as session, session.begin():
+        with across_companies(factory()) as session:
             transaction = session.get(Transaction, transaction_id)
             if transaction is None:
                 continue
+            session.commit()  # only read: no transaction stays open while the gateway is asked
             try:
-                payment = ask_gateway(session, transaction, gateways)
+                payment = ask_gateway(transaction, gateways)
             except GatewayError as exc:
                 logger.warning("reconcile %s: the gateway did not answer: %s", transaction.tx_ref, exc)
                 unreachable += 1
                 continue
+            bind_company(session, transaction.company_id)
             outcomes[settle(session, transaction_id, payment).status] += 1
+            session.commit()
     return ReconcileSummary(checked=len(ids), outcomes=dict(outcomes), unreachable=unreachable)

@@ -1,5 +1,7 @@
-"""Every query of the payments domain. Company reads start from `scoped()`; the only unscoped ones
-serve the gateways (a webhook names a tx_ref, not a company) and reconciliation."""
+"""Every query of the payments domain. A client's session is bound to its company, which scopes
+them all; the functions below the repositories also serve the gateways' webhooks and
+reconciliation, whose sessions are declared `across_companies` (a webhook names a tx_ref, not a
+company)."""
 
 from __future__ import annotations
 
@@ -52,15 +54,13 @@ class OrderRepository(CompanyRepository[Order]):
         if not transaction_ids:
             return {}
         rows = self.session.execute(
-            select(Order.transaction_id, Order.id).where(
-                Order.company_id == self.company_id, Order.transaction_id.in_(transaction_ids)
-            )
+            select(Order.transaction_id, Order.id).where(Order.transaction_id.in_(transaction_ids))
         ).all()
         return {transaction_id: order_id for transaction_id, order_id in rows}
 
 
 def find_by_ref(session: Session, tx_ref: str) -> Transaction | None:
-    """Any company's transaction: for the gateways' webhooks and checkout pages only."""
+    """The transaction of a tx_ref: any company's in a session across companies (webhooks)."""
     return session.scalars(select(Transaction).where(Transaction.tx_ref == tx_ref)).one_or_none()
 
 

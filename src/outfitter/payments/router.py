@@ -6,10 +6,9 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from outfitter.core.auth import ReadAccess, WriteAccess
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, ErrorEnvelope, Page, error_responses, ok
-from outfitter.db.session import DbSession, UnitOfWorkRoute
+from outfitter.core.unit_of_work import AcrossCompanies, ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.payments import initiate, service
 from outfitter.payments.gateways import registry_of
 from outfitter.payments.gateways.sandbox_pages import router as sandbox_pages
@@ -66,11 +65,9 @@ StatusFilter = Annotated[
     responses={**error_responses(402, 409, 422), **_GATEWAY_DOWN},
     summary="Start a transaction for catalog assets (the guide's path)",
 )
-def initiate_transaction(
-    body: InitiateRequest, request: Request, auth: WriteAccess, session: DbSession
-) -> dict[str, object]:
-    transaction = initiate.initiate_catalog(session, auth, body, registry_of(request.app.state))
-    return ok(service.initiated(session, transaction), INITIATED)
+def initiate_transaction(body: InitiateRequest, request: Request, client: WriteAccess) -> dict[str, object]:
+    transaction = initiate.initiate_catalog(client, body, registry_of(request.app.state))
+    return ok(service.initiated(client.session, transaction), INITIATED)
 
 
 @router.post(
@@ -80,10 +77,10 @@ def initiate_transaction(
     summary="Start a transaction assigning storage equipment to employees (fees only)",
 )
 def initiate_onboard_from_storage(
-    body: StorageInitiateRequest, request: Request, auth: WriteAccess, session: DbSession
+    body: StorageInitiateRequest, request: Request, client: WriteAccess
 ) -> dict[str, object]:
-    transaction = initiate.initiate_storage(session, auth, body, registry_of(request.app.state))
-    return ok(service.initiated(session, transaction), INITIATED)
+    transaction = initiate.initiate_storage(client, body, registry_of(request.app.state))
+    return ok(service.initiated(client.session, transaction), INITIATED)
 
 
 @router.get(
@@ -93,10 +90,10 @@ def initiate_onboard_from_storage(
     summary="List the company's transactions, newest first",
 )
 def list_transactions(
-    auth: ReadAccess, session: DbSession, pagination: Pagination, status: StatusFilter = None
+    client: ReadAccess, pagination: Pagination, status: StatusFilter = None
 ) -> dict[str, object]:
     return ok(
-        service.list_transactions(session, auth, status, pagination), "Transactions fetched successfully."
+        service.list_transactions(client.session, status, pagination), "Transactions fetched successfully."
     )
 
 
@@ -106,10 +103,8 @@ def list_transactions(
     responses=error_responses(404),
     summary="Verify a transaction: asks the gateway and completes the order when it was paid",
 )
-def verify_transaction(
-    tx_ref: str, request: Request, auth: ReadAccess, session: DbSession
-) -> dict[str, object]:
-    verified = service.verify(session, auth, tx_ref, registry_of(request.app.state))
+def verify_transaction(tx_ref: str, request: Request, client: ReadAccess) -> dict[str, object]:
+    verified = service.verify(client, tx_ref, registry_of(request.app.state))
     return ok(verified, "Transaction verified successfully.")
 
 
@@ -119,8 +114,8 @@ def verify_transaction(
     responses=error_responses(422),
     summary="List the company's orders, newest first",
 )
-def list_orders(auth: ReadAccess, session: DbSession, pagination: Pagination) -> dict[str, object]:
-    return ok(service.list_orders(session, auth, pagination), "Orders fetched successfully.")
+def list_orders(client: ReadAccess, pagination: Pagination) -> dict[str, object]:
+    return ok(service.list_orders(client.session, pagination), "Orders fetched successfully.")
 
 
 @router.get(
@@ -129,8 +124,8 @@ def list_orders(auth: ReadAccess, session: DbSession, pagination: Pagination) ->
     responses=error_responses(404),
     summary="Retrieve one order with its items and the equipment made",
 )
-def get_order(orderId: str, auth: ReadAccess, session: DbSession) -> dict[str, object]:
-    return ok(service.get_order(session, auth, orderId), "Order fetched successfully.")
+def get_order(orderId: str, client: ReadAccess) -> dict[str, object]:
+    return ok(service.get_order(client.session, orderId), "Order fetched successfully.")
 
 
 @router.get(
@@ -139,8 +134,8 @@ def get_order(orderId: str, auth: ReadAccess, session: DbSession) -> dict[str, o
     responses=error_responses(),
     summary="The company's credit balances per currency and its recent ledger entries",
 )
-def get_wallet(auth: ReadAccess, session: DbSession) -> dict[str, object]:
-    return ok(service.wallet_summary(session, auth), "Wallet fetched successfully.")
+def get_wallet(client: ReadAccess) -> dict[str, object]:
+    return ok(service.wallet_summary(client.session), "Wallet fetched successfully.")
 
 
 @router.post(
@@ -149,7 +144,9 @@ def get_wallet(auth: ReadAccess, session: DbSession) -> dict[str, object]:
     responses=_WEBHOOK_RESPONSES,
     summary="Payment notices from a gateway (no bearer token: the gateway's signature is checked)",
 )
-def payment_webhook(gateway: str, request: Request, body: RawBody, session: DbSession) -> dict[str, object]:
-    outcome = service.receive_webhook(session, gateway, body, request.headers, registry_of(request.app.state))
+def payment_webhook(
+    gateway: str, request: Request, body: RawBody, work: AcrossCompanies
+) -> dict[str, object]:
+    outcome = service.receive_webhook(work, gateway, body, request.headers, registry_of(request.app.state))
     message = "Webhook already processed." if outcome == "duplicate" else "Webhook processed."
     return ok({"outcome": outcome}, message)

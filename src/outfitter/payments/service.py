@@ -12,9 +12,10 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from outfitter.core.auth import AuthContext
 from outfitter.core.errors import DomainError, NotFound
 from outfitter.core.pagination import PageParams, paginate
+from outfitter.core.tenancy import bind_company
+from outfitter.core.unit_of_work import CrossCompanyWork, UnitOfWork
 from outfitter.db.session import insert_if_absent
 from outfitter.payments import wallet
 from outfitter.payments.fees import to_minor_units
@@ -66,22 +67,24 @@ def initiated(session: Session, transaction: Transaction) -> TransactionInitiate
     )
 
 
-def ask_gateway(
-    session: Session, transaction: Transaction, gateways: GatewayRegistry
-) -> GatewayPayment | None:
-    """What the transaction's gateway knows of its payment; raises GatewayError when unreachable."""
+def ask_gateway(transaction: Transaction, gateways: GatewayRegistry) -> GatewayPayment | None:
+    """What the transaction's gateway knows of its payment; raises GatewayError when unreachable.
+    Called with no database transaction open: it may wait on the network."""
     gateway = gateways.get(transaction.gateway) if transaction.gateway else None
     if gateway is None:
         return None
-    return gateway.fetch_payment(session, transaction.tx_ref)
+    return gateway.fetch_payment(transaction.tx_ref)
 
 
-def verify(session: Session, auth: AuthContext, tx_ref: str, gateways: GatewayRegistry) -> TransactionOut:
-    """If still Pending, ask the gateway; fulfil when paid, expire when past its time to live."""
-    transaction = TransactionRepository(session, auth.company_id).get_by_ref(tx_ref)
+def verify(work: UnitOfWork, tx_ref: str, gateways: GatewayRegistry) -> TransactionOut:
+    """If still Pending, ask the gateway (outside any transaction), then settle: fulfil when paid,
+    expire when past its time to live."""
+    session = work.session
+    transaction = TransactionRepository(session).get_by_ref(tx_ref)
     if transaction.status == PENDING:
+        work.end_reads()
         try:
-            payment = ask_gateway(session, transaction, gateways)
+            payment = ask_gateway(transaction, gateways)
         except GatewayError as exc:
             # Without the gateway's word it stays Pending (and is not expired): try again later.
             logger.warning("verify %s: the gateway did not answer: %s", tx_ref, exc)
@@ -109,9 +112,14 @@ def _record_event(
 
 
 def receive_webhook(
-    session: Session, gateway_name: str, body: bytes, headers: Mapping[str, str], gateways: GatewayRegistry
+    work: CrossCompanyWork,
+    gateway_name: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    gateways: GatewayRegistry,
 ) -> str:
-    """Signature first; then record the event once; then ask the gateway and settle. Returns the outcome."""
+    """Check the signature, ask the gateway (no transaction open yet), then one short transaction
+    records the event once and settles. Returns the outcome."""
     gateway = gateways.get(gateway_name)
     if gateway is None:
         raise NotFound.record("Payment gateway")
@@ -120,6 +128,13 @@ def receive_webhook(
     except InvalidSignature as exc:
         logger.warning("webhook from %s refused: %s", gateway_name, exc)
         raise BadSignature("The webhook signature is missing, wrong or too old.") from exc
+    try:
+        payment = gateway.fetch_payment(notice.tx_ref) if notice.tx_ref else None
+    except GatewayError as exc:
+        # Nothing is recorded, so the gateway's retry of this notice is processed.
+        raise GatewayUnavailable(f"The gateway could not confirm the payment: {exc}") from exc
+
+    session = work.session
     event_id = _record_event(session, gateway_name, notice.event_key, notice.tx_ref, notice.payload)
     if event_id is None:
         return "duplicate"
@@ -132,21 +147,15 @@ def receive_webhook(
     elif transaction.status != PENDING:
         outcome = "already_settled"
     else:
-        try:
-            payment = gateway.fetch_payment(session, transaction.tx_ref)
-        except GatewayError as exc:
-            # Rolls the event back too, so the gateway's retry is processed.
-            raise GatewayUnavailable(f"The gateway could not confirm the payment: {exc}") from exc
+        bind_company(session, transaction.company_id)  # from here on it acts as that company
         outcome = settle(session, transaction.id, payment).status.lower()
     session.execute(update(WebhookEvent).where(WebhookEvent.id == event_id).values(outcome=outcome))
     return outcome
 
 
-def list_transactions(
-    session: Session, auth: AuthContext, status: str | None, params: PageParams
-) -> dict[str, Any]:
-    page = paginate(session, TransactionRepository(session, auth.company_id).listing(status), params)
-    orders = OrderRepository(session, auth.company_id).ids_by_transaction([tx.id for tx in page.items])
+def list_transactions(session: Session, status: str | None, params: PageParams) -> dict[str, Any]:
+    page = paginate(session, TransactionRepository(session).listing(status), params)
+    orders = OrderRepository(session).ids_by_transaction([tx.id for tx in page.items])
     records = [TransactionOut.model_validate(transaction_fields(tx, orders.get(tx.id))) for tx in page.items]
     return page.body(records)
 
@@ -176,16 +185,16 @@ def order_out(order: Order) -> OrderOut:
     )
 
 
-def list_orders(session: Session, auth: AuthContext, params: PageParams) -> dict[str, Any]:
-    page = paginate(session, OrderRepository(session, auth.company_id).listing(), params)
+def list_orders(session: Session, params: PageParams) -> dict[str, Any]:
+    page = paginate(session, OrderRepository(session).listing(), params)
     return page.body([order_out(order) for order in page.items])
 
 
-def get_order(session: Session, auth: AuthContext, order_id: str) -> OrderOut:
-    return order_out(OrderRepository(session, auth.company_id).get_full(order_id))
+def get_order(session: Session, order_id: str) -> OrderOut:
+    return order_out(OrderRepository(session).get_full(order_id))
 
 
-def wallet_summary(session: Session, auth: AuthContext) -> WalletOut:
+def wallet_summary(session: Session) -> WalletOut:
     return WalletOut(
         balances=[
             WalletBalanceOut(
@@ -193,7 +202,7 @@ def wallet_summary(session: Session, auth: AuthContext) -> WalletOut:
                 balance=to_minor_units(record.balance, record.currency_code),
                 updated_at=record.updated_at,
             )
-            for record in wallet.balances(session, auth.company_id)
+            for record in wallet.balances(session)
         ],
         entries=[
             WalletEntryOut(
@@ -206,6 +215,6 @@ def wallet_summary(session: Session, auth: AuthContext) -> WalletOut:
                 transaction_id=entry.transaction_id,
                 created_at=entry.created_at,
             )
-            for entry, currency in wallet.recent_entries(session, auth.company_id)
+            for entry, currency in wallet.recent_entries(session)
         ],
     )

@@ -1,4 +1,5 @@
-"""The credit wallet: one balance per company and currency, moved only with a ledger entry.
+"""The credit wallet: one balance per company and currency, moved only with a ledger entry. Every
+function works for the company its session is bound to.
 
 Every change is one conditional UPDATE (`balance = balance +/- x`, and for debits
 `WHERE balance >= x`), so the row lock of the database orders concurrent changes and the balance
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 from outfitter.catalog.reference import resolve_currency
 from outfitter.core.errors import InsufficientCredit, ValidationFailed
 from outfitter.core.money import round_money
+from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.db.session import insert_if_absent
 from outfitter.payments.models import Wallet, WalletEntry
@@ -26,11 +28,11 @@ DEBIT = "debit"
 REFUND = "refund"
 
 
-def _ensure_wallet(session: Session, company_id: uuid.UUID, currency_code: str) -> None:
+def _ensure_wallet(session: Session, currency_code: str) -> None:
     now = utcnow()
     wallet = {
         "id": uuid.uuid4(),
-        "company_id": company_id,
+        "company_id": company_of(session),
         "currency_code": currency_code,
         "balance": Decimal(0),
         "created_at": now,
@@ -41,7 +43,6 @@ def _ensure_wallet(session: Session, company_id: uuid.UUID, currency_code: str) 
 
 def _change(
     session: Session,
-    company_id: uuid.UUID,
     currency_code: str,
     amount: Decimal,
     kind: str,
@@ -51,7 +52,7 @@ def _change(
     """Add `amount` (negative to debit) to the wallet; None when a debit would overdraw it."""
     statement = (
         update(Wallet)
-        .where(Wallet.company_id == company_id, Wallet.currency_code == currency_code)
+        .where(Wallet.currency_code == currency_code)
         .values(balance=Wallet.balance + amount, updated_at=utcnow())
         .returning(Wallet.id, Wallet.balance)
     )
@@ -62,7 +63,6 @@ def _change(
         return None
     wallet_id, balance_after = row
     entry = WalletEntry(
-        company_id=company_id,
         wallet_id=wallet_id,
         amount=amount,
         balance_after=balance_after,
@@ -75,9 +75,7 @@ def _change(
     return entry
 
 
-def credit_wallet(
-    session: Session, company_id: uuid.UUID, currency_code: str, amount: Decimal, description: str
-) -> WalletEntry:
+def credit_wallet(session: Session, currency_code: str, amount: Decimal, description: str) -> WalletEntry:
     """Add credit (an operator's top-up or a refund). Amounts finer than the currency's unit: 422."""
     currency = resolve_currency(session, currency_code, "currency")
     if not amount.is_finite() or amount <= 0:
@@ -86,28 +84,23 @@ def credit_wallet(
         raise ValidationFailed.field(
             "amount", f"{currency.code} amounts have at most {currency.minor_units} decimal places."
         )
-    _ensure_wallet(session, company_id, currency.code)
-    entry = _change(session, company_id, currency.code, amount, CREDIT, description, None)
+    _ensure_wallet(session, currency.code)
+    entry = _change(session, currency.code, amount, CREDIT, description, None)
     assert entry is not None  # credits always apply
     return entry
 
 
 def debit_wallet(
     session: Session,
-    company_id: uuid.UUID,
     currency_code: str,
     amount: Decimal,
     description: str,
     transaction_id: uuid.UUID,
 ) -> WalletEntry:
     """Take `amount` (> 0) from the wallet, or 402 when it holds less (nothing is written then)."""
-    entry = _change(session, company_id, currency_code, -amount, DEBIT, description, transaction_id)
+    entry = _change(session, currency_code, -amount, DEBIT, description, transaction_id)
     if entry is None:
-        balance = session.scalar(
-            select(Wallet.balance).where(
-                Wallet.company_id == company_id, Wallet.currency_code == currency_code
-            )
-        )
+        balance = session.scalar(select(Wallet.balance).where(Wallet.currency_code == currency_code))
         raise InsufficientCredit(
             f"Not enough credit: this costs {format(amount, 'f')} {currency_code} and the wallet holds "
             f"{format(balance or Decimal(0), 'f')} {currency_code}."
@@ -115,19 +108,14 @@ def debit_wallet(
     return entry
 
 
-def balances(session: Session, company_id: uuid.UUID) -> Sequence[Wallet]:
-    return session.scalars(
-        select(Wallet).where(Wallet.company_id == company_id).order_by(Wallet.currency_code)
-    ).all()
+def balances(session: Session) -> Sequence[Wallet]:
+    return session.scalars(select(Wallet).order_by(Wallet.currency_code)).all()
 
 
-def recent_entries(
-    session: Session, company_id: uuid.UUID, limit: int = 20
-) -> Sequence[tuple[WalletEntry, str]]:
+def recent_entries(session: Session, limit: int = 20) -> Sequence[tuple[WalletEntry, str]]:
     rows = session.execute(
         select(WalletEntry, Wallet.currency_code)
         .join(Wallet, Wallet.id == WalletEntry.wallet_id)
-        .where(WalletEntry.company_id == company_id)
         .order_by(WalletEntry.created_at.desc(), WalletEntry.id.desc())
         .limit(limit)
     ).all()

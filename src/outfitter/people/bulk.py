@@ -59,7 +59,7 @@ class _Countries:
         return self.by_name.get(value.lower()) or self.by_code.get(value.upper())
 
 
-def create_employees(session: Session, company_id: uuid.UUID, employees: list[Any]) -> tuple[list[Any], int]:
+def create_employees(session: Session, employees: list[Any]) -> tuple[list[Any], int]:
     """Validate every item first, then insert them all; the answer mirrors the input's nesting."""
     positions = list(_positions(employees))
     if not positions:
@@ -81,7 +81,7 @@ def create_employees(session: Session, company_id: uuid.UUID, employees: list[An
                 errors.setdefault(key, []).append(_readable(detail["msg"]))
 
     countries = _Countries(session, {body.country_id for _, body in valid})
-    repository = EmployeeRepository(session, company_id)
+    repository = EmployeeRepository(session)
     taken = repository.existing_emails({body.email for _, body in valid})
     first_seen: dict[str, str] = {}
     rows: list[dict[str, Any]] = []

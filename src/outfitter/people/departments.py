@@ -75,19 +75,19 @@ def _department_out(
     )
 
 
-def _head(session: Session, company_id: uuid.UUID, head_id: str | None) -> Employee | None:
+def _head(session: Session, head_id: str | None) -> Employee | None:
     if head_id is None:
         return None
-    head = EmployeeRepository(session, company_id).find(head_id)
+    head = EmployeeRepository(session).find(head_id)
     if head is None:
         raise ValidationFailed.field("head_id", UNKNOWN_EMPLOYEE)
     return head
 
 
-def _members(session: Session, company_id: uuid.UUID, member_ids: Sequence[str]) -> list[uuid.UUID]:
+def _members(session: Session, member_ids: Sequence[str]) -> list[uuid.UUID]:
     """The distinct employees named, in order; unknown or another company's: 422 at their position."""
     parsed = [parse_uuid(value) for value in member_ids]
-    found = EmployeeRepository(session, company_id).by_ids({value for value in parsed if value is not None})
+    found = EmployeeRepository(session).by_ids({value for value in parsed if value is not None})
     errors = {
         f"member_ids.{position}": [UNKNOWN_EMPLOYEE]
         for position, value in enumerate(parsed)
@@ -108,13 +108,13 @@ def _flush_name(session: Session, name: str) -> None:
 def list_departments(
     session: Session, auth: AuthContext, params: PageParams
 ) -> tuple[list[DepartmentOut], PageResult[Department]]:
-    repository = DepartmentRepository(session, auth.company_id)
+    repository = DepartmentRepository(session)
     page = paginate(session, repository.listing(), params)
     return present(repository, auth, page.items), page
 
 
 def get_department(session: Session, auth: AuthContext, department_id: str) -> DepartmentOut:
-    repository = DepartmentRepository(session, auth.company_id)
+    repository = DepartmentRepository(session)
     return present(repository, auth, [_live(repository, department_id)])[0]
 
 
@@ -126,9 +126,9 @@ def _live(repository: DepartmentRepository, department_id: str, for_update: bool
 
 
 def create_department(session: Session, auth: AuthContext, body: DepartmentCreate) -> DepartmentOut:
-    repository = DepartmentRepository(session, auth.company_id)
-    head = _head(session, auth.company_id, body.head_id)
-    members = _members(session, auth.company_id, body.member_ids)
+    repository = DepartmentRepository(session)
+    head = _head(session, body.head_id)
+    members = _members(session, body.member_ids)
     if repository.name_taken(body.name):
         raise Conflict(name_taken(body.name))
     department = repository.add(Department(name=body.name, active_name=body.name.lower(), head=head))
@@ -140,15 +140,15 @@ def create_department(session: Session, auth: AuthContext, body: DepartmentCreat
 def update_department(
     session: Session, auth: AuthContext, department_id: str, body: DepartmentPatch
 ) -> DepartmentOut:
-    repository = DepartmentRepository(session, auth.company_id)
+    repository = DepartmentRepository(session)
     department = _live(repository, department_id, for_update=True)
     sent = body.model_fields_set
     if "name" in sent and body.name is None:
         raise ValidationFailed.field("name", "May not be null or empty.")
     if "member_ids" in sent and body.member_ids is None:
         raise ValidationFailed.field("member_ids", "Give the full list of members; [] removes them all.")
-    head = _head(session, auth.company_id, body.head_id) if "head_id" in sent else department.head
-    members = _members(session, auth.company_id, body.member_ids) if body.member_ids is not None else None
+    head = _head(session, body.head_id) if "head_id" in sent else department.head
+    members = _members(session, body.member_ids) if body.member_ids is not None else None
     if body.name is not None and repository.name_taken(body.name, except_id=department.id):
         raise Conflict(name_taken(body.name))
 
@@ -173,7 +173,7 @@ def update_department(
 
 def delete_department(session: Session, auth: AuthContext, department_id: str) -> DepartmentOut:
     """Soft delete; answers the department as it was just before, members included."""
-    repository = DepartmentRepository(session, auth.company_id)
+    repository = DepartmentRepository(session)
     department = _live(repository, department_id, for_update=True)
     answer = present(repository, auth, [department])[0]
     now = utcnow()

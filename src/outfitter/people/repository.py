@@ -13,7 +13,7 @@ from sqlalchemy import Select, distinct, func, insert, or_, select, update
 from sqlalchemy.orm import Session, contains_eager, joinedload
 
 from outfitter.catalog.models import Country, Currency
-from outfitter.core.tenancy import CompanyRepository, parse_uuid
+from outfitter.core.tenancy import CompanyRepository, company_of, parse_uuid
 from outfitter.equipment.lifecycle import ASSIGNED
 from outfitter.equipment.models import Equipment
 from outfitter.payments.models import Order, OrderItem
@@ -36,7 +36,6 @@ class EmployeeRepository(CompanyRepository[Employee]):
             statement = statement.where(Employee.country_id == country_id)
         if department_id is not None:
             members = select(UserDepartment.user_id).where(
-                UserDepartment.company_id == self.company_id,
                 UserDepartment.department_id == department_id,
                 UserDepartment.deleted_at.is_(None),
             )
@@ -58,17 +57,12 @@ class EmployeeRepository(CompanyRepository[Employee]):
     def existing_emails(self, emails: Collection[str]) -> set[str]:
         if not emails:
             return set()
-        return set(
-            self.session.scalars(
-                select(Employee.email).where(
-                    Employee.company_id == self.company_id, Employee.email.in_(emails)
-                )
-            )
-        )
+        return set(self.session.scalars(select(Employee.email).where(Employee.email.in_(emails))))
 
     def insert_many(self, rows: list[dict[str, Any]]) -> None:
         """One executemany for the whole batch (batched further by the driver's insertmanyvalues)."""
-        self.session.execute(insert(Employee), [{**row, "company_id": self.company_id} for row in rows])
+        company_id = company_of(self.session)
+        self.session.execute(insert(Employee), [{**row, "company_id": company_id} for row in rows])
 
     def by_ids(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
         if not ids:
@@ -82,7 +76,6 @@ class EmployeeRepository(CompanyRepository[Employee]):
                 select(func.count())
                 .select_from(Equipment)
                 .where(
-                    Equipment.company_id == self.company_id,
                     Equipment.assignee_id == employee_id,
                     Equipment.status == ASSIGNED,
                 )
@@ -99,7 +92,6 @@ class EmployeeRepository(CompanyRepository[Employee]):
             select(UserDepartment.user_id, Department)
             .join(Department, Department.id == UserDepartment.department_id)
             .where(
-                UserDepartment.company_id == self.company_id,
                 UserDepartment.user_id.in_(ids),
                 UserDepartment.deleted_at.is_(None),
                 Department.deleted_at.is_(None),
@@ -118,7 +110,6 @@ class EmployeeRepository(CompanyRepository[Employee]):
         records = self.session.scalars(
             select(Equipment)
             .where(
-                Equipment.company_id == self.company_id,
                 Equipment.assignee_id.in_(ids),
                 Equipment.status == ASSIGNED,
             )
@@ -137,7 +128,7 @@ class EmployeeRepository(CompanyRepository[Employee]):
             return found
         pairs = (
             select(OrderItem.employee_id, OrderItem.order_id)
-            .where(OrderItem.company_id == self.company_id, OrderItem.employee_id.in_(ids))
+            .where(OrderItem.employee_id.in_(ids))
             .distinct()
             .subquery()
         )
@@ -187,7 +178,6 @@ class DepartmentRepository(CompanyRepository[Department]):
             select(UserDepartment)
             .join(UserDepartment.user)
             .where(
-                UserDepartment.company_id == self.company_id,
                 UserDepartment.department_id.in_(department_ids),
                 UserDepartment.deleted_at.is_(None),
             )
@@ -206,10 +196,8 @@ class DepartmentRepository(CompanyRepository[Department]):
             select(UserDepartment.department_id, func.count(distinct(Equipment.id)))
             .join(Equipment, Equipment.assignee_id == UserDepartment.user_id)
             .where(
-                UserDepartment.company_id == self.company_id,
                 UserDepartment.department_id.in_(department_ids),
                 UserDepartment.deleted_at.is_(None),
-                Equipment.company_id == self.company_id,
                 Equipment.status == ASSIGNED,
             )
             .group_by(UserDepartment.department_id)
@@ -220,7 +208,7 @@ class DepartmentRepository(CompanyRepository[Department]):
         rows = [
             {
                 "id": uuid.uuid4(),
-                "company_id": self.company_id,
+                "company_id": company_of(self.session),
                 "user_id": user_id,
                 "department_id": department.id,
                 "status": MEMBERSHIP_ACTIVE,
@@ -239,7 +227,6 @@ class DepartmentRepository(CompanyRepository[Department]):
         statement = (
             update(UserDepartment)
             .where(
-                UserDepartment.company_id == self.company_id,
                 UserDepartment.department_id == department_id,
                 UserDepartment.deleted_at.is_(None),
             )

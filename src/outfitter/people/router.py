@@ -6,10 +6,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 
-from outfitter.core.auth import ReadAccess, WriteAccess
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, Page, error_responses, ok
-from outfitter.db.session import DbSession, UnitOfWorkRoute
+from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.people import bulk, departments, service
 from outfitter.people.schemas import (
     DepartmentCreate,
@@ -34,8 +33,7 @@ DepartmentId = Annotated[str, Path(alias="departmentId", description="The depart
     summary="List employees, newest first",
 )
 def list_employees(
-    auth: ReadAccess,
-    session: DbSession,
+    client: ReadAccess,
     pagination: Pagination,
     country: Annotated[str | None, Query(description="Country id, name or two-letter code")] = None,
     department_id: Annotated[str | None, Query(description="Only active members of this department")] = None,
@@ -43,9 +41,7 @@ def list_employees(
         str | None, Query(max_length=200, description="Part of the first name, last name or email, any case")
     ] = None,
 ) -> dict[str, object]:
-    records, page = service.list_employees(
-        session, auth.company_id, pagination, country, department_id, search
-    )
+    records, page = service.list_employees(client.session, pagination, country, department_id, search)
     return ok(page.body(records), "Employees fetched successfully.")
 
 
@@ -56,8 +52,8 @@ def list_employees(
     responses=error_responses(409, 422),
     summary="Create an employee",
 )
-def create_employee(body: EmployeeCreate, auth: WriteAccess, session: DbSession) -> dict[str, object]:
-    employee = service.create_employee(session, auth.company_id, body)
+def create_employee(body: EmployeeCreate, client: WriteAccess) -> dict[str, object]:
+    employee = service.create_employee(client.session, body)
     return ok(employee, "Employee created successfully.")
 
 
@@ -68,8 +64,8 @@ def create_employee(body: EmployeeCreate, auth: WriteAccess, session: DbSession)
     responses=error_responses(409, 422),
     summary="Create up to 1,000 employees at once, all or nothing",
 )
-def create_employees(body: EmployeeBulkCreate, auth: WriteAccess, session: DbSession) -> dict[str, object]:
-    created, count = bulk.create_employees(session, auth.company_id, body.employees)
+def create_employees(body: EmployeeBulkCreate, client: WriteAccess) -> dict[str, object]:
+    created, count = bulk.create_employees(client.session, body.employees)
     noun = "employee" if count == 1 else "employees"
     return ok(created, f"{count} {noun} created successfully.")
 
@@ -80,8 +76,8 @@ def create_employees(body: EmployeeBulkCreate, auth: WriteAccess, session: DbSes
     responses=error_responses(404),
     summary="Retrieve an employee with departments, equipment and orders",
 )
-def get_employee(user_id: UserId, auth: ReadAccess, session: DbSession) -> dict[str, object]:
-    return ok(service.get_employee(session, auth.company_id, user_id), "Employee fetched successfully.")
+def get_employee(user_id: UserId, client: ReadAccess) -> dict[str, object]:
+    return ok(service.get_employee(client.session, user_id), "Employee fetched successfully.")
 
 
 @router.patch(
@@ -90,10 +86,8 @@ def get_employee(user_id: UserId, auth: ReadAccess, session: DbSession) -> dict[
     responses=error_responses(404, 422),
     summary="Update an employee's listed fields",
 )
-def update_employee(
-    user_id: UserId, body: EmployeePatch, auth: WriteAccess, session: DbSession
-) -> dict[str, object]:
-    employee = service.update_employee(session, auth.company_id, user_id, body)
+def update_employee(user_id: UserId, body: EmployeePatch, client: WriteAccess) -> dict[str, object]:
+    employee = service.update_employee(client.session, user_id, body)
     return ok(employee, "Employee updated successfully.")
 
 
@@ -103,8 +97,8 @@ def update_employee(
     responses=error_responses(404, 409),
     summary="Offboard (delete) an employee who holds no Assigned equipment",
 )
-def delete_employee(user_id: UserId, auth: WriteAccess, session: DbSession) -> dict[str, object]:
-    employee = service.delete_employee(session, auth.company_id, user_id)
+def delete_employee(user_id: UserId, client: WriteAccess) -> dict[str, object]:
+    employee = service.delete_employee(client.session, user_id)
     return ok(employee, "Employee deleted successfully.")
 
 
@@ -114,8 +108,8 @@ def delete_employee(user_id: UserId, auth: WriteAccess, session: DbSession) -> d
     responses=error_responses(422),
     summary="List departments, newest first",
 )
-def list_departments(auth: ReadAccess, session: DbSession, pagination: Pagination) -> dict[str, object]:
-    records, page = departments.list_departments(session, auth, pagination)
+def list_departments(client: ReadAccess, pagination: Pagination) -> dict[str, object]:
+    records, page = departments.list_departments(client.session, client.auth, pagination)
     return ok(page.body(records), "Departments fetched successfully.")
 
 
@@ -126,8 +120,8 @@ def list_departments(auth: ReadAccess, session: DbSession, pagination: Paginatio
     responses=error_responses(409, 422),
     summary="Create a department",
 )
-def create_department(body: DepartmentCreate, auth: WriteAccess, session: DbSession) -> dict[str, object]:
-    department = departments.create_department(session, auth, body)
+def create_department(body: DepartmentCreate, client: WriteAccess) -> dict[str, object]:
+    department = departments.create_department(client.session, client.auth, body)
     return ok(department, "Department created successfully.")
 
 
@@ -137,8 +131,8 @@ def create_department(body: DepartmentCreate, auth: WriteAccess, session: DbSess
     responses=error_responses(404),
     summary="Retrieve a department with its members",
 )
-def get_department(department_id: DepartmentId, auth: ReadAccess, session: DbSession) -> dict[str, object]:
-    department = departments.get_department(session, auth, department_id)
+def get_department(department_id: DepartmentId, client: ReadAccess) -> dict[str, object]:
+    department = departments.get_department(client.session, client.auth, department_id)
     return ok(department, "Department fetched successfully.")
 
 
@@ -149,9 +143,9 @@ def get_department(department_id: DepartmentId, auth: ReadAccess, session: DbSes
     summary="Update a department: name, head, members",
 )
 def update_department(
-    department_id: DepartmentId, body: DepartmentPatch, auth: WriteAccess, session: DbSession
+    department_id: DepartmentId, body: DepartmentPatch, client: WriteAccess
 ) -> dict[str, Any]:
-    department = departments.update_department(session, auth, department_id, body)
+    department = departments.update_department(client.session, client.auth, department_id, body)
     return ok(department, "Department updated successfully.")
 
 
@@ -161,8 +155,6 @@ def update_department(
     responses=error_responses(404),
     summary="Delete a department; its memberships end",
 )
-def delete_department(
-    department_id: DepartmentId, auth: WriteAccess, session: DbSession
-) -> dict[str, object]:
-    department = departments.delete_department(session, auth, department_id)
+def delete_department(department_id: DepartmentId, client: WriteAccess) -> dict[str, object]:
+    department = departments.delete_department(client.session, client.auth, department_id)
     return ok(department, "Department deleted successfully.")

@@ -93,8 +93,8 @@ def present(repository: EmployeeRepository, employees: Sequence[Employee]) -> li
     ]
 
 
-def create_employee(session: Session, company_id: uuid.UUID, body: EmployeeCreate) -> EmployeeOut:
-    repository = EmployeeRepository(session, company_id)
+def create_employee(session: Session, body: EmployeeCreate) -> EmployeeOut:
+    repository = EmployeeRepository(session)
     country = resolve_country(session, body.country_id, "country_id")
     if repository.existing_emails([body.email]):
         raise Conflict(email_taken(body.email))
@@ -109,17 +109,16 @@ def create_employee(session: Session, company_id: uuid.UUID, body: EmployeeCreat
 
 def list_employees(
     session: Session,
-    company_id: uuid.UUID,
     params: PageParams,
     country: str | None,
     department_id: str | None,
     search: str | None,
 ) -> tuple[list[EmployeeOut], PageResult[Employee]]:
-    repository = EmployeeRepository(session, company_id)
+    repository = EmployeeRepository(session)
     country_id = resolve_country(session, country, "query.country").id if country is not None else None
     department: uuid.UUID | None = None
     if department_id is not None:
-        found = DepartmentRepository(session, company_id).find_live(department_id)
+        found = DepartmentRepository(session).find_live(department_id)
         if found is None:
             raise ValidationFailed.field("query.department_id", "Unknown department.")
         department = found.id
@@ -128,15 +127,13 @@ def list_employees(
     return present(repository, page.items), page
 
 
-def get_employee(session: Session, company_id: uuid.UUID, user_id: str) -> EmployeeOut:
-    repository = EmployeeRepository(session, company_id)
+def get_employee(session: Session, user_id: str) -> EmployeeOut:
+    repository = EmployeeRepository(session)
     return present(repository, [repository.get_with_country(user_id)])[0]
 
 
-def update_employee(
-    session: Session, company_id: uuid.UUID, user_id: str, body: EmployeePatch
-) -> EmployeeOut:
-    repository = EmployeeRepository(session, company_id)
+def update_employee(session: Session, user_id: str, body: EmployeePatch) -> EmployeeOut:
+    repository = EmployeeRepository(session)
     employee = repository.get_with_country(user_id)
     changes = {name: getattr(body, name) for name in body.model_fields_set}
     missing = {
@@ -156,9 +153,9 @@ def update_employee(
     return present(repository, [employee])[0]
 
 
-def delete_employee(session: Session, company_id: uuid.UUID, user_id: str) -> EmployeeOut:
+def delete_employee(session: Session, user_id: str) -> EmployeeOut:
     """Offboard: refused while the employee holds Assigned equipment; answers the record as it was."""
-    repository = EmployeeRepository(session, company_id)
+    repository = EmployeeRepository(session)
     employee = repository.get_with_country(user_id)
     held = repository.assigned_count(employee.id)
     if held:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
 
@@ -67,8 +67,9 @@ class Gateway(Protocol):
         """Check the signature (raises InvalidSignature) and read the notice."""
         ...
 
-    def fetch_payment(self, session: Session, tx_ref: str) -> GatewayPayment | None:
-        """Ask the gateway about the payment of `tx_ref`; None when it knows of none."""
+    def fetch_payment(self, tx_ref: str) -> GatewayPayment | None:
+        """Ask the gateway about the payment of `tx_ref`; None when it knows of none. Never called
+        inside a database transaction of ours: it may wait on the network."""
         ...
 
 
@@ -76,11 +77,11 @@ class InvalidSignature(Exception):
     pass
 
 
-def build_gateway(name: str, settings: Settings) -> Gateway:
+def build_gateway(name: str, settings: Settings, sessions: sessionmaker[Session]) -> Gateway:
     if name == "sandbox":
         from outfitter.payments.gateways.sandbox import SandboxGateway
 
-        return SandboxGateway(settings)
+        return SandboxGateway(settings, sessions)
     if name == "flutterwave":
         from outfitter.payments.gateways.flutterwave import FlutterwaveGateway
 
@@ -98,8 +99,9 @@ GATEWAY_NAMES = ("sandbox", "flutterwave")
 class GatewayRegistry:
     """The gateways of one running app (or CLI command), built on first use; tests put stand-ins in."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, sessions: sessionmaker[Session]) -> None:
         self.settings = settings
+        self.sessions = sessions  # the sandbox keeps its book of payments in our database
         self._gateways: dict[str, Gateway] = {}
 
     @property
@@ -110,7 +112,7 @@ class GatewayRegistry:
         if name not in GATEWAY_NAMES:
             return None
         if name not in self._gateways:
-            self._gateways[name] = build_gateway(name, self.settings)
+            self._gateways[name] = build_gateway(name, self.settings, self.sessions)
         return self._gateways[name]
 
     def put(self, gateway: Gateway) -> None:
@@ -121,6 +123,6 @@ def registry_of(state: Any) -> GatewayRegistry:
     """The registry kept on an app's state (created on first use)."""
     registry = getattr(state, "gateways", None)
     if not isinstance(registry, GatewayRegistry):
-        registry = GatewayRegistry(state.settings)
+        registry = GatewayRegistry(state.settings, state.sessionmaker)
         state.gateways = registry
     return registry

@@ -12,7 +12,6 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import httpx
-from sqlalchemy.orm import Session
 
 from outfitter.payments.gateways import (
     DECLINED,
@@ -97,7 +96,7 @@ class FlutterwaveGateway:
             event_key=event_key[:200], tx_ref=tx_ref if isinstance(tx_ref, str) else None, payload=data
         )
 
-    def fetch_payment(self, session: Session, tx_ref: str) -> GatewayPayment | None:
+    def fetch_payment(self, tx_ref: str) -> GatewayPayment | None:
         try:
             response = self.client.get(
                 f"{self.base_url}/transactions/verify_by_reference",

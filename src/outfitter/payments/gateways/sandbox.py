@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import httpx
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks import Webhook
 
 from outfitter.config import Settings
@@ -40,12 +40,15 @@ def http_sender(url: str, body: bytes, headers: dict[str, str]) -> int:
 class SandboxGateway:
     name = "sandbox"
 
-    def __init__(self, settings: Settings, sender: WebhookSender = http_sender) -> None:
+    def __init__(
+        self, settings: Settings, sessions: sessionmaker[Session], sender: WebhookSender = http_sender
+    ) -> None:
         assert settings.sandbox_webhook_secret, "the settings fill in the development secret"
         self.public_url = settings.public_url.rstrip("/")
         self.webhooks_on = settings.sandbox_webhooks == "on"
         self.webhook = Webhook(settings.sandbox_webhook_secret)
         self.sender = sender
+        self.sessions = sessions
 
     @property
     def webhook_url(self) -> str:
@@ -72,8 +75,12 @@ class SandboxGateway:
             event_key=event_key, tx_ref=tx_ref if isinstance(tx_ref, str) else None, payload=payload
         )
 
-    def fetch_payment(self, session: Session, tx_ref: str) -> GatewayPayment | None:
-        payment = session.scalars(select(SandboxPayment).where(SandboxPayment.tx_ref == tx_ref)).one_or_none()
+    def fetch_payment(self, tx_ref: str) -> GatewayPayment | None:
+        # The gateway's own book, read in its own short transaction, as a remote gateway would.
+        with self.sessions() as session:
+            payment = session.scalars(
+                select(SandboxPayment).where(SandboxPayment.tx_ref == tx_ref)
+            ).one_or_none()
         if payment is None:
             return None
         return GatewayPayment(

@@ -1,4 +1,5 @@
-"""The sandbox gateway's checkout page, as a payer's browser sees it.
+"""The sandbox gateway's checkout page, as a payer's browser sees it. The sandbox stands for a
+gateway outside the service, so it reads any company's transaction (`across_companies`).
 
 Pay and Decline record the payer's choice in the sandbox's own book, commit, and only then send
 the signed webhook to the service (unless OUTFITTER_SANDBOX_WEBHOOKS=off), and redirect (303) to
@@ -20,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.catalog.models import Asset, AssetPricing, AssetSpecification
+from outfitter.core.tenancy import across_companies
 from outfitter.db.base import utcnow
 from outfitter.equipment.models import Equipment
 from outfitter.payments.gateways import DECLINED, SUCCESSFUL, registry_of
@@ -90,7 +92,7 @@ def _refusal(transaction: Transaction) -> str | None:
 @router.get("/{tx_ref}", response_class=HTMLResponse)
 def checkout_page(tx_ref: str, request: Request) -> Response:
     factory: sessionmaker[Session] = request.app.state.sessionmaker
-    with factory() as session:
+    with across_companies(factory()) as session:
         transaction = _transaction(session, tx_ref)
         if transaction is None:
             return _not_found()
@@ -110,7 +112,7 @@ def _act(request: Request, tx_ref: str, outcome: str) -> Response:
     factory: sessionmaker[Session] = request.app.state.sessionmaker
     gateway = _sandbox(request)
     try:
-        with factory() as session, session.begin():
+        with across_companies(factory()) as session, session.begin():
             transaction = _transaction(session, tx_ref)
             if transaction is None:
                 return _not_found()
@@ -127,7 +129,7 @@ def _act(request: Request, tx_ref: str, outcome: str) -> Response:
                 session.add(payment)
             redirect_url = transaction.redirect_url
     except IntegrityError:  # a second click raced the first: that one's record stands
-        with factory() as session:
+        with across_companies(factory()) as session:
             payment = session.scalars(select(SandboxPayment).where(SandboxPayment.tx_ref == tx_ref)).one()
             redirect_url = session.scalars(
                 select(Transaction.redirect_url).where(Transaction.tx_ref == tx_ref)

@@ -1,0 +1,203 @@
+"""The request pipeline: one unit of work per request, committed once, after the answer is rendered.
+
+An endpoint asks for its database work in its signature, and that is the only way to get a
+request session:
+
+    def get_equipment(equipmentId: str, client: ReadAccess) -> ...       # a company's token, `read`
+    def update_equipment(..., client: WriteAccess) -> ...                 # a company's token, `write`
+    def payment_webhook(..., work: AcrossCompanies) -> ...                # no token: every company
+
+The dependencies only read headers (401 for a missing token comes first, with no database work).
+`UnitOfWorkRoute`, the route class of every API router, then runs the rest in ONE worker thread:
+open the session, authenticate the token in it and bind the session to the token's company
+(`core.tenancy`), call the endpoint, validate and serialise its answer to bytes, and only then
+commit. Anything that raises on the way rolls everything back, rendering included, so a request
+that fails leaves nothing behind; and the transaction (with its row locks) has ended before the
+response is sent. Services and repositories only flush.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.routing import APIRoute
+from pydantic import TypeAdapter
+from sqlalchemy import event
+from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
+from starlette.responses import Response
+
+from outfitter.core.auth import AuthContext, authenticate, bearer_token
+from outfitter.core.ratelimit import RateLimiter
+from outfitter.core.tenancy import TenantSession, across_companies, bind_company
+
+
+class UnitOfWork:
+    """A request's database work: one session, opened, committed and closed by `UnitOfWorkRoute`."""
+
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self._sessions = sessions
+        self._session: Session | None = None
+        self._wrote = False
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise RuntimeError("the unit of work is opened by UnitOfWorkRoute, in the endpoint's thread")
+        return self._session
+
+    def open(self) -> None:
+        self._session = self._sessions()
+
+    def end_reads(self) -> None:
+        """End a transaction that has only read, before talking to another system, so that no
+        connection or row lock is held across the network. Refuses once the endpoint has written:
+        its writes must commit with the rest of the request, not half-way."""
+        session = self.session
+        if session.new or session.dirty or session.deleted or session.info.get(_WROTE):
+            raise RuntimeError("end_reads() after a write would split the request: call other systems first")
+        session.commit()  # only what opening wrote (the token's last-used stamp), if anything
+
+    def commit(self) -> None:
+        self.session.commit()
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()  # rolls back whatever was not committed
+            self._session = None
+
+
+_WROTE = "wrote"
+
+
+@event.listens_for(TenantSession, "do_orm_execute")
+def _note_statement_writes(state: ORMExecuteState) -> None:
+    if state.is_insert or state.is_update or state.is_delete:
+        state.session.info[_WROTE] = True
+
+
+@event.listens_for(TenantSession, "after_flush")
+def _note_flushed_writes(session: Session, _context: Any) -> None:
+    session.info[_WROTE] = True
+
+
+class ClientWork(UnitOfWork):
+    """The unit of work of a client's request: its token's company and a session bound to it."""
+
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        token: str,
+        scope: str,
+        limiter: RateLimiter,
+        request_state: dict[str, Any],
+    ) -> None:
+        super().__init__(sessions)
+        self._token = token
+        self._scope = scope
+        self._limiter = limiter
+        self._request_state = request_state
+        self._auth: AuthContext | None = None
+
+    @property
+    def auth(self) -> AuthContext:
+        if self._auth is None:
+            raise RuntimeError("the unit of work is opened by UnitOfWorkRoute, in the endpoint's thread")
+        return self._auth
+
+    def open(self) -> None:
+        super().open()
+        self._auth = authenticate(self.session, self._token, self._scope)
+        bind_company(self.session, self._auth.company_id)
+        self.session.info[_WROTE] = False  # the last-used stamp is not the endpoint's write
+        self._limiter.hit(self._request_state, str(self._auth.token_id))
+
+
+class CrossCompanyWork(UnitOfWork):
+    """For the paths that legitimately act for any company (a gateway's webhook names a tx_ref,
+    not a company): the session is declared `across_companies`."""
+
+    def open(self) -> None:
+        super().open()
+        across_companies(self.session)
+
+
+def _client_work(scope: str) -> Callable[[Request], Any]:
+    async def dependency(request: Request) -> ClientWork:
+        state = request.app.state
+        return ClientWork(
+            state.sessionmaker,
+            bearer_token(request.headers.get("authorization")),
+            scope,
+            state.rate_limiter,
+            request.scope.setdefault("state", {}),
+        )
+
+    return dependency
+
+
+async def _cross_company_work(request: Request) -> CrossCompanyWork:
+    return CrossCompanyWork(request.app.state.sessionmaker)
+
+
+ReadAccess = Annotated[ClientWork, Depends(_client_work("read"))]
+WriteAccess = Annotated[ClientWork, Depends(_client_work("write"))]
+AcrossCompanies = Annotated[CrossCompanyWork, Depends(_cross_company_work)]
+
+
+class JsonAnswer:
+    """Validates an endpoint's return value against its response model and renders the bytes."""
+
+    def __init__(self, response_model: Any, status_code: int | None, by_alias: bool) -> None:
+        self.adapter: TypeAdapter[Any] | None = (
+            TypeAdapter(response_model) if response_model not in (None, inspect.Parameter.empty) else None
+        )
+        self.status_code = status_code or 200
+        self.by_alias = by_alias
+
+    def __call__(self, result: Any) -> Response:
+        if isinstance(result, Response):
+            return result
+        if self.adapter is None:
+            raise TypeError("an endpoint without a response_model must return a Response")
+        body = self.adapter.dump_json(self.adapter.validate_python(result), by_alias=self.by_alias)
+        return Response(body, status_code=self.status_code, media_type="application/json")
+
+
+class UnitOfWorkRoute(APIRoute):
+    """Runs a sync endpoint, its rendering and its commit in one worker thread (see the module)."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        if not inspect.iscoroutinefunction(endpoint):
+            answer = JsonAnswer(
+                kwargs.get("response_model"),
+                kwargs.get("status_code"),
+                kwargs.get("response_model_by_alias", True),
+            )
+            endpoint = _in_one_unit_of_work(endpoint, answer)
+        super().__init__(path, endpoint, **kwargs)
+
+
+def _in_one_unit_of_work(endpoint: Callable[..., Any], answer: JsonAnswer) -> Callable[..., Response]:
+    @functools.wraps(endpoint)  # FastAPI reads the signature through __wrapped__
+    def handler(*args: Any, **kwargs: Any) -> Response:
+        work = next((value for value in kwargs.values() if isinstance(value, UnitOfWork)), None)
+        if work is None:
+            return render(answer, endpoint(*args, **kwargs))
+        try:
+            work.open()
+            response = render(answer, endpoint(*args, **kwargs))
+            work.commit()
+            return response
+        finally:
+            work.close()
+
+    return handler
+
+
+def render(answer: JsonAnswer, result: Any) -> Response:
+    """The answer's bytes; a failure here rolls the request back like any other."""
+    return answer(result)
