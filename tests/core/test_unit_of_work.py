@@ -97,7 +97,7 @@ def two_companies(companies: CompanyFactory, engine: Engine) -> tuple[uuid.UUID,
 def test_a_bound_session_reads_and_changes_only_its_company(
     engine: Engine, two_companies: tuple[uuid.UUID, uuid.UUID]
 ) -> None:
-    first, second = two_companies
+    first, _ = two_companies
     with _tenant_session(engine, first) as session:
         assert {e.company_id for e in session.scalars(select(Employee))} == {first}
         assert session.scalar(select(func.count()).select_from(Employee)) == 1
