@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 
+from anyio import to_thread
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
@@ -42,6 +43,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # One worker thread per pooled connection: a request waits for a thread in the event
+        # loop, cheaply, instead of holding a thread while it waits for a connection.
+        to_thread.current_default_thread_limiter().total_tokens = (
+            settings.db_pool_size + settings.db_pool_max_overflow
+        )
         yield
         engine.dispose()
 

@@ -83,16 +83,32 @@ def db_upgrade() -> None:
     typer.echo("database is up to date")
 
 
+def _setting_error(error: Any) -> str:
+    message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+    name = "_".join(str(part) for part in error.get("loc", ()))
+    return f"OUTFITTER_{name.upper()}: {message}" if name else message
+
+
 @app.command("serve")
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port")] = 8000,
-    workers: Annotated[int, typer.Option(min=1, help="Worker processes")] = 1,
+    workers: Annotated[int, typer.Option(help="Worker processes")] = 1,
 ) -> None:
-    """Serve the HTTP API."""
-    import uvicorn
+    """Serve the HTTP API (uvicorn; TCP_NODELAY on every connection, workers end with this process)."""
+    from pydantic import ValidationError
 
-    uvicorn.run("outfitter.asgi:app", host=host, port=port, workers=workers, proxy_headers=True)
+    from outfitter.server import ServeError
+    from outfitter.server import serve as run_server
+
+    try:
+        get_settings()  # a bad OUTFITTER_* setting is one line here, not a traceback in every worker
+    except ValidationError as exc:
+        fail("invalid configuration: " + "; ".join(_setting_error(error) for error in exc.errors()))
+    try:
+        run_server(host, port, workers)
+    except ServeError as exc:
+        fail(str(exc))
 
 
 @company_app.command("create")

@@ -21,10 +21,11 @@ class Settings(BaseSettings):
     redis_url: str | None = None
     rate_limit: str = "120/minute"
     max_body_bytes: int = 1024 * 1024
-    # Connections each server process may hold. PostgreSQL's default max_connections is 100:
-    # keep workers x (pool_size + pool_max_overflow) + workers of `outfitter worker` below it.
-    db_pool_size: int = Field(default=5, ge=1, le=100)
-    db_pool_max_overflow: int = Field(default=5, ge=0, le=100)
+    # Connections each server process may hold, and so the requests it runs at once (the worker
+    # threads are as many). PostgreSQL's default max_connections is 100: keep
+    # server processes x (pool_size + pool_max_overflow), plus CLI commands, below it.
+    db_pool_size: int = Field(default=10, ge=1, le=100)
+    db_pool_max_overflow: int = Field(default=0, ge=0, le=100)
     # Seconds a request waits for a free connection before it is answered 503.
     db_pool_timeout: float = Field(default=5.0, gt=0, le=60)
 

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from outfitter.core.errors import DomainError, error_body
+
+logger = logging.getLogger("outfitter")
+
+# 503 for a database that cannot be reached and for a pool with no free connection: both pass, so
+# the client is told to come back. Retry-After is in seconds.
+RETRY_AFTER_SECONDS = 2
+DATABASE_UNAVAILABLE = "The database is unavailable right now; retry in a few seconds."
+POOL_EXHAUSTED = "Every database connection is busy right now; retry in a few seconds."
 
 _STATUS_MESSAGES = {
     404: "No such endpoint. The API lives under /api/v2; see /api/v2/docs.",
@@ -61,7 +71,43 @@ async def handle_http_error(request: Request, exc: StarletteHTTPException) -> JS
     return JSONResponse(error_body(message), status_code=exc.status_code, headers=exc.headers)
 
 
+def _unavailable(request: Request, exc: Exception, message: str) -> JSONResponse:
+    # One warning line per request: the class and the first line of the driver's message, never
+    # the SQL, its parameters or a stack trace (an outage would otherwise flood the log).
+    detail = (str(exc).splitlines() or [""])[0][:300]
+    request_id = getattr(request.state, "request_id", "-")
+    logger.warning(
+        "answered 503 to %s %s (request %s): %s: %s",
+        request.method,
+        request.url.path,
+        request_id,
+        type(exc).__name__,
+        detail,
+    )
+    return JSONResponse(
+        error_body(message), status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)}
+    )
+
+
+async def handle_pool_timeout(request: Request, exc: sa_exc.TimeoutError) -> JSONResponse:
+    """QueuePool found no free connection within OUTFITTER_DB_POOL_TIMEOUT."""
+    return _unavailable(request, exc, POOL_EXHAUSTED)
+
+
+async def handle_database_unreachable(request: Request, exc: sa_exc.DBAPIError) -> JSONResponse:
+    """OperationalError and InterfaceError (connection refused or lost, server shutting down,
+    SQLite's file missing or locked), and any DBAPIError for which SQLAlchemy invalidated the
+    connection (the backend was killed). Every other database error (IntegrityError,
+    ProgrammingError, DataError...) is a bug or a conflict, not an outage: it goes on to the 500."""
+    if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError) or exc.connection_invalidated:
+        return _unavailable(request, exc, DATABASE_UNAVAILABLE)
+    raise exc
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, handle_validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(DomainError, handle_domain_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, handle_http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(sa_exc.TimeoutError, handle_pool_timeout)  # type: ignore[arg-type]
+    for database_error in (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.DBAPIError):
+        app.add_exception_handler(database_error, handle_database_unreachable)  # type: ignore[arg-type]

@@ -13,7 +13,9 @@ T = TypeVar("T")
 
 def format_timestamp(value: datetime) -> str:
     """ISO 8601 UTC with microseconds, the form the interface shows: 2024-05-01T09:30:00.000000Z."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if value.utcoffset():
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 Timestamp = Annotated[datetime, PlainSerializer(format_timestamp, return_type=str)]

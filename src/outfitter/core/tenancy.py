@@ -13,9 +13,10 @@ there is no filter to remember.
 from __future__ import annotations
 
 import uuid
+import weakref
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
-from sqlalchemy import ForeignKey, Select, event, select
+from sqlalchemy import Executable, ForeignKey, Select, bindparam, event, select
 from sqlalchemy.orm import (
     Mapped,
     ORMExecuteState,
@@ -68,14 +69,20 @@ def company_of(session: Session) -> uuid.UUID:
     return tenant
 
 
+_touches_company_data: weakref.WeakKeyDictionary[Executable, bool] = weakref.WeakKeyDictionary()
+
+
 def _company_owned(state: ORMExecuteState) -> bool:
     """Whether the statement reads or writes a company-owned table anywhere, subqueries included."""
-    if any(issubclass(mapper.class_, CompanyOwned) for mapper in state.all_mappers):
-        return True
-    owned = {model.__table__ for model in _subclasses(CompanyOwned) if hasattr(model, "__table__")}
     statement = state.statement
-    assert isinstance(statement, ClauseElement)
-    return any(table in owned for table in find_tables(statement, include_crud=True))
+    known = _touches_company_data.get(statement)
+    if known is None:
+        assert isinstance(statement, ClauseElement)
+        owned = {model.__table__ for model in _subclasses(CompanyOwned) if hasattr(model, "__table__")}
+        known = _touches_company_data[statement] = any(
+            issubclass(mapper.class_, CompanyOwned) for mapper in state.all_mappers
+        ) or any(table in owned for table in find_tables(statement, include_crud=True))
+    return known
 
 
 def _subclasses(cls: type) -> list[type]:
@@ -86,25 +93,49 @@ def _subclasses(cls: type) -> list[type]:
     return found
 
 
+# One criteria option for every statement and every company: the company is a bound parameter,
+# so a statement built once (a module constant) and scoped once is compiled once, whoever asks.
+_TENANT_PARAMETER: Final = "tenant_company_id"
+_TENANT_CRITERIA: Final = with_loader_criteria(
+    # The name is written out: the lambda may name no variable, or SQLAlchemy would track it.
+    CompanyOwned,
+    lambda cls: cls.company_id == bindparam("tenant_company_id"),
+    include_aliases=True,
+)
+_scoped_statements: weakref.WeakKeyDictionary[Executable, Executable] = weakref.WeakKeyDictionary()
+
+
+def _scoped(statement: Executable) -> Executable:
+    scoped = _scoped_statements.get(statement)
+    if scoped is None:
+        scoped = _scoped_statements[statement] = statement.options(_TENANT_CRITERIA)
+    return scoped
+
+
 @event.listens_for(TenantSession, "do_orm_execute")
 def _scope_to_company(state: ORMExecuteState) -> None:
     if not (state.is_select or state.is_update or state.is_delete):
         return
-    if state.is_column_load or state.is_relationship_load:
-        return  # the criteria of the statement that started the load propagate to it
     tenant = state.session.info.get(_TENANT)
     if tenant == _ACROSS_COMPANIES:
         return
     if isinstance(tenant, uuid.UUID):
-        state.statement = state.statement.options(
-            with_loader_criteria(CompanyOwned, lambda cls: cls.company_id == tenant, include_aliases=True)
-        )
+        if not (state.is_column_load or state.is_relationship_load):
+            state.statement = _scoped(state.statement)
+        # Relationship and column loads carry the criteria of the statement that started them.
+        state.parameters = _with_tenant(state.parameters, tenant)
         return
     if _company_owned(state):
         raise TenantScopeError(
             "company-owned records queried through a session bound to no company: "
             "use the request's session, or declare across_companies(session)"
         )
+
+
+def _with_tenant(parameters: Any, tenant: uuid.UUID) -> Any:
+    if isinstance(parameters, list):
+        return [{**each, _TENANT_PARAMETER: tenant} for each in parameters]
+    return {**(parameters or {}), _TENANT_PARAMETER: tenant}
 
 
 @event.listens_for(TenantSession, "before_flush")

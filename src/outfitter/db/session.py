@@ -32,9 +32,9 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    kwargs.setdefault("pool_size", 5)
-    kwargs.setdefault("max_overflow", 5)
-    return create_engine(database_url, pool_pre_ping=True, **kwargs)
+    # No pre-ping: it costs a round trip per request. A connection that died since its last use
+    # fails that one request with 503 (core.handlers) and SQLAlchemy then replaces the pool's.
+    return create_engine(database_url, **kwargs)
 
 
 def make_sessionmaker(engine: Engine, session_class: type[Session] = Session) -> sessionmaker[Session]:

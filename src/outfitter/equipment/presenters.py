@@ -1,5 +1,6 @@
-"""Equipment records as the interface shows them, and the computed fields of the single answer
-(score, missing information, readable durations)."""
+"""Equipment records as the interface shows them, built from the rows of the repository's hot reads
+as plain dicts (the route validates and renders them once, against EquipmentListItem/EquipmentOut),
+and the computed fields of the single answer (score, missing information, readable durations)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,9 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from sqlalchemy import Row
+
 from outfitter.equipment.lifecycle import IN_STORAGE
-from outfitter.equipment.models import Equipment, EquipmentHistory
-from outfitter.equipment.schemas import (
-    AssigneeBrief,
-    AssigneeOut,
-    CurrencyOut,
-    EquipmentListItem,
-    EquipmentOut,
-    HistoryBrief,
-    HistoryOut,
-    SpecsOut,
-)
 
 # The fields whose share makes the score, in the order missing_information lists them.
 SCORED_FIELDS = (
@@ -40,39 +32,47 @@ UNKNOWN_USAGE = "Unknown"
 CENT = Decimal("0.01")
 
 
-def _base_fields(equipment: Equipment) -> dict[str, Any]:
-    specs = equipment.specs or {}
-    country = equipment.country
-    currency = equipment.currency
+def _base_fields(row: Row[Any]) -> dict[str, Any]:
+    specs = row.specs or {}
     return {
-        "id": equipment.id,
-        "title": equipment.title,
-        "year": equipment.year,
-        "make": equipment.make,
-        "model": equipment.model,
-        "state": equipment.state,
-        "source": equipment.source,
-        "purchase_date": equipment.purchase_date,
-        "purchase_price": _price(equipment.purchase_price),
-        "type": equipment.type,
-        "hash_code": equipment.hash_code,
-        "asset_order_id": equipment.asset_order_id,
-        "catalog": equipment.catalog,
-        "currency": CurrencyOut.model_validate(currency) if currency else None,
-        "image_url": equipment.image_url,
-        "serial_number": equipment.serial_number,
-        "other_details": json.dumps(list(equipment.other_details or [])),
-        "specs": SpecsOut(
-            memory=_text(specs.get("memory")),
-            storage=_text(specs.get("storage")),
-            color=_text(specs.get("color")),
-        ),
-        "description": equipment.description or "",
-        "status": equipment.status,
-        "country": country.name if country else None,
-        "country_code": country.code if country else None,
-        "created_at": equipment.created_at,
-        "updated_at": equipment.updated_at,
+        "id": row.id,
+        "title": row.title,
+        "year": row.year,
+        "make": row.make,
+        "model": row.model,
+        "state": row.state,
+        "source": row.source,
+        "purchase_date": row.purchase_date,
+        "purchase_price": _price(row.purchase_price),
+        "type": row.type,
+        "hash_code": row.hash_code,
+        "asset_order_id": row.asset_order_id,
+        "catalog": row.catalog,
+        "currency": None
+        if row.currency_id is None
+        else {
+            "id": row.currency_id,
+            "name": row.currency_name,
+            "code": row.currency_code,
+            "symbol": row.currency_symbol,
+            "status": row.currency_status,
+            "created_at": row.currency_created_at,
+            "updated_at": row.currency_updated_at,
+        },
+        "image_url": row.image_url,
+        "serial_number": row.serial_number,
+        "other_details": json.dumps(list(row.other_details or [])),
+        "specs": {
+            "memory": _text(specs.get("memory")),
+            "storage": _text(specs.get("storage")),
+            "color": _text(specs.get("color")),
+        },
+        "description": row.description or "",
+        "status": row.status,
+        "country": row.country_name,
+        "country_code": row.country_code,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
     }
 
 
@@ -88,95 +88,94 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _history_assignee(entry: EquipmentHistory) -> AssigneeBrief | None:
+def _history_assignee(entry: Row[Any]) -> dict[str, Any] | None:
     if entry.assignee_id is None:
         return None
-    return AssigneeBrief(id=entry.assignee_id, name=entry.assignee_name or "")
+    return {"id": entry.assignee_id, "name": entry.assignee_name or ""}
 
 
-def to_list_item(equipment: Equipment) -> EquipmentListItem:
-    assignee = equipment.assignee
-    return EquipmentListItem(
-        **_base_fields(equipment),
-        assignee=AssigneeBrief(id=assignee.id, name=assignee.full_name) if assignee else None,
-        history=[
-            HistoryBrief(
-                id=entry.id,
-                event_type=entry.event_type,
-                event_date=entry.event_date,
-                assignee=_history_assignee(entry),
-            )
-            for entry in equipment.history
-        ],
+def list_item(row: Row[Any], history: list[Row[Any]]) -> dict[str, Any]:
+    """A list record (EquipmentListItem's fields), from a row of EquipmentRepository.page."""
+    item = _base_fields(row)
+    item["assignee"] = (
+        None
+        if row.assignee_id is None
+        else {"id": row.assignee_id, "name": f"{row.assignee_first_name} {row.assignee_last_name}"}
     )
+    item["history"] = [
+        {
+            "id": entry.id,
+            "event_type": entry.event_type,
+            "event_date": entry.event_date,
+            "assignee": _history_assignee(entry),
+        }
+        for entry in history
+    ]
+    return item
 
 
-def to_detail(equipment: Equipment, department: str | None, now: datetime | None = None) -> EquipmentOut:
-    """The single-record answer; `department` is the assignee's first active department."""
+def detail(row: Row[Any], history: list[Row[Any]], now: datetime | None = None) -> dict[str, Any]:
+    """The single-record answer (EquipmentOut's fields), from EquipmentRepository.detail."""
     now = now or datetime.now(UTC)
-    missing = missing_information(equipment)
-    assignee = equipment.assignee
-    return EquipmentOut(
-        **_base_fields(equipment),
-        assignee=(
-            AssigneeOut(
-                id=assignee.id,
-                name=assignee.full_name,
-                email=assignee.email,
-                job_title=assignee.job_title,
-                department=department,
-                level=assignee.level,
-                country=assignee.country.name,
-                country_code=assignee.country.code,
-                address=assignee.address,
-                employment_type=assignee.employment_type,
-                phone=assignee.phone,
-            )
-            if assignee
-            else None
-        ),
-        history=[
-            HistoryOut(
-                id=entry.id,
-                event_type=entry.event_type,
-                event_date=entry.event_date,
-                assignee=_history_assignee(entry),
-                equipment=equipment.title,
-                actor=entry.actor,
-                payload=entry.payload,
-            )
-            for entry in equipment.history
-        ],
-        device_setup=equipment.device_setup,
-        score=score(missing),
-        missing_information=missing,
-        has_missing_information=bool(missing),
-        insurance_expiring_in=insurance_expiring_in(equipment, now),
-        usage_duration=(
-            readable_between(equipment.purchase_date, now) if equipment.purchase_date else UNKNOWN_USAGE
-        ),
-        storage_duration=(
-            readable_between(equipment.status_changed_at, now) if equipment.status == IN_STORAGE else None
-        ),
-        documents=list(equipment.documents or []),
+    missing = missing_information(row)
+    item = _base_fields(row)
+    item["assignee"] = (
+        None
+        if row.assignee_id is None
+        else {
+            "id": row.assignee_id,
+            "name": f"{row.assignee_first_name} {row.assignee_last_name}",
+            "email": row.assignee_email,
+            "job_title": row.assignee_job_title,
+            "department": row.assignee_department,
+            "level": row.assignee_level,
+            "country": row.assignee_country,
+            "country_code": row.assignee_country_code,
+            "address": row.assignee_address,
+            "employment_type": row.assignee_employment_type,
+            "phone": row.assignee_phone,
+        }
     )
+    item["history"] = [
+        {
+            "id": entry.id,
+            "event_type": entry.event_type,
+            "event_date": entry.event_date,
+            "assignee": _history_assignee(entry),
+            "equipment": row.title,
+            "actor": entry.actor,
+            "payload": entry.payload,
+        }
+        for entry in history
+    ]
+    item["device_setup"] = row.device_setup
+    item["score"] = score(missing)
+    item["missing_information"] = missing
+    item["has_missing_information"] = bool(missing)
+    item["insurance_expiring_in"] = insurance_expiring_in(row.insurance_expires_at, now)
+    item["usage_duration"] = readable_between(row.purchase_date, now) if row.purchase_date else UNKNOWN_USAGE
+    item["storage_duration"] = (
+        readable_between(row.status_changed_at, now) if row.status == IN_STORAGE else None
+    )
+    item["documents"] = list(row.documents or [])
+    return item
 
 
-def missing_information(equipment: Equipment) -> list[str]:
-    specs = equipment.specs or {}
+def missing_information(row: Row[Any]) -> list[str]:
+    specs = row.specs or {}
     values: dict[str, object] = {
-        "serial_number": equipment.serial_number,
-        "purchase_date": equipment.purchase_date,
-        "purchase_price": _price(equipment.purchase_price),
-        "make": equipment.make,
-        "model": equipment.model,
-        "year": equipment.year,
-        "type": equipment.type,
-        "state": equipment.state,
-        "image_url": equipment.image_url,
+        "serial_number": row.serial_number,
+        "purchase_date": row.purchase_date,
+        "purchase_price": _price(row.purchase_price),
+        "make": row.make,
+        "model": row.model,
+        "year": row.year,
+        "type": row.type,
+        "state": row.state,
+        "image_url": row.image_url,
         "specs.memory": specs.get("memory"),
         "specs.storage": specs.get("storage"),
-        "country": equipment.country_id,
+        "country": row.country_id,
     }
     return [name for name in SCORED_FIELDS if values[name] is None or values[name] == ""]
 
@@ -186,8 +185,7 @@ def score(missing: list[str]) -> int:
     return round(100 * filled / len(SCORED_FIELDS))
 
 
-def insurance_expiring_in(equipment: Equipment, now: datetime) -> str | None:
-    expires = equipment.insurance_expires_at
+def insurance_expiring_in(expires: datetime | None, now: datetime) -> str | None:
     if expires is None:
         return None
     if expires <= now:

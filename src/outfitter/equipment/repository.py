@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
-from sqlalchemy.orm import joinedload, selectinload
-from sqlalchemy.orm.interfaces import ORMOption
+from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, bindparam, func, select
+from sqlalchemy.orm import aliased
 
+from outfitter.catalog.models import Country, Currency
+from outfitter.core.errors import NotFound
 from outfitter.core.pagination import PageParams, PageResult
-from outfitter.core.tenancy import CompanyRepository
+from outfitter.core.tenancy import CompanyRepository, parse_uuid
 from outfitter.equipment.lifecycle import ARCHIVED
-from outfitter.equipment.models import Equipment
+from outfitter.equipment.models import Equipment, EquipmentHistory
 from outfitter.people.models import MEMBERSHIP_ACTIVE, Department, Employee, UserDepartment
 
 LAPTOP_TYPES = ("Laptop/Workstation", "Laptop", "Workstation")
@@ -28,6 +30,17 @@ class EquipmentFilters:
     storage_key: str | None = None
     country_id: uuid.UUID | None = None
     serial_numbers: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def unfiltered(self) -> bool:
+        return not (
+            self.status
+            or self.type
+            or self.memory_key
+            or self.storage_key
+            or self.country_id
+            or self.serial_numbers
+        )
 
     def conditions(self) -> list[ColumnElement[bool]]:
         conditions: list[ColumnElement[bool]] = [
@@ -48,64 +61,169 @@ class EquipmentFilters:
         return conditions
 
 
-def list_loaders() -> tuple[ORMOption, ...]:
-    """What a list record shows, in a fixed number of statements: joins plus one history query."""
+# The hot reads select rows, not ORM objects: the answer's columns, joined, labelled as the
+# presenters read them. Still ORM-enabled statements, so the session scopes them to the company.
+_assignee_country = aliased(Country)
+_BASE_COLUMNS = (
+    Equipment.id,
+    Equipment.title,
+    Equipment.year,
+    Equipment.make,
+    Equipment.model,
+    Equipment.state,
+    Equipment.source,
+    Equipment.purchase_date,
+    Equipment.purchase_price,
+    Equipment.type,
+    Equipment.hash_code,
+    Equipment.asset_order_id,
+    Equipment.catalog,
+    Equipment.image_url,
+    Equipment.serial_number,
+    Equipment.other_details,
+    Equipment.specs,
+    Equipment.description,
+    Equipment.status,
+    Equipment.country_id,
+    Equipment.created_at,
+    Equipment.updated_at,
+    Currency.id.label("currency_id"),
+    Currency.name.label("currency_name"),
+    Currency.code.label("currency_code"),
+    Currency.symbol.label("currency_symbol"),
+    Currency.status.label("currency_status"),
+    Currency.created_at.label("currency_created_at"),
+    Currency.updated_at.label("currency_updated_at"),
+    Country.name.label("country_name"),
+    Country.code.label("country_code"),
+    Employee.id.label("assignee_id"),
+    Employee.first_name.label("assignee_first_name"),
+    Employee.last_name.label("assignee_last_name"),
+)
+_DETAIL_COLUMNS = (
+    Equipment.device_setup,
+    Equipment.documents,
+    Equipment.insurance_expires_at,
+    Equipment.status_changed_at,
+    Employee.email.label("assignee_email"),
+    Employee.job_title.label("assignee_job_title"),
+    Employee.level.label("assignee_level"),
+    Employee.address.label("assignee_address"),
+    Employee.employment_type.label("assignee_employment_type"),
+    Employee.phone.label("assignee_phone"),
+    _assignee_country.name.label("assignee_country"),
+    _assignee_country.code.label("assignee_country_code"),
+)
+
+
+def _with_references(statement: Select[Any]) -> Select[Any]:
     return (
-        joinedload(Equipment.assignee),
-        joinedload(Equipment.currency),
-        joinedload(Equipment.country),
-        selectinload(Equipment.history),
+        statement.outerjoin(Currency, Currency.id == Equipment.currency_id)
+        .outerjoin(Country, Country.id == Equipment.country_id)
+        .outerjoin(Employee, Employee.id == Equipment.assignee_id)
     )
 
 
-def detail_loaders() -> tuple[ORMOption, ...]:
+def _first_department_name() -> ScalarSelect[str]:
+    """The assignee's first active department, as a column of the detail row."""
     return (
-        joinedload(Equipment.assignee).joinedload(Employee.country),
-        joinedload(Equipment.currency),
-        joinedload(Equipment.country),
-        selectinload(Equipment.history),
+        select(Department.name)
+        .join(UserDepartment, UserDepartment.department_id == Department.id)
+        .where(
+            UserDepartment.user_id == Equipment.assignee_id,
+            UserDepartment.status == MEMBERSHIP_ACTIVE,
+            UserDepartment.deleted_at.is_(None),
+            Department.deleted_at.is_(None),
+        )
+        .order_by(UserDepartment.created_at, UserDepartment.id)
+        .limit(1)
+        .correlate(Equipment)
+        .scalar_subquery()
     )
+
+
+# Built once: a constant statement keeps its compiled form and cache key between requests.
+_DETAIL = (
+    _with_references(
+        select(*_BASE_COLUMNS, *_DETAIL_COLUMNS, _first_department_name().label("assignee_department"))
+    )
+    .outerjoin(_assignee_country, _assignee_country.id == Employee.country_id)
+    .where(Equipment.id == bindparam("equipment_id"))
+)
+_HISTORY_COLUMNS = (
+    EquipmentHistory.equipment_id,
+    EquipmentHistory.id,
+    EquipmentHistory.event_type,
+    EquipmentHistory.event_date,
+    EquipmentHistory.assignee_id,
+    EquipmentHistory.assignee_name,
+)
+
+
+def _history(*columns: Any) -> Select[Any]:
+    return (
+        select(*_HISTORY_COLUMNS, *columns)
+        .where(EquipmentHistory.equipment_id.in_(bindparam("equipment_ids", expanding=True)))
+        .order_by(EquipmentHistory.equipment_id, EquipmentHistory.event_date, EquipmentHistory.seq)
+    )
+
+
+_BRIEF_HISTORY = _history()
+_FULL_HISTORY = _history(EquipmentHistory.actor, EquipmentHistory.payload)
 
 
 class EquipmentRepository(CompanyRepository[Equipment]):
     model = Equipment
     label = "Equipment"
 
-    def page(self, filters: EquipmentFilters, params: PageParams) -> PageResult[Equipment]:
-        """One page, newest first, with its exact total: a count, the page's ids, the rows, their history.
+    def page(self, filters: EquipmentFilters, params: PageParams) -> PageResult[Row[Any]]:
+        """One page, newest first, with its exact total: a count, the page's rows, their history.
 
-        The count and the ids read only index columns. Pages in the back half are read from the
+        Unfiltered, the count is the company's rows minus its Archived ones: two index-only counts
+        cheaper than one that must look at every status. Pages in the back half are read from the
         other end of the index (ascending, a short offset), so the last page costs what the first does.
         """
         conditions = filters.conditions()
-        total = self.session.scalar(select(func.count()).select_from(Equipment).where(*conditions)) or 0
+        if filters.unfiltered:
+            everything = select(func.count()).select_from(Equipment).scalar_subquery()
+            archived = (
+                select(func.count()).select_from(Equipment).where(Equipment.status == ARCHIVED)
+            ).scalar_subquery()
+            total = self.session.scalar(select(everything - archived)) or 0
+        else:
+            total = self.session.scalar(select(func.count()).select_from(Equipment).where(*conditions)) or 0
         start = params.offset
         end = min(start + params.per_page, total)
         if start >= end:
             return PageResult(items=[], total=total, params=params)
-        ids_statement = select(Equipment.id).where(*conditions)
+        page_ids = select(Equipment.id, Equipment.created_at).where(*conditions)
         if start > total - end:
-            ids_statement = ids_statement.order_by(Equipment.created_at.asc(), Equipment.id.asc())
-            ids = list(self.session.scalars(ids_statement.offset(total - end).limit(end - start)))[::-1]
+            order, offset = (Equipment.created_at.asc(), Equipment.id.asc()), total - end
         else:
-            ids_statement = ids_statement.order_by(Equipment.created_at.desc(), Equipment.id.desc())
-            ids = list(self.session.scalars(ids_statement.offset(start).limit(end - start)))
-        rows = self.session.scalars(self.scoped(*list_loaders()).where(Equipment.id.in_(ids))).unique()
-        by_id = {row.id: row for row in rows}
-        return PageResult(items=[by_id[i] for i in ids if i in by_id], total=total, params=params)
-
-    def detail(self, equipment_id: uuid.UUID | str, *, for_update: bool = False) -> Equipment:
-        """One device with what the single-record answer shows (404 for unknown or another company's)."""
-        equipment = self.get(equipment_id, for_update=for_update)
-        return self.reload(equipment.id)
-
-    def reload(self, equipment_id: uuid.UUID) -> Equipment:
-        statement = (
-            self.scoped(*detail_loaders())
-            .where(Equipment.id == equipment_id)
-            .execution_options(populate_existing=True)
+            order, offset = (Equipment.created_at.desc(), Equipment.id.desc()), start
+        page = page_ids.order_by(*order).offset(offset).limit(end - start).subquery()
+        statement = _with_references(select(*_BASE_COLUMNS).join(page, page.c.id == Equipment.id)).order_by(
+            page.c.created_at.desc(), page.c.id.desc()
         )
-        return self.session.scalars(statement).unique().one()
+        return PageResult(items=list(self.session.execute(statement)), total=total, params=params)
+
+    def detail(self, equipment_id: uuid.UUID | str) -> Row[Any]:
+        """One device's row with everything the single-record answer shows: 404 for an unknown id
+        or another company's. Also reads what this request has just flushed."""
+        parsed = parse_uuid(equipment_id)
+        row = self.session.execute(_DETAIL, {"equipment_id": parsed}).one_or_none() if parsed else None
+        if row is None:
+            raise NotFound.record(self.label)
+        return row
+
+    def history(self, equipment_ids: list[uuid.UUID], *, full: bool) -> dict[uuid.UUID, list[Row[Any]]]:
+        """Each device's history, oldest first; `full` adds the actor and payload."""
+        entries: dict[uuid.UUID, list[Row[Any]]] = {equipment_id: [] for equipment_id in equipment_ids}
+        if equipment_ids:
+            statement = _FULL_HISTORY if full else _BRIEF_HISTORY
+            for entry in self.session.execute(statement, {"equipment_ids": equipment_ids}):
+                entries[entry.equipment_id].append(entry)
+        return entries
 
     def serial_taken(self, serial_number: str, except_id: uuid.UUID | None = None) -> bool:
         statement = select(Equipment.id).where(Equipment.serial_number == serial_number)
@@ -117,18 +235,3 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         """An employee of this company, or None (unknown or another company's)."""
         statement = select(Employee).where(Employee.id == employee_id)
         return self.session.scalars(statement).one_or_none()
-
-    def first_department_name(self, employee_id: uuid.UUID) -> str | None:
-        statement = (
-            select(Department.name)
-            .join(UserDepartment, UserDepartment.department_id == Department.id)
-            .where(
-                UserDepartment.user_id == employee_id,
-                UserDepartment.status == MEMBERSHIP_ACTIVE,
-                UserDepartment.deleted_at.is_(None),
-                Department.deleted_at.is_(None),
-            )
-            .order_by(UserDepartment.created_at, UserDepartment.id)
-            .limit(1)
-        )
-        return self.session.scalar(statement)

@@ -11,10 +11,8 @@ from outfitter.core.schemas import Envelope, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.equipment import service
 from outfitter.equipment.lifecycle import IN_STORAGE
-from outfitter.equipment.models import Equipment
 from outfitter.equipment.schemas import (
     EquipmentCreate,
-    EquipmentListItem,
     EquipmentOut,
     EquipmentPageEnvelope,
     EquipmentPatch,
@@ -27,7 +25,7 @@ router = APIRouter(prefix="/client", tags=["equipment"], route_class=UnitOfWorkR
 FETCHED = "Equipment fetched successfully."
 
 
-def _page_answer(records: list[EquipmentListItem], page: PageResult[Equipment]) -> dict[str, Any]:
+def _page_answer(records: list[dict[str, Any]], page: PageResult[Any]) -> dict[str, Any]:
     """Counters inside `data` and beside `success`: clients of either shape work."""
     return {**ok(page.body(records), FETCHED), **page.counters()}
 

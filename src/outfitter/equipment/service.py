@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from sqlalchemy import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -13,16 +14,13 @@ from outfitter.catalog.reference import resolve_country, resolve_currency
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.pagination import PageParams, PageResult
-from outfitter.equipment import lifecycle
+from outfitter.equipment import lifecycle, presenters
 from outfitter.equipment.lifecycle import ARCHIVED, ASSIGNED, UNASSIGNED
 from outfitter.equipment.models import Equipment, fold_spec
-from outfitter.equipment.presenters import to_detail, to_list_item
 from outfitter.equipment.repository import EquipmentFilters, EquipmentRepository
 from outfitter.equipment.schemas import (
     EquipmentCreate,
     EquipmentFields,
-    EquipmentListItem,
-    EquipmentOut,
     EquipmentPatch,
 )
 from outfitter.people.models import Employee
@@ -74,17 +72,18 @@ def resolve_filters(
 
 def list_equipment(
     session: Session, filters: EquipmentFilters, params: PageParams
-) -> tuple[list[EquipmentListItem], PageResult[Equipment]]:
-    page = EquipmentRepository(session).page(filters, params)
-    return [to_list_item(equipment) for equipment in page.items], page
-
-
-def get_equipment(session: Session, equipment_id: str) -> EquipmentOut:
+) -> tuple[list[dict[str, Any]], PageResult[Row[Any]]]:
     repository = EquipmentRepository(session)
-    return _detail(repository, repository.detail(equipment_id))
+    page = repository.page(filters, params)
+    history = repository.history([row.id for row in page.items], full=False)
+    return [presenters.list_item(row, history[row.id]) for row in page.items], page
 
 
-def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> EquipmentOut:
+def get_equipment(session: Session, equipment_id: str) -> dict[str, Any]:
+    return _detail(EquipmentRepository(session), equipment_id)
+
+
+def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> dict[str, Any]:
     """Register a device the company already owns: `equipment_added`, then the move to its status."""
     repository = EquipmentRepository(session)
     fields = body.model_fields_set | {"title"}
@@ -109,12 +108,12 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
     if body.status != UNASSIGNED:
         lifecycle.move(session, equipment, body.status, auth.actor, assignee=assignee)
     session.flush()
-    return _detail(repository, repository.reload(equipment.id))
+    return _detail(repository, equipment.id)
 
 
 def update_equipment(
     session: Session, auth: AuthContext, equipment_id: str, body: EquipmentPatch
-) -> EquipmentOut:
+) -> dict[str, Any]:
     """Edit fields, and move status or assignee through the lifecycle; all checked before any write."""
     repository = EquipmentRepository(session)
     equipment = repository.get(equipment_id, for_update=True)
@@ -134,10 +133,10 @@ def update_equipment(
         lifecycle.move(session, equipment, to_status, auth.actor, assignee=assignee)
     _apply_fields(equipment, body, fields, references)
     _flush(session, serial)
-    return _detail(repository, repository.reload(equipment.id))
+    return _detail(repository, equipment.id)
 
 
-def archive_equipment(session: Session, auth: AuthContext, equipment_id: str) -> EquipmentOut:
+def archive_equipment(session: Session, auth: AuthContext, equipment_id: str) -> dict[str, Any]:
     """DELETE: move to Archived (writing `archived`); an archived device is gone for DELETE (404)."""
     repository = EquipmentRepository(session)
     equipment = repository.get(equipment_id, for_update=True)
@@ -145,7 +144,7 @@ def archive_equipment(session: Session, auth: AuthContext, equipment_id: str) ->
         raise NotFound.record("Equipment")
     lifecycle.move(session, equipment, ARCHIVED, auth.actor)
     session.flush()
-    return _detail(repository, repository.reload(equipment.id))
+    return _detail(repository, equipment.id)
 
 
 def _target_move(
@@ -239,6 +238,6 @@ def _serial_conflict(serial_number: str) -> Conflict:
     return Conflict(f"Equipment with serial number {serial_number!r} already exists in this company.")
 
 
-def _detail(repository: EquipmentRepository, equipment: Equipment) -> EquipmentOut:
-    department = repository.first_department_name(equipment.assignee_id) if equipment.assignee_id else None
-    return to_detail(equipment, department)
+def _detail(repository: EquipmentRepository, equipment_id: uuid.UUID | str) -> dict[str, Any]:
+    row = repository.detail(equipment_id)
+    return presenters.detail(row, repository.history([row.id], full=True)[row.id])

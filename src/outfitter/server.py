@@ -1,0 +1,201 @@
+"""`outfitter serve`: uvicorn, run on a listening socket this module binds, with workers tied to it.
+
+Two things `uvicorn.run` does not do for us:
+
+1. TCP_NODELAY on every connection. With more than one worker uvicorn binds the listening socket
+   itself as `socket.socket(family)`, whose protocol number is 0. Accepted sockets inherit it, and
+   asyncio sets TCP_NODELAY only on sockets whose protocol is IPPROTO_TCP, so every response sat
+   in Nagle's buffer until the client's delayed ACK (~40 ms). `bind_socket` creates the socket as
+   `socket(family, SOCK_STREAM, IPPROTO_TCP)`; every connection accepted from it, in any worker,
+   then gets TCP_NODELAY from asyncio (uvloop sets it on every TCP connection anyway). The same
+   socket serves the single-process path, so both behave alike.
+2. Workers that die with the master: see `die_with_master`.
+
+Bad input (port, worker count, an address that cannot be bound) raises `ServeError`, one line
+that the CLI prints as `error: ...`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib.util
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from uvicorn import Config, Server
+from uvicorn.config import STARTUP_FAILURE
+from uvicorn.supervisors import Multiprocess
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+# The single-process server imports the app object; workers build it through `worker_app`, which
+# first ties the worker to the master (the master's pid travels in MASTER_PID_VARIABLE).
+ASGI_APP = "outfitter.asgi:app"
+WORKER_APP_FACTORY = "outfitter.server:worker_app"
+MASTER_PID_VARIABLE = "OUTFITTER_SERVE_MASTER_PID"
+BACKLOG = 2048
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+WATCHDOG_INTERVAL_SECONDS = 0.5
+
+logger = logging.getLogger("uvicorn.error")
+
+
+class ServeError(Exception):
+    """Why the server cannot start, in one line."""
+
+
+def event_loop() -> str:
+    return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
+
+
+def http_protocol() -> str:
+    return "httptools" if importlib.util.find_spec("httptools") is not None else "h11"
+
+
+def _display(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def bind_socket(host: str, port: int, backlog: int = BACKLOG) -> socket.socket:
+    """A listening TCP socket whose accepted connections get TCP_NODELAY (see the module's doc).
+
+    Listening here, in the master, lets connections queue while the workers start. Uvicorn's
+    choice of family is kept: IPv6 when the host has a colon, IPv4 otherwise ("localhost" is
+    127.0.0.1)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        found = socket.getaddrinfo(
+            host or None, port, family, socket.SOCK_STREAM, socket.IPPROTO_TCP, socket.AI_PASSIVE
+        )
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
+        raise ServeError(f"cannot listen on {_display(host, port)}: {reason}") from None
+    address = found[0][4]
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {_display(host, port)}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)  # the workers receive it
+    return sock
+
+
+def serve(host: str, port: int, workers: int) -> None:
+    """Serve the API until interrupted. Raises ServeError on bad input or a failed start."""
+    if not 1 <= port <= 65535:
+        raise ServeError(f"--port must be between 1 and 65535, got {port}")
+    if workers < 1:
+        raise ServeError(f"--workers must be at least 1, got {workers}")
+    sock = bind_socket(host, port)
+    try:
+        if workers == 1:
+            _serve_one(sock, host, port)
+        else:
+            _serve_workers(sock, host, port, workers)
+    finally:
+        sock.close()
+
+
+def _config(app: str, host: str, port: int, workers: int, factory: bool = False) -> Config:
+    # Access log, log format and proxy headers: uvicorn's defaults, as with `uvicorn.run`.
+    return Config(
+        app,
+        host=host,
+        port=port,
+        workers=workers,
+        factory=factory,
+        loop=event_loop(),
+        http=http_protocol(),
+        proxy_headers=True,
+    )
+
+
+def _log_listening(sock: socket.socket, host: str) -> None:
+    port = sock.getsockname()[1]
+    logger.info("Uvicorn running on http://%s (Press CTRL+C to quit)", _display(host, port))
+
+
+def _serve_one(sock: socket.socket, host: str, port: int) -> None:
+    config = _config(ASGI_APP, host, port, 1)
+    _log_listening(sock, host)
+    server = Server(config)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the SIGINT it shut down for
+        server.run(sockets=[sock])
+    if not server.started:
+        raise ServeError("the server did not start; the log above says why")
+
+
+def _serve_workers(sock: socket.socket, host: str, port: int, workers: int) -> None:
+    config = _config(WORKER_APP_FACTORY, host, port, workers, factory=True)
+    os.environ[MASTER_PID_VARIABLE] = str(os.getpid())  # inherited by the spawned workers
+    _log_listening(sock, host)
+    supervisor = Multiprocess(config, sockets=[sock])
+    supervisor.run()
+    if any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes):
+        raise ServeError("a worker failed to start; the log above says why")
+
+
+def worker_app() -> FastAPI:
+    """The app factory each worker process loads (uvicorn `factory=True`)."""
+    master = os.environ.get(MASTER_PID_VARIABLE)
+    if master and master.isdigit():
+        die_with_master(int(master))
+    from outfitter.app import create_app
+
+    return create_app()
+
+
+def die_with_master(master_pid: int) -> None:
+    """End this worker (SIGTERM: uvicorn's graceful shutdown) when the master process dies.
+
+    When the master is SIGKILLed (OOM killer, `kill -9`, a crashed supervisor) it cannot stop its
+    workers, which would go on serving, and holding database connections, as orphans.
+
+    On Linux we use PR_SET_PDEATHSIG, the robust choice: the kernel itself sends the signal the
+    moment the parent dies, however it died, with no polling delay and without needing a thread of
+    this worker to be scheduled to notice. Its one trap is that "parent" means the parent *thread*:
+    a child forked from a short-lived thread is signalled when that thread ends. Uvicorn's
+    Multiprocess starts and restarts every worker from the master's main thread, which lives as
+    long as the master does, so here it means the master process. The signal is armed only from
+    prctl() on; a master that died before that is caught by comparing getppid() with its pid.
+
+    Where prctl is unavailable (macOS, the BSDs) a watchdog thread polls os.getppid(), which changes
+    when the parent dies and the worker is re-parented: portable, but it notices only at its next
+    poll, and only while the interpreter gets to run the thread.
+    """
+    if not _set_parent_death_signal(signal.SIGTERM):
+        threading.Thread(
+            target=_watch_master, args=(master_pid,), name="outfitter-master-watchdog", daemon=True
+        ).start()
+    if os.getppid() != master_pid:
+        logger.warning("master process %d is gone: worker %d stops", master_pid, os.getpid())
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _set_parent_death_signal(sig: signal.Signals) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols include libc's prctl
+        result: int = libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        return False
+    return result == 0
+
+
+def _watch_master(master_pid: int) -> None:
+    while os.getppid() == master_pid:
+        time.sleep(WATCHDOG_INTERVAL_SECONDS)
+    logger.warning("master process %d is gone: worker %d stops", master_pid, os.getpid())
+    os.kill(os.getpid(), signal.SIGTERM)

@@ -1,0 +1,325 @@
+"""`outfitter serve`: TCP_NODELAY on every accepted connection, workers that end with the master,
+and one-line errors for bad input.
+
+The unit tests serve through uvicorn in this process and read TCP_NODELAY off the server's end
+of a connection. The integration tests run `outfitter serve` (1 and 2 workers) as an operator would,
+on SQLite, and read the workers' side of the connection and their pids from /proc.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from uvicorn import Config, Server
+
+from outfitter.server import ServeError, bind_socket
+
+OUTFITTER = Path(sys.executable).parent / "outfitter"
+LOOPS = ["asyncio"] + (["uvloop"] if importlib.util.find_spec("uvloop") else [])
+HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n"
+
+
+# --- unit: the socket serve() binds gives every accepted connection TCP_NODELAY ---------------
+
+
+async def _tiny_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+def _server_side_nodelay(listener: socket.socket, loop: str) -> int:
+    """Serve `listener` with uvicorn as a worker does (Server.run(sockets=[...])), make one request
+    on a kept-alive connection, and read TCP_NODELAY off the server's end of it."""
+    config = Config(_tiny_app, loop=loop, http="h11", lifespan="off", log_config=None, access_log=False)
+    server = Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.01)
+        with socket.create_connection(listener.getsockname()[:2], timeout=10) as client:
+            client.sendall(HEALTHZ)
+            assert client.recv(4096).startswith(b"HTTP/1.1 200")
+            connections = list(server.server_state.connections)
+            assert len(connections) == 1
+            server_end = connections[0].transport.get_extra_info("socket")
+            return int(server_end.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        listener.close()
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_connections_accepted_from_the_bound_socket_have_tcp_nodelay(loop: str) -> None:
+    listener = bind_socket("127.0.0.1", 0)
+    assert listener.proto == socket.IPPROTO_TCP
+    assert _server_side_nodelay(listener, loop) == 1
+
+
+def test_the_socket_uvicorn_binds_for_workers_lacks_tcp_nodelay_on_asyncio() -> None:
+    """The control: what `uvicorn.run(workers=N)` binds (protocol 0) leaves Nagle on under asyncio.
+    Were this to change upstream, serve() could go back to uvicorn's own socket."""
+    listener = Config(_tiny_app, port=0, log_config=None).bind_socket()
+    assert listener.proto == 0
+    assert _server_side_nodelay(listener, "asyncio") == 0
+
+
+def test_bind_socket_refuses_a_port_in_use_with_one_line() -> None:
+    with closing(bind_socket("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(ServeError, match=r"^cannot listen on 127\.0\.0\.1:\d+: ") as caught:
+            bind_socket("127.0.0.1", port)
+    assert "\n" not in str(caught.value)
+
+
+# --- integration: `outfitter serve --workers 2` ------------------------------------------------
+
+
+def _free_port() -> int:
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def serve_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    directory = tmp_path_factory.mktemp("serve")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OUTFITTER_")}
+    env.update(
+        OUTFITTER_DATABASE_URL=f"sqlite:///{directory / 'x.db'}",
+        OUTFITTER_EMBEDDED_WORKER="false",
+        OUTFITTER_RATE_LIMIT="off",
+    )
+    done = subprocess.run(
+        [str(OUTFITTER), "db", "upgrade"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return env
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+    workers: int
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a process, None when it does not exist."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()  # after "pid (comm) "
+    return fields[0], int(fields[1])
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = _stat(int(entry.name))
+            if stat is not None and stat[1] == pid and stat[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def _worker_pids(master: int) -> list[int]:
+    workers = []
+    for pid in _children(master):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"multiprocessing.spawn" in command:  # not the resource tracker
+            workers.append(pid)
+    return workers
+
+
+def _gone(pid: int) -> bool:
+    stat = _stat(pid)
+    return stat is None or stat[0] in {"Z", "X"}  # a zombie has stopped; only its reaping is left
+
+
+@pytest.fixture
+def served(request: pytest.FixtureRequest, serve_env: dict[str, str], tmp_path: Path) -> Iterator[Served]:
+    """`outfitter serve --workers N` (N = 2 unless parametrized), once it answers /healthz."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc")
+    count = int(getattr(request, "param", 2))
+    port = _free_port()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [str(OUTFITTER), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(count)],
+            env=serve_env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    result = Served(process, port, log, count)
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, f"serve exited {process.returncode}:\n{result.log_text()}"
+            assert time.monotonic() < deadline, f"no answer on /healthz:\n{result.log_text()}"
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    workers = _worker_pids(process.pid)
+                    if len(workers) == (count if count > 1 else 0):
+                        break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        yield result
+    finally:
+        workers = workers or _worker_pids(process.pid)
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for pid in workers:  # only ours, and only if a test left them behind
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _read_response(client: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = client.recv(4096)
+        assert chunk, f"connection closed after {data!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        chunk = client.recv(4096)
+        assert chunk, "connection closed mid-body"
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+def _worker_side_nodelay(served: Served, client: socket.socket) -> int:
+    """TCP_NODELAY of the worker's end of `client`'s connection: find the socket's inode in
+    /proc/net/tcp, the worker fd that holds it, and copy that fd here with pidfd_getfd(2)."""
+    client_port = client.getsockname()[1]
+    inode = None
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local_port, remote_port = (int(address.rsplit(":", 1)[1], 16) for address in fields[1:3])
+        if local_port == served.port and remote_port == client_port:
+            inode = fields[9]
+    assert inode is not None, "the server's end of the connection is not in /proc/net/tcp"
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd_open, pidfd_getfd = 434, 438  # the same number on every architecture
+    # With one worker the process started is the server; with more, its children are.
+    servers = _worker_pids(served.process.pid) if served.workers > 1 else [served.process.pid]
+    for worker in servers:
+        for fd in os.listdir(f"/proc/{worker}/fd"):
+            try:
+                target = os.readlink(f"/proc/{worker}/fd/{fd}")
+            except OSError:
+                continue
+            if target != f"socket:[{inode}]":
+                continue
+            pidfd = libc.syscall(pidfd_open, worker, 0)
+            if pidfd < 0:
+                pytest.skip(f"pidfd_open is not available here: {os.strerror(ctypes.get_errno())}")
+            try:
+                copied = libc.syscall(pidfd_getfd, pidfd, int(fd), 0)
+                if copied < 0:
+                    pytest.skip(f"pidfd_getfd is not available here: {os.strerror(ctypes.get_errno())}")
+            finally:
+                os.close(pidfd)
+            with socket.socket(fileno=copied) as server_end:
+                return int(server_end.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+    raise AssertionError("no worker holds the server's end of the connection")
+
+
+@pytest.mark.parametrize("served", [1, 2], indirect=True, ids=["1-worker", "2-workers"])
+def test_a_kept_alive_connection_gets_both_answers_with_tcp_nodelay(served: Served) -> None:
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as client:
+        for _ in range(2):  # the second request rides the same connection
+            client.sendall(HEALTHZ)
+            response = _read_response(client)
+            assert response.startswith(b"HTTP/1.1 200"), response
+            assert b'"success":true' in response
+        assert _worker_side_nodelay(served, client) == 1
+
+
+def test_workers_end_when_the_master_is_killed(served: Served) -> None:
+    workers = _worker_pids(served.process.pid)
+    assert len(workers) == 2
+    served.process.send_signal(signal.SIGKILL)
+    served.process.wait(10)
+    deadline = time.monotonic() + 10
+    while not all(_gone(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [pid for pid in workers if not _gone(pid)]
+    assert not alive, f"workers {alive} outlived the master:\n{served.log_text()}"
+
+
+# --- bad input: one `error:` line, exit 1, no traceback ---------------------------------------
+
+
+@pytest.fixture
+def port_in_use() -> Iterator[int]:
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield int(taken.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--port", "99999"], "--port must be between 1 and 65535, got 99999"),
+        (["--port", "0"], "--port must be between 1 and 65535"),
+        (["--workers", "0"], "--workers must be at least 1, got 0"),
+        # TEST-NET-1 (RFC 5737): never an address of this machine, so it cannot be bound.
+        (["--host", "192.0.2.1"], "cannot listen on 192.0.2.1:"),
+        (["--port", "IN_USE"], "Address already in use"),
+    ],
+)
+def test_bad_input_is_one_error_line_and_exit_1(
+    args: list[str], message: str, serve_env: dict[str, str], port_in_use: int
+) -> None:
+    args = [str(port_in_use) if arg == "IN_USE" else arg for arg in args]
+    if "--port" not in args:
+        args += ["--port", str(_free_port())]
+    done = subprocess.run(
+        [str(OUTFITTER), "serve", *args], env=serve_env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert message in lines[0]
+    assert "Traceback" not in done.stderr + done.stdout

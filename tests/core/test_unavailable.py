@@ -1,0 +1,138 @@
+"""A database that cannot be reached, or a pool with no free connection, answers 503 with
+Retry-After and the error envelope, never a 500; other database errors stay 500."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.pool import QueuePool
+
+from outfitter.app import create_app
+from outfitter.config import Settings
+from outfitter.core.handlers import DATABASE_UNAVAILABLE, POOL_EXHAUSTED
+from tests.factories import CompanyFactory, assert_error
+
+ANY_TOKEN = {"Authorization": "Bearer otf_" + "x" * 43}
+AN_ENDPOINT = "/api/v2/client/assets/categories"  # ReadAccess: the token is looked up first
+
+
+def assert_unavailable(response: httpx.Response, message: str) -> None:
+    body = assert_error(response, 503)
+    assert body == {"success": False, "message": message, "data": None}
+    assert response.headers["Retry-After"] == "2"
+
+
+@pytest.fixture(
+    params=["postgresql://127.0.0.1:1/nothing", "sqlite:////nonexistent-directory/outfitter.db"],
+    ids=["postgresql-nothing-listens", "sqlite-no-such-directory"],
+)
+def unreachable_client(request: pytest.FixtureRequest) -> Iterator[TestClient]:
+    app = create_app(Settings(database_url=request.param, rate_limit="off"))
+    with TestClient(app, base_url="http://testserver") as client:
+        yield client
+
+
+def test_an_unreachable_database_answers_503_with_retry_after(
+    unreachable_client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="outfitter"):
+        response = unreachable_client.get(AN_ENDPOINT, headers=ANY_TOKEN)
+    assert_unavailable(response, DATABASE_UNAVAILABLE)
+    warnings = [record for record in caplog.records if "answered 503" in record.getMessage()]
+    assert len(warnings) == 1
+    assert warnings[0].levelno == logging.WARNING and warnings[0].exc_info is None  # no stack trace
+    assert "OperationalError" in warnings[0].getMessage()
+
+
+def test_readyz_answers_503_with_the_envelope_when_the_database_is_unreachable(
+    unreachable_client: TestClient,
+) -> None:
+    body = assert_error(unreachable_client.get("/readyz"), 503)
+    assert body["data"] is None and body["message"]
+
+
+def test_an_exhausted_pool_answers_503_and_serves_again_once_a_connection_is_free(
+    postgres_only: None, database_url: str, engine: Engine
+) -> None:
+    settings = Settings(
+        database_url=database_url,
+        rate_limit="off",
+        db_pool_size=1,
+        db_pool_max_overflow=0,
+        db_pool_timeout=0.5,
+    )
+    app = create_app(settings)
+    pool = app.state.engine.pool
+    assert isinstance(pool, QueuePool)
+    with TestClient(app, base_url="http://testserver") as client:
+        api = CompanyFactory(engine, client).create("Busy Ltd")
+        assert api.get("/client/assets/categories").status_code == 200
+        with ExitStack() as held:
+            # Every connection the pool will hand out: its size plus its overflow.
+            for _ in range(pool.size() + pool._max_overflow):
+                held.enter_context(app.state.engine.connect()).execute(text("SELECT 1"))
+            assert_unavailable(api.get("/client/assets/categories"), POOL_EXHAUSTED)
+        assert api.get("/client/assets/categories").status_code == 200
+    app.state.engine.dispose()
+
+
+# --- which database errors are an outage: the handlers through the whole middleware stack -------
+
+
+def _orig() -> Exception:
+    return Exception("the driver's message\nand a second line")
+
+
+RAISED = {
+    "pool-timeout": sa_exc.TimeoutError("QueuePool limit of size 1 overflow 0 reached"),
+    "operational": sa_exc.OperationalError("SELECT 1", {}, _orig()),
+    "interface": sa_exc.InterfaceError("SELECT 1", {}, _orig()),
+    "invalidated": sa_exc.DBAPIError("SELECT 1", {}, _orig(), connection_invalidated=True),
+    "dbapi": sa_exc.DBAPIError("SELECT 1", {}, _orig()),
+    "integrity": sa_exc.IntegrityError("INSERT ...", {}, _orig()),
+    "programming": sa_exc.ProgrammingError("SELECT nonsense", {}, _orig()),
+}
+
+
+@pytest.fixture(scope="module")
+def raising_app(tmp_path_factory: pytest.TempPathFactory) -> FastAPI:
+    path = Path(tmp_path_factory.mktemp("raising")) / "unused.db"
+    app = create_app(Settings(database_url=f"sqlite:///{path}", rate_limit="off"))
+
+    def raise_it(kind: str) -> None:
+        raise RAISED[kind]
+
+    app.add_api_route("/raise/{kind}", raise_it)
+    return app
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("pool-timeout", POOL_EXHAUSTED),
+        ("operational", DATABASE_UNAVAILABLE),
+        ("interface", DATABASE_UNAVAILABLE),
+        ("invalidated", DATABASE_UNAVAILABLE),
+    ],
+)
+def test_outages_are_503(raising_app: FastAPI, kind: str, message: str) -> None:
+    with TestClient(raising_app) as client:
+        assert_unavailable(client.get(f"/raise/{kind}"), message)
+
+
+@pytest.mark.parametrize("kind", ["dbapi", "integrity", "programming"])
+def test_other_database_errors_stay_500(raising_app: FastAPI, kind: str) -> None:
+    with TestClient(raising_app, raise_server_exceptions=False) as client:
+        response = client.get(f"/raise/{kind}")
+    body = assert_error(response, 500, "Internal error")
+    assert "Retry-After" not in response.headers
+    assert "SELECT" not in body["message"] and "INSERT" not in body["message"]
