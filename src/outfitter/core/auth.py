@@ -65,7 +65,8 @@ _TOKEN_WITH_COMPANY = (
 def authenticate(session: Session, token: str, scope: str) -> AuthContext:
     """The token's company and rights, or 401 (unknown, revoked, expired) / 403 (scope)."""
     digest = hash_token(token)
-    row = session.execute(_TOKEN_WITH_COMPANY, {"digest": digest}).one_or_none()
+    # Tokens belong to no tenant yet (this finds the tenant): a Core statement, without the ORM.
+    row = session.connection().execute(_TOKEN_WITH_COMPANY, {"digest": digest}).one_or_none()
     # The index finds the row; the comparison that decides is constant-time.
     if row is None or not hmac.compare_digest(row.token_hash, digest):
         raise Unauthorized("Invalid token.")

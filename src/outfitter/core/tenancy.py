@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import uuid
 import weakref
+from collections.abc import Sequence
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
-from sqlalchemy import Executable, ForeignKey, Select, bindparam, event, select
+from sqlalchemy import Executable, ForeignKey, Row, Select, bindparam, event, select
 from sqlalchemy.orm import (
     Mapped,
     ORMExecuteState,
@@ -130,6 +131,16 @@ def _scope_to_company(state: ORMExecuteState) -> None:
             "company-owned records queried through a session bound to no company: "
             "use the request's session, or declare across_companies(session)"
         )
+
+
+def company_rows(session: Session, statement: Select[Any], parameters: dict[str, Any]) -> Sequence[Row[Any]]:
+    """The rows of a column SELECT of a bound session's company, scoped exactly as `session.execute`
+    would scope it, but executed at the cost of Core: no ORM result machinery. For the hot reads,
+    whose statements are module constants (see equipment/repository.py)."""
+    session.flush()  # what the request wrote so far is part of what it reads
+    return (
+        session.connection().execute(_scoped(statement), _with_tenant(parameters, company_of(session))).all()
+    )
 
 
 def _with_tenant(parameters: Any, tenant: uuid.UUID) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,12 +13,13 @@ from sqlalchemy.orm import aliased
 from outfitter.catalog.models import Country, Currency
 from outfitter.core.errors import NotFound
 from outfitter.core.pagination import PageParams, PageResult
-from outfitter.core.tenancy import CompanyRepository, parse_uuid
+from outfitter.core.tenancy import CompanyRepository, company_rows, parse_uuid
 from outfitter.equipment.lifecycle import ARCHIVED
 from outfitter.equipment.models import Equipment, EquipmentHistory
 from outfitter.people.models import MEMBERSHIP_ACTIVE, Department, Employee, UserDepartment
 
-LAPTOP_TYPES = ("Laptop/Workstation", "Laptop", "Workstation")
+LAPTOP_WORKSTATION = "Laptop/Workstation"
+LAPTOP_TYPES = [LAPTOP_WORKSTATION, "Laptop", "Workstation"]  # the filter's value matches all three
 
 
 @dataclass(frozen=True)
@@ -31,34 +33,49 @@ class EquipmentFilters:
     country_id: uuid.UUID | None = None
     serial_numbers: tuple[str, ...] = field(default_factory=tuple)
 
-    @property
-    def unfiltered(self) -> bool:
-        return not (
-            self.status
-            or self.type
-            or self.memory_key
-            or self.storage_key
-            or self.country_id
-            or self.serial_numbers
+    def shape(self) -> tuple[object, ...]:
+        """Which filters are given (not their values): the statements are built once per shape."""
+        laptops = self.type == LAPTOP_WORKSTATION
+        return (
+            self.status is not None,
+            "laptops" if laptops else self.type is not None,
+            self.memory_key is not None,
+            self.storage_key is not None,
+            self.country_id is not None,
+            bool(self.serial_numbers),
         )
 
-    def conditions(self) -> list[ColumnElement[bool]]:
-        conditions: list[ColumnElement[bool]] = [
-            Equipment.status == self.status if self.status else Equipment.status != ARCHIVED
-        ]
-        if self.type == "Laptop/Workstation":
-            conditions.append(Equipment.type.in_(LAPTOP_TYPES))
-        elif self.type:
-            conditions.append(Equipment.type == self.type)
-        if self.memory_key:
-            conditions.append(Equipment.memory_key == self.memory_key)
-        if self.storage_key:
-            conditions.append(Equipment.storage_key == self.storage_key)
-        if self.country_id:
-            conditions.append(Equipment.country_id == self.country_id)
-        if self.serial_numbers:
-            conditions.append(Equipment.serial_number.in_(self.serial_numbers))
-        return conditions
+    def parameters(self) -> dict[str, object]:
+        values: dict[str, object] = {
+            "status": self.status,
+            "type": LAPTOP_TYPES if self.type == LAPTOP_WORKSTATION else self.type,
+            "memory_key": self.memory_key,
+            "storage_key": self.storage_key,
+            "country_id": self.country_id,
+            "serial_numbers": list(self.serial_numbers) or None,
+        }
+        return {name: value for name, value in values.items() if value is not None}
+
+
+@functools.cache
+def _conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
+    status, type_kind, memory, storage, country, serials = shape
+    conditions: list[ColumnElement[bool]] = [
+        Equipment.status == bindparam("status") if status else Equipment.status != ARCHIVED
+    ]
+    if type_kind == "laptops":
+        conditions.append(Equipment.type.in_(bindparam("type", expanding=True)))
+    elif type_kind:
+        conditions.append(Equipment.type == bindparam("type"))
+    if memory:
+        conditions.append(Equipment.memory_key == bindparam("memory_key"))
+    if storage:
+        conditions.append(Equipment.storage_key == bindparam("storage_key"))
+    if country:
+        conditions.append(Equipment.country_id == bindparam("country_id"))
+    if serials:
+        conditions.append(Equipment.serial_number.in_(bindparam("serial_numbers", expanding=True)))
+    return conditions
 
 
 # The hot reads select rows, not ORM objects: the answer's columns, joined, labelled as the
@@ -172,56 +189,73 @@ _BRIEF_HISTORY = _history()
 _FULL_HISTORY = _history(EquipmentHistory.actor, EquipmentHistory.payload)
 
 
+_UNFILTERED_COUNT = select(
+    select(func.count()).select_from(Equipment).scalar_subquery()
+    - select(func.count()).select_from(Equipment).where(Equipment.status == ARCHIVED).scalar_subquery()
+)
+
+
+@functools.cache
+def _count(shape: tuple[object, ...]) -> Select[Any]:
+    return select(func.count()).select_from(Equipment).where(*_conditions(shape))
+
+
+@functools.cache
+def _page(shape: tuple[object, ...], backwards: bool) -> Select[Any]:
+    """The page's ids by the index (newest first, or oldest first for a back-half page), then
+    their rows with what they reference, newest first."""
+    order = (Equipment.created_at, Equipment.id)
+    ids = (
+        select(Equipment.id, Equipment.created_at)
+        .where(*_conditions(shape))
+        .order_by(*(column.asc() if backwards else column.desc() for column in order))
+        .offset(bindparam("offset"))
+        .limit(bindparam("limit"))
+        .subquery()
+    )
+    return _with_references(select(*_BASE_COLUMNS).join(ids, ids.c.id == Equipment.id)).order_by(
+        ids.c.created_at.desc(), ids.c.id.desc()
+    )
+
+
 class EquipmentRepository(CompanyRepository[Equipment]):
     model = Equipment
     label = "Equipment"
 
     def page(self, filters: EquipmentFilters, params: PageParams) -> PageResult[Row[Any]]:
-        """One page, newest first, with its exact total: a count, the page's rows, their history.
+        """One page, newest first, with its exact total: a count, then the page's rows.
 
         Unfiltered, the count is the company's rows minus its Archived ones: two index-only counts
         cheaper than one that must look at every status. Pages in the back half are read from the
         other end of the index (ascending, a short offset), so the last page costs what the first does.
         """
-        conditions = filters.conditions()
-        if filters.unfiltered:
-            everything = select(func.count()).select_from(Equipment).scalar_subquery()
-            archived = (
-                select(func.count()).select_from(Equipment).where(Equipment.status == ARCHIVED)
-            ).scalar_subquery()
-            total = self.session.scalar(select(everything - archived)) or 0
-        else:
-            total = self.session.scalar(select(func.count()).select_from(Equipment).where(*conditions)) or 0
+        shape, values = filters.shape(), filters.parameters()
+        count = _UNFILTERED_COUNT if not values else _count(shape)
+        total = company_rows(self.session, count, values)[0][0] or 0
         start = params.offset
         end = min(start + params.per_page, total)
         if start >= end:
             return PageResult(items=[], total=total, params=params)
-        page_ids = select(Equipment.id, Equipment.created_at).where(*conditions)
-        if start > total - end:
-            order, offset = (Equipment.created_at.asc(), Equipment.id.asc()), total - end
-        else:
-            order, offset = (Equipment.created_at.desc(), Equipment.id.desc()), start
-        page = page_ids.order_by(*order).offset(offset).limit(end - start).subquery()
-        statement = _with_references(select(*_BASE_COLUMNS).join(page, page.c.id == Equipment.id)).order_by(
-            page.c.created_at.desc(), page.c.id.desc()
-        )
-        return PageResult(items=list(self.session.execute(statement)), total=total, params=params)
+        backwards = start > total - end
+        values |= {"offset": total - end if backwards else start, "limit": end - start}
+        rows = company_rows(self.session, _page(shape, backwards), values)
+        return PageResult(items=list(rows), total=total, params=params)
 
     def detail(self, equipment_id: uuid.UUID | str) -> Row[Any]:
         """One device's row with everything the single-record answer shows: 404 for an unknown id
         or another company's. Also reads what this request has just flushed."""
         parsed = parse_uuid(equipment_id)
-        row = self.session.execute(_DETAIL, {"equipment_id": parsed}).one_or_none() if parsed else None
-        if row is None:
+        rows = company_rows(self.session, _DETAIL, {"equipment_id": parsed}) if parsed else ()
+        if not rows:
             raise NotFound.record(self.label)
-        return row
+        return rows[0]
 
     def history(self, equipment_ids: list[uuid.UUID], *, full: bool) -> dict[uuid.UUID, list[Row[Any]]]:
         """Each device's history, oldest first; `full` adds the actor and payload."""
         entries: dict[uuid.UUID, list[Row[Any]]] = {equipment_id: [] for equipment_id in equipment_ids}
         if equipment_ids:
             statement = _FULL_HISTORY if full else _BRIEF_HISTORY
-            for entry in self.session.execute(statement, {"equipment_ids": equipment_ids}):
+            for entry in company_rows(self.session, statement, {"equipment_ids": equipment_ids}):
                 entries[entry.equipment_id].append(entry)
         return entries
 
