@@ -11,11 +11,12 @@ from anyio import to_thread
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
 
 from outfitter.catalog.router import router as catalog_router
 from outfitter.config import Settings, get_settings
 from outfitter.core.errors import error_body
-from outfitter.core.handlers import install_error_handlers
+from outfitter.core.handlers import RETRY_AFTER_SECONDS, install_error_handlers
 from outfitter.core.idempotency import IdempotencyMiddleware
 from outfitter.core.middleware import BodyLimitMiddleware, RequestContextMiddleware
 from outfitter.core.ratelimit import RateLimiter
@@ -95,15 +96,25 @@ def _add_health_checks(app: FastAPI) -> None:
     @app.get(
         "/readyz",
         response_model=Envelope[dict[str, str]],
-        responses={503: {"model": ErrorEnvelope, "description": "Database unreachable"}},
+        responses={503: {"model": ErrorEnvelope, "description": "The database is unreachable"}},
         tags=["operations"],
-        summary="Database is reachable",
+        summary="Each dependency's state; 503 while the database is unreachable",
     )
     def readyz() -> object:
-        try:
-            with app.state.engine.connect() as connection:
-                connection.execute(text("SELECT 1"))
-        except Exception:
-            logger.exception("readiness check failed")
-            return JSONResponse(error_body("The database is unreachable."), status_code=503)
-        return ok({"status": "ready"}, "Service is ready.")
+        """`database` decides readiness; Redis (rate limits, which fail open) is only reported."""
+        checks = {"database": _check_database(app), "redis": app.state.rate_limiter.storage_state()}
+        if checks["database"] != "ok":
+            body = error_body("The database is unreachable.")
+            body["data"] = checks
+            return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+        return ok(checks, "Service is ready.")
+
+
+def _check_database(app: FastAPI) -> str:
+    try:
+        with app.state.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except SQLAlchemyError as exc:
+        logger.warning("readiness: the database is unreachable: %s", type(exc).__name__)
+        return "unreachable"
+    return "ok"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
+from collections.abc import Iterator
 
 import pytest
 import redis
@@ -54,3 +57,32 @@ def test_limits_are_shared_between_processes_through_redis(settings: Settings, e
             (api if index % 2 else on_second).get("/client/currencies").status_code for index in range(5)
         ]
         assert statuses == [200, 200, 200, 200, 429]
+
+
+@pytest.fixture
+def silent_redis() -> Iterator[str]:
+    """A 'Redis' that accepts connections and never answers."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    listener.close()
+
+
+@pytest.mark.parametrize("where", ["nothing listens", "never answers"])
+def test_an_unreachable_redis_fails_open(
+    settings: Settings, engine: Engine, silent_redis: str, where: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = "redis://127.0.0.1:1/0" if where == "nothing listens" else silent_redis
+    with (
+        caplog.at_level(logging.WARNING, logger="outfitter"),
+        _client(settings, rate_limit="2/minute", redis_url=url) as client,
+    ):
+        api = CompanyFactory(engine, client).create("Open Ltd")
+        responses = [api.get("/client/currencies") for _ in range(5)]
+        ready = client.get("/readyz")
+    assert [response.status_code for response in responses] == [200] * 5  # no limit, no 500
+    assert "ratelimit-limit" not in responses[0].headers
+    warnings = [record for record in caplog.records if "Redis is unreachable" in record.getMessage()]
+    assert len(warnings) == 1  # once a minute, not once a request
+    assert ready.status_code == 200 and ready.json()["data"]["redis"] == "unreachable"

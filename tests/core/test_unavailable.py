@@ -53,11 +53,32 @@ def test_an_unreachable_database_answers_503_with_retry_after(
     assert "OperationalError" in warnings[0].getMessage()
 
 
-def test_readyz_answers_503_with_the_envelope_when_the_database_is_unreachable(
-    unreachable_client: TestClient,
+def test_readyz_answers_503_with_each_dependency_when_the_database_is_unreachable(
+    unreachable_client: TestClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    body = assert_error(unreachable_client.get("/readyz"), 503)
-    assert body["data"] is None and body["message"]
+    with caplog.at_level(logging.WARNING, logger="outfitter"):
+        response = unreachable_client.get("/readyz")
+    assert response.status_code == 503 and response.headers["Retry-After"] == "2"
+    body = response.json()
+    assert body["success"] is False and body["message"] == "The database is unreachable."
+    assert body["data"] == {"database": "unreachable", "redis": "not configured"}
+    assert all(record.exc_info is None for record in caplog.records)  # a probe logs no stack trace
+
+
+def test_readyz_reports_each_dependency(client: TestClient) -> None:
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    assert response.json()["data"] == {"database": "ok", "redis": "not configured"}
+
+
+def test_an_idempotent_post_answers_503_too(unreachable_client: TestClient) -> None:
+    """The Idempotency-Key is claimed in the database before the endpoint runs."""
+    response = unreachable_client.post(
+        "/api/v2/client/departments",
+        json={"name": "Research"},
+        headers={**ANY_TOKEN, "Idempotency-Key": "k-1"},
+    )
+    assert_unavailable(response, DATABASE_UNAVAILABLE)
 
 
 def test_an_exhausted_pool_answers_503_and_serves_again_once_a_connection_is_free(

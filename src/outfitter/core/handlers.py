@@ -89,25 +89,38 @@ def _unavailable(request: Request, exc: Exception, message: str) -> JSONResponse
     )
 
 
-async def handle_pool_timeout(request: Request, exc: sa_exc.TimeoutError) -> JSONResponse:
-    """QueuePool found no free connection within OUTFITTER_DB_POOL_TIMEOUT."""
-    return _unavailable(request, exc, POOL_EXHAUSTED)
+def outage_message(exc: BaseException) -> str | None:
+    """What to tell a client when `exc` means the database is out of reach, else None.
+
+    Out of reach: the pool found no free connection within OUTFITTER_DB_POOL_TIMEOUT;
+    OperationalError and InterfaceError (connection refused or lost, server shutting down, SQLite's
+    file missing or locked); any DBAPIError for which SQLAlchemy invalidated the connection (the
+    backend was killed). Every other database error (IntegrityError, ProgrammingError,
+    DataError...) is a bug or a conflict, not an outage."""
+    if isinstance(exc, sa_exc.TimeoutError):
+        return POOL_EXHAUSTED
+    if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError) or (
+        isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
+    ):
+        return DATABASE_UNAVAILABLE
+    return None
 
 
-async def handle_database_unreachable(request: Request, exc: sa_exc.DBAPIError) -> JSONResponse:
-    """OperationalError and InterfaceError (connection refused or lost, server shutting down,
-    SQLite's file missing or locked), and any DBAPIError for which SQLAlchemy invalidated the
-    connection (the backend was killed). Every other database error (IntegrityError,
-    ProgrammingError, DataError...) is a bug or a conflict, not an outage: it goes on to the 500."""
-    if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError) or exc.connection_invalidated:
-        return _unavailable(request, exc, DATABASE_UNAVAILABLE)
-    raise exc
+async def handle_database_error(request: Request, exc: sa_exc.SQLAlchemyError) -> JSONResponse:
+    message = outage_message(exc)
+    if message is None:
+        raise exc  # on to the 500
+    return _unavailable(request, exc, message)
 
 
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, handle_validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(DomainError, handle_domain_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, handle_http_error)  # type: ignore[arg-type]
-    app.add_exception_handler(sa_exc.TimeoutError, handle_pool_timeout)  # type: ignore[arg-type]
-    for database_error in (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.DBAPIError):
-        app.add_exception_handler(database_error, handle_database_unreachable)  # type: ignore[arg-type]
+    for database_error in (
+        sa_exc.TimeoutError,
+        sa_exc.OperationalError,
+        sa_exc.InterfaceError,
+        sa_exc.DBAPIError,
+    ):
+        app.add_exception_handler(database_error, handle_database_error)  # type: ignore[arg-type]

@@ -4,18 +4,22 @@ same key with another body is a 409. Pure ASGI middleware, so it sees the exact 
 from __future__ import annotations
 
 import hashlib
+import logging
 from datetime import timedelta
 
 from sqlalchemy import delete, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from outfitter.core.handlers import RETRY_AFTER_SECONDS, outage_message
 from outfitter.core.middleware import header_value, send_error
 from outfitter.core.models import IdempotencyRecord
 from outfitter.core.tokens import hash_token
 from outfitter.db.base import utcnow
+
+logger = logging.getLogger("outfitter")
 
 # Answers worth replaying: success and the client's own mistakes; not auth or rate-limit refusals,
 # nor server errors, which a retry should get a fresh chance at.
@@ -53,7 +57,15 @@ class IdempotencyMiddleware:
             scope["method"].encode() + b" " + scope["path"].encode() + b"\n" + body
         ).hexdigest()
 
-        claim = await run_in_threadpool(self._claim, token_hash, key, request_hash)
+        try:
+            claim = await run_in_threadpool(self._claim, token_hash, key, request_hash)
+        except SQLAlchemyError as exc:
+            outage = outage_message(exc)
+            if outage is None:
+                raise
+            logger.warning("idempotency key not claimed, database unavailable: %s", type(exc).__name__)
+            await send_error(send, 503, outage, [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
+            return
         if isinstance(claim, IdempotencyRecord):
             await self._replay(send, claim, request_hash)
             return

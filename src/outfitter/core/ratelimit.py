@@ -1,29 +1,66 @@
-"""Per-token rate limits with the `limits` library: in memory, or shared through Redis."""
+"""Per-token rate limits with the `limits` library: in memory, or shared through Redis.
+
+Redis out of reach fails open: the request is served without a limit, a warning is logged at most
+once a minute, and Redis is not asked again for a few seconds, so an outage costs no request more
+than one short timeout."""
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any
 
 from limits import RateLimitItem, parse
+from limits.errors import StorageError
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
 from outfitter.core.errors import RateLimited
 
+REDIS_TIMEOUT_SECONDS = 0.25
+RETRY_REDIS_AFTER_SECONDS = 5.0
+WARN_EVERY_SECONDS = 60.0
+
+logger = logging.getLogger("outfitter")
+
 
 class RateLimiter:
     def __init__(self, rule: str, redis_url: str | None) -> None:
         self.item: RateLimitItem | None = None if rule.strip().lower() == "off" else parse(rule)
-        storage = storage_from_string(redis_url if redis_url else "memory://")
+        self.shared = redis_url is not None
+        if redis_url:
+            storage = storage_from_string(
+                redis_url,
+                wrap_exceptions=True,
+                socket_timeout=REDIS_TIMEOUT_SECONDS,
+                socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
+            )
+        else:
+            storage = storage_from_string("memory://")
+        self.storage = storage
         self.strategy = MovingWindowRateLimiter(storage)
+        self._skip_until = 0.0
+        self._warned_at = -WARN_EVERY_SECONDS
+
+    def storage_state(self) -> str:
+        """For /readyz: "ok", "unreachable", or "not configured" without Redis."""
+        if not self.shared:
+            return "not configured"
+        try:
+            return "ok" if self.storage.check() else "unreachable"
+        except Exception:
+            return "unreachable"
 
     def hit(self, request_state: dict[str, Any], key: str) -> None:
-        if self.item is None:
+        if self.item is None or time.monotonic() < self._skip_until:
             return
-        allowed = self.strategy.hit(self.item, "token", key)
-        stats = self.strategy.get_window_stats(self.item, "token", key)
+        try:
+            allowed = self.strategy.hit(self.item, "token", key)
+            stats = self.strategy.get_window_stats(self.item, "token", key)
+        except StorageError as exc:
+            self._fail_open(exc)
+            return
         reset_in = max(0, math.ceil(stats.reset_time - time.time()))
         # Read by the request-context middleware, which puts them on whatever response goes out.
         request_state["rate_limit_headers"] = {
@@ -37,3 +74,10 @@ class RateLimiter:
                 f"exceeded; retry in {max(1, reset_in)} seconds.",
                 headers={"Retry-After": str(max(1, reset_in))},
             )
+
+    def _fail_open(self, exc: StorageError) -> None:
+        now = time.monotonic()
+        self._skip_until = now + RETRY_REDIS_AFTER_SECONDS
+        if now - self._warned_at >= WARN_EVERY_SECONDS:
+            self._warned_at = now
+            logger.warning("rate limits are off while Redis is unreachable: %s", exc)
