@@ -6,10 +6,14 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
+from pathlib import Path
 
+import swagger_ui
 from anyio import to_thread
 from fastapi import APIRouter, FastAPI
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -57,7 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="2.0.0",
         summary="Equip employees: catalog, people, equipment and payments.",
         openapi_url=f"{API_PREFIX}/openapi.json",
-        docs_url=f"{API_PREFIX}/docs",
+        docs_url=None,  # served by _add_docs, from local assets
         redoc_url=None,
         lifespan=lifespan,
     )
@@ -82,8 +86,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         api.include_router(domain_router)
     app.include_router(api)
     app.include_router(sandbox_router)
+    _add_docs(app)
     _add_health_checks(app)
     return app
+
+
+# Swagger UI's files, from the swagger-ui-py package: the docs page needs no internet.
+SWAGGER_UI_ASSETS = Path(swagger_ui.__file__).parent / "static"
+DOCS_ASSETS = f"{API_PREFIX}/docs/assets"
+
+
+def _add_docs(app: FastAPI) -> None:
+    app.mount(DOCS_ASSETS, StaticFiles(directory=SWAGGER_UI_ASSETS), name="docs-assets")
+
+    @app.get(f"{API_PREFIX}/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=f"{API_PREFIX}/openapi.json",
+            title="Outfitter API",
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
+            swagger_ui_parameters={"persistAuthorization": True},
+        )
 
 
 def _add_health_checks(app: FastAPI) -> None:

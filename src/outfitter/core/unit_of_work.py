@@ -23,8 +23,9 @@ import inspect
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
 from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import TypeAdapter
 from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
@@ -125,8 +126,19 @@ class CrossCompanyWork(UnitOfWork):
         across_companies(self.session)
 
 
-def _client_work(scope: str) -> Callable[[Request], Any]:
-    async def dependency(request: Request) -> ClientWork:
+# Declares the bearer scheme in the OpenAPI document (the docs page's Authorize button, and what
+# generated clients send); the token itself is read by `bearer_token`, whose 401s say more.
+BEARER = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearerAuth",
+    description="An `otf_` token made with `outfitter token create`.",
+)
+
+
+def _client_work(scope: str) -> Callable[..., Any]:
+    async def dependency(
+        request: Request, _declared: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
+    ) -> ClientWork:
         state = request.app.state
         return ClientWork(
             state.sessionmaker,
