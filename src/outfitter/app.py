@@ -20,9 +20,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from outfitter.catalog.router import router as catalog_router
 from outfitter.config import Settings, get_settings
 from outfitter.core.errors import error_body
-from outfitter.core.handlers import RETRY_AFTER_SECONDS, install_error_handlers
+from outfitter.core.handlers import RETRY_AFTER_SECONDS, install_error_handlers, route_methods
 from outfitter.core.idempotency import IdempotencyMiddleware
-from outfitter.core.middleware import BodyLimitMiddleware, RequestContextMiddleware
+from outfitter.core.middleware import BodyLimitMiddleware, NulGuardMiddleware, RequestContextMiddleware
 from outfitter.core.ratelimit import RateLimiter
 from outfitter.core.schemas import Envelope, ErrorEnvelope, ok
 from outfitter.core.tenancy import TenantSession
@@ -78,12 +78,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ttl=timedelta(hours=settings.idempotency_ttl_hours),
         prefix=API_PREFIX + "/",
     )
+    app.add_middleware(NulGuardMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestContextMiddleware)
 
     api = APIRouter(prefix=API_PREFIX)
-    for domain_router in (catalog_router, people_router, equipment_router, payments_router):
+    domain_routers = (catalog_router, people_router, equipment_router, payments_router)
+    for domain_router in domain_routers:
         api.include_router(domain_router)
+    app.state.route_methods = route_methods(API_PREFIX, domain_routers)
     app.include_router(api)
     app.include_router(sandbox_router)
     _add_docs(app)

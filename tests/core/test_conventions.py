@@ -89,7 +89,11 @@ def test_health_and_readiness_use_the_envelope(client: TestClient, api: Api) -> 
         "data": {"status": "ok"},
     }
     ready = client.get("/readyz")
-    assert ready.status_code == 200 and ready.json()["data"] == {"status": "ready"}
+    assert ready.status_code == 200 and ready.json() == {
+        "success": True,
+        "message": "Service is ready.",
+        "data": {"database": "ok", "redis": "not configured"},
+    }
 
 
 def test_openapi_documents_success_and_error_responses(client: TestClient, api: Api) -> None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 
 from outfitter.core.errors import DomainError, error_body
 
@@ -68,7 +71,32 @@ async def handle_domain_error(request: Request, exc: DomainError) -> JSONRespons
 
 async def handle_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     message = _STATUS_MESSAGES.get(exc.status_code) or str(exc.detail)
-    return JSONResponse(error_body(message), status_code=exc.status_code, headers=exc.headers)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        # The router names only the first route whose path matched; a path can have several.
+        allowed = methods_of_path(request.app.state.route_methods, request.url.path)
+        if allowed:
+            headers["Allow"] = ", ".join(allowed)
+            message = f"{request.method} is not allowed here; this path takes {', '.join(allowed)}."
+    return JSONResponse(error_body(message), status_code=exc.status_code, headers=headers)
+
+
+RouteMethods = list[tuple[re.Pattern[str], set[str]]]
+
+
+def route_methods(prefix: str, routers: Iterable[APIRouter]) -> RouteMethods:
+    """Each API path's pattern and methods, for the Allow header of a 405."""
+    return [
+        (compile_path(prefix + route.path)[0], set(route.methods or ()))
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute)
+    ]
+
+
+def methods_of_path(routes: RouteMethods, path: str) -> list[str]:
+    methods = {method for pattern, owned in routes if pattern.match(path) for method in owned}
+    return sorted(methods | ({"HEAD"} if "GET" in methods else set()))
 
 
 def _unavailable(request: Request, exc: Exception, message: str) -> JSONResponse:

@@ -7,10 +7,11 @@ import logging
 import re
 import uuid
 from typing import Any
+from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from outfitter.core.errors import error_body
+from outfitter.core.errors import ValidationFailed, error_body
 
 logger = logging.getLogger("outfitter")
 
@@ -19,7 +20,11 @@ _BODY_METHODS = {"POST", "PUT", "PATCH"}
 
 
 async def send_error(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]]) -> None:
-    payload = json.dumps(error_body(message)).encode()
+    await send_json(send, status, error_body(message), headers)
+
+
+async def send_json(send: Send, status: int, body: Any, headers: list[tuple[bytes, bytes]]) -> None:
+    payload = json.dumps(body).encode()
     await send(
         {
             "type": "http.response.start",
@@ -104,7 +109,10 @@ class BodyLimitMiddleware:
             return
         too_large = f"The request body is larger than the limit of {self.max_bytes} bytes."
         declared = header_value(scope, b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+        if declared is not None and not declared.isdigit():
+            await send_error(send, 400, "The Content-Length header must be a whole number of bytes.", [])
+            return
+        if declared is not None and int(declared) > self.max_bytes:
             await send_error(send, 413, too_large, [])
             return
         if scope["path"].startswith(self.json_prefix) and (declared is None or declared != "0"):
@@ -139,3 +147,80 @@ class BodyLimitMiddleware:
         except _BodyTooLarge:
             if not response_started:
                 await send_error(send, 413, too_large, [])
+
+
+NUL = "\x00"
+NUL_MESSAGE = "Must not contain NUL characters (\\u0000)."
+
+
+class NulGuardMiddleware:
+    """The one place that refuses NUL characters, which no text column stores: in the path (404:
+    no record has such an id), in query parameters and in JSON bodies (422 naming each field)."""
+
+    def __init__(self, app: ASGIApp, json_prefix: str = "/api/") -> None:
+        self.app = app
+        self.json_prefix = json_prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if NUL in scope["path"]:
+            await send_error(send, 404, "Not found.", [])
+            return
+        errors = {
+            f"query.{name.replace(NUL, '')}": [NUL_MESSAGE]
+            for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+            if NUL in name or NUL in value
+        }
+        if errors:
+            await send_validation_error(send, errors)
+            return
+        if scope["method"] not in _BODY_METHODS or not scope["path"].startswith(self.json_prefix):
+            await self.app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        if b"\\u0000" in body:  # only then is it worth parsing here
+            try:
+                errors = {path: [NUL_MESSAGE] for path in nul_paths(json.loads(body))}
+            except ValueError:
+                errors = {}  # not JSON: the endpoint answers 400
+            if errors:
+                await send_validation_error(send, errors)
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+def nul_paths(value: Any, path: str = "") -> list[str]:
+    """The field paths (`employees.0.email`) of every string or key holding a NUL."""
+    if isinstance(value, str):
+        return [path or "body"] if NUL in value else []
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            child = f"{path}.{key}" if path else str(key)
+            found += [child.replace(NUL, "")] if NUL in key else nul_paths(item, child)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += nul_paths(item, f"{path}.{index}" if path else str(index))
+    return found
+
+
+async def send_validation_error(send: Send, errors: dict[str, list[str]]) -> None:
+    failure = ValidationFailed.fields(errors)
+    await send_json(send, 422, error_body(failure.message, failure.errors), [])

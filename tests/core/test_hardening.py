@@ -1,0 +1,107 @@
+"""Inputs that once made a 500 or a wrong answer, handled by one place each (decisions §12):
+NUL characters anywhere, malformed framing, and the methods a 405 names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.factories import Api, assert_error
+from tests.people.helpers import create_employee, employee_body
+
+NUL_MESSAGE = "Must not contain NUL characters (\\u0000)."
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/client/departments", {"name": "Re\u0000search"}, "name"),
+        ("/client/employees", employee_body(first_name="A\u0000da"), "first_name"),
+        (
+            "/client/employees/bulk",
+            {"employees": [[employee_body(email="x\u0000@acme.io")]]},
+            "employees.0.0.email",
+        ),
+        ("/client/equipment", {"title": "Mac\u0000Book", "status": "Unassigned"}, "title"),
+        ("/client/equipment", {"title": "MacBook", "specs": {"memory": "16\u0000GB"}}, "specs.memory"),
+        (
+            "/client/transactions/initiate",
+            {"payment_method": "Card", "employee_country_id": "N\u0000G", "orders": {}},
+            "employee_country_id",
+        ),
+        ("/client/departments", {"na\u0000me": "Research"}, "name"),
+    ],
+)
+def test_a_nul_in_a_body_is_422_naming_the_field(
+    api: Api, path: str, body: dict[str, Any], field: str
+) -> None:
+    response = api.post(path, body)
+    error = assert_error(response, 422)
+    assert error["errors"] == {field: [NUL_MESSAGE]}
+    assert error["message"] == f"{field}: {NUL_MESSAGE}"
+    assert api.get("/client/departments").json()["data"]["total"] == 0
+    assert api.get("/client/employees").json()["data"]["total"] == 0
+
+
+def test_a_nul_in_a_patch_is_422_and_changes_nothing(api: Api) -> None:
+    employee = create_employee(api)
+    response = api.patch(f"/client/employees/{employee['id']}", {"job_title": "Boss\u0000"})
+    assert assert_error(response, 422)["errors"] == {"job_title": [NUL_MESSAGE]}
+    assert api.get(f"/client/employees/{employee['id']}").json()["data"] == employee
+
+
+@pytest.mark.parametrize(
+    ("path", "query"),
+    [
+        ("/client/employees", "search=a%00b"),
+        ("/client/equipment", "country=N%00G"),
+        ("/client/equipment", "serial_number=SN%001"),
+        ("/client/equipment", "memory=16%00"),
+        ("/client/equipment", "storage=1%00TB"),
+        ("/client/assets", "country_id=N%00G&currency_code=NGN"),
+        ("/client/assets", "country_id=NG&currency_code=NG%00N"),
+    ],
+)
+def test_a_nul_in_a_query_is_422_naming_the_parameter(api: Api, path: str, query: str) -> None:
+    response = api.client.get(f"/api/v2{path}?{query}", headers=api.headers)
+    name = next(part.split("=")[0] for part in query.split("&") if "%00" in part)
+    assert assert_error(response, 422)["errors"] == {f"query.{name}": [NUL_MESSAGE]}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v2/client/employees/abc%00def",
+        "/api/v2/client/transactions/OTF%00X/verify",
+        "/sandbox/checkout/OTF%00X",
+    ],
+)
+def test_a_nul_in_a_path_is_404(api: Api, path: str) -> None:
+    assert_error(api.client.get(path, headers=api.headers), 404)
+
+
+def test_a_malformed_content_length_is_400(client: TestClient, api: Api) -> None:
+    response = client.post(
+        "/api/v2/client/departments",
+        content=b'{"name": "Research"}',
+        headers={**api.headers, "Content-Type": "application/json", "Content-Length": "-1"},
+    )
+    assert_error(response, 400, "Content-Length")
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "allowed"),
+    [
+        ("/client/employees", "PUT", "GET, HEAD, POST"),
+        ("/client/employees/00000000-0000-4000-8000-000000000000", "PUT", "DELETE, GET, HEAD, PATCH"),
+        # in-storage is also a value of /client/equipment/{equipmentId}, which PATCH and DELETE take
+        ("/client/equipment/in-storage", "POST", "DELETE, GET, HEAD, PATCH"),
+        ("/client/countries", "DELETE", "GET, HEAD"),
+    ],
+)
+def test_a_405_names_every_method_of_the_path(api: Api, path: str, method: str, allowed: str) -> None:
+    response = api.request(method, path, json={})
+    assert_error(response, 405, allowed)
+    assert response.headers["allow"] == allowed
