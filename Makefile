@@ -29,12 +29,13 @@ lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) outfitter.db .pytest_cache .mypy_cache .ruff_cache
 
 ## Before the first release only: rewrite the initial migration from the models.
 migration-initial: install
-	rm -f src/outfitter/db/migrations/versions/0001_initial_schema.py /tmp/outfitter-migration.db
-	$(BIN)/python -c "from outfitter.db.migrate import autogenerate; from outfitter.db.session import make_engine; autogenerate(make_engine('sqlite:////tmp/outfitter-migration.db'), 'initial schema', rev_id='0001')"
-	$(BIN)/ruff format src/outfitter/db/migrations/versions
+	rm -f src/outfitter/migrations/versions/0001_initial_schema.py /tmp/outfitter-migration.db
+	$(BIN)/python -c "from outfitter.migrations import autogenerate; from outfitter.db.session import make_engine; autogenerate(make_engine('sqlite:////tmp/outfitter-migration.db'), 'initial schema', rev_id='0001')"
+	$(BIN)/ruff format src/outfitter/migrations/versions

@@ -22,9 +22,9 @@ from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.db.migrate import upgrade
-from outfitter.db.models import metadata
 from outfitter.db.session import make_engine
+from outfitter.migrations import upgrade
+from outfitter.models import metadata
 from outfitter.payments.fees import ensure_default_fee_schedules
 from tests.factories import Api, CompanyFactory
 

@@ -57,7 +57,7 @@ def parse_id(value: str, what: str) -> uuid.UUID:
 @contextmanager
 def unit_of_work() -> Iterator[Session]:
     """One committed transaction against the configured database, which must be migrated."""
-    from outfitter.db.migrate import is_current
+    from outfitter.migrations import is_current
 
     engine = make_engine(get_settings().database_url)
     try:
@@ -73,7 +73,7 @@ def unit_of_work() -> Iterator[Session]:
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Migrate the schema to the newest revision and load reference data."""
-    from outfitter.db.migrate import upgrade
+    from outfitter.migrations import upgrade
 
     engine = make_engine(get_settings().database_url)
     try:
@@ -183,9 +183,9 @@ def catalog_import(file: Path, as_json: JsonFlag = False) -> None:
 def demo() -> None:
     """Migrate, load the demo catalog, create a demo company and print its token."""
     from outfitter.catalog.importer import import_catalog, load_catalog_file
-    from outfitter.core.models import Company
     from outfitter.core.tokens import create_company, issue_token
-    from outfitter.db.migrate import upgrade
+    from outfitter.migrations import upgrade
+    from outfitter.models import Company
 
     settings = get_settings()
     engine = make_engine(settings.database_url)
@@ -244,7 +244,7 @@ app.add_typer(payments_app, name="payments")
 def wallet_credit(company_id: str, currency: str, amount: str, as_json: JsonFlag = False) -> None:
     """Add credit to a company's wallet in CURRENCY (written to its ledger)."""
     from outfitter.core.errors import DomainError
-    from outfitter.core.models import Company
+    from outfitter.models import Company
     from outfitter.payments.fees import to_minor_units
     from outfitter.payments.wallet import credit_wallet
 
@@ -290,7 +290,7 @@ def fees_show(as_json: JsonFlag = False) -> None:
     """Print the fee schedule of every currency."""
     from sqlalchemy import select
 
-    from outfitter.payments.models import FeeSchedule
+    from outfitter.models import FeeSchedule
 
     with unit_of_work() as session:
         rows = [
@@ -334,8 +334,8 @@ def fees_set(
     from sqlalchemy import select
 
     from outfitter.catalog.reference import find_currency
+    from outfitter.models import FeeSchedule
     from outfitter.payments.fees import DEFAULT_PERCENTS
-    from outfitter.payments.models import FeeSchedule
 
     values = {
         "insurance_percent": _fee_value(insurance_percent, "insurance-percent", True),
@@ -370,8 +370,8 @@ def fees_set(
 @payments_app.command("reconcile")
 def payments_reconcile(as_json: JsonFlag = False) -> None:
     """Ask the gateways about Pending transactions: fulfil the paid, fail the declined, expire the old."""
-    from outfitter.db.migrate import is_current
     from outfitter.db.session import make_sessionmaker
+    from outfitter.migrations import is_current
     from outfitter.payments.gateways import GatewayRegistry
     from outfitter.payments.reconcile import reconcile
 

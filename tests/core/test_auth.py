@@ -9,9 +9,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, update
 from sqlalchemy.orm import Session
 
-from outfitter.core.models import ApiToken
 from outfitter.core.tokens import hash_token
 from outfitter.db.base import utcnow
+from outfitter.models import ApiToken
 from tests.factories import Api, CompanyFactory, assert_error
 
 EMPLOYEE = {

@@ -12,9 +12,9 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
-from outfitter.catalog.models import Asset, AssetPricing
 from outfitter.cli import app
 from outfitter.config import get_settings
+from outfitter.models import Asset, AssetPricing, AssetStatus
 from tests.factories import assert_error
 
 runner = CliRunner()
@@ -116,6 +116,31 @@ def test_catalog_import_refuses_bad_files_with_a_readable_line(tmp_path: Path) -
     assert code == 1 and "assets.0" in err
     code, _, err = run("catalog", "import", str(tmp_path / "missing.json"))
     assert code == 1 and "cannot read" in err
+
+
+def test_catalog_import_withdraws_unavailable_assets_and_refuses_unknown_statuses(
+    demo_catalog_path: Path, tmp_path: Path, client: TestClient
+) -> None:
+    catalog = json.loads(demo_catalog_path.read_text())
+    withdrawn = catalog["assets"][0]
+    withdrawn["status"] = AssetStatus.UNAVAILABLE.value
+    edited = tmp_path / "catalog.json"
+    edited.write_text(json.dumps(catalog))
+    assert run("catalog", "import", str(edited))[0] == 0
+    company = json.loads(run("company", "create", "Withdrawn", "--json")[1])
+    token = json.loads(run("token", "create", company["id"], "--json")[1])["token"]
+    listed = client.get(
+        "/api/v2/client/assets",
+        params={"country_id": "NG", "currency_code": "NGN", "per_page": 100},
+        headers={"Authorization": f"Bearer {token}"},
+    ).json()["data"]
+    assert listed["total"] == 21 - len(withdrawn["specifications"])
+    assert withdrawn["name"] not in {record["name"] for record in listed["data"]}
+
+    withdrawn["status"] = "Discontinued"
+    edited.write_text(json.dumps(catalog))
+    code, _, err = run("catalog", "import", str(edited))
+    assert code == 1 and "assets.0.status" in err and "'Available' or 'Unavailable'" in err
 
 
 def test_demo_prints_a_working_token(client: TestClient) -> None:

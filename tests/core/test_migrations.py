@@ -6,8 +6,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine
 
-from outfitter.db.migrate import is_current, upgrade
-from outfitter.db.models import metadata
+from outfitter.migrations import is_current, upgrade
+from outfitter.models import metadata
 
 
 def test_migrated_schema_matches_the_models(engine: Engine) -> None:

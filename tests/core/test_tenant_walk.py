@@ -36,7 +36,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.models import Asset
+from outfitter.models import Asset
 from tests.equipment.helpers import register
 from tests.factories import Api, load_demo_catalog
 from tests.payments.conftest import add_credit, card_body, prices
@@ -56,7 +56,7 @@ UNAUTHENTICATED: dict[Key, str] = {
 # The test checks this list: each entry exists, its record has no company_id, and a second
 # company reads the same answer as the first.
 NOT_COMPANY_OWNED: dict[Key, str] = {
-    # Catalog assets are the shared catalog every company buys from (catalog.models.Asset has no
+    # Catalog assets are the shared catalog every company buys from (models.catalog.Asset has no
     # company_id); the same asset id is meant to be readable with any company's token.
     ("GET", f"{API}/client/assets/{{asset_id}}"): "the shared catalog",
 }

@@ -9,8 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.models import Country
-from outfitter.people.models import Department, Employee, UserDepartment
+from outfitter.models import Country, Department, Employee, UserDepartment
 from tests.factories import Api
 
 

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from outfitter.equipment.models import Equipment
+from outfitter.models import Equipment
 from tests.equipment.helpers import add_to_department, events, make_employee, register
 from tests.factories import Api, CompanyFactory, assert_error
 

@@ -116,6 +116,38 @@ def test_bad_filters_are_422_naming_the_parameter(api: Api, params: dict[str, An
     assert field in result["errors"], result["errors"]
 
 
+def test_closed_values_are_documented_and_refused_by_name(api: Api) -> None:
+    """The statuses and types are enums: OpenAPI lists exactly the allowed values, and a value
+    outside them is a 422 that names them."""
+    document = api.client.get("/api/v2/openapi.json").json()
+
+    def allowed(schema: dict[str, Any]) -> list[str]:
+        schema = next(option for option in schema.get("anyOf", [schema]) if option.get("type") != "null")
+        if "$ref" in schema:
+            schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+        values: list[str] = schema["enum"]
+        return values
+
+    parameters = {
+        parameter["name"]: parameter["schema"]
+        for parameter in document["paths"]["/api/v2/client/equipment"]["get"]["parameters"]
+    }
+    statuses = ["Assigned", "Unassigned", "Sold", "In_Storage", "Archived"]
+    assert allowed(parameters["status"]) == statuses
+    assert allowed(parameters["type"]) == ["Laptop/Workstation", "Phones", "Accessories", "Tablet"]
+    create = document["components"]["schemas"]["EquipmentCreate"]["properties"]
+    assert allowed(create["status"]) == ["Unassigned", "In_Storage", "Assigned"]
+    assert allowed(create["state"]) == ["Brand_New", "Used"]
+
+    errors = assert_error(api.get("/client/equipment", status="Lost", type="Laptop"), 422)["errors"]
+    assert errors == {
+        "query.status": ["Input should be 'Assigned', 'Unassigned', 'Sold', 'In_Storage' or 'Archived'"],
+        "query.type": ["Input should be 'Laptop/Workstation', 'Phones', 'Accessories' or 'Tablet'"],
+    }
+    errors = assert_error(api.post("/client/equipment", {"title": "x", "status": "Sold"}), 422)["errors"]
+    assert errors == {"status": ["Input should be 'Unassigned', 'In_Storage' or 'Assigned'"]}
+
+
 def test_archived_is_left_out_unless_asked_and_filters_apply_to_it(api: Api, fleet: dict[str, str]) -> None:
     api.delete(f"/client/equipment/{fleet['phone-ng']}")
     assert "phone-ng" not in titles(api)

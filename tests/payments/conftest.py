@@ -23,15 +23,20 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
-from outfitter.catalog.models import Country
 from outfitter.config import Settings
 from outfitter.core.tenancy import TenantSession, bind_company
-from outfitter.equipment.models import Equipment
+from outfitter.models import (
+    Country,
+    Employee,
+    Equipment,
+    EquipmentSource,
+    EquipmentStatus,
+    GatewayPaymentStatus,
+    SandboxPayment,
+)
 from outfitter.payments.gateways import registry_of
 from outfitter.payments.gateways.sandbox import SandboxGateway
-from outfitter.payments.models import SandboxPayment
 from outfitter.payments.wallet import credit_wallet
-from outfitter.people.models import Employee
 from tests.factories import Api, load_demo_catalog
 
 
@@ -62,8 +67,8 @@ def add_storage_device(db: Session, company_id: uuid.UUID, title: str = "ThinkPa
     equipment = Equipment(
         company_id=company_id,
         title=title,
-        source="External",
-        status="In_Storage",
+        source=EquipmentSource.EXTERNAL,
+        status=EquipmentStatus.IN_STORAGE,
         serial_number=f"SN-{uuid.uuid4().hex[:10]}",
     )
     db.add(equipment)
@@ -86,7 +91,11 @@ def prices(api: Api, country: str = "NG", currency: str = "NGN") -> list[dict[st
 
 
 def record_sandbox_payment(
-    db: Session, tx_ref: str, amount: str, currency: str, status: str = "successful"
+    db: Session,
+    tx_ref: str,
+    amount: str,
+    currency: str,
+    status: GatewayPaymentStatus = GatewayPaymentStatus.SUCCESSFUL,
 ) -> None:
     """What a payer did at the sandbox, written in the sandbox's own book."""
     db.add(SandboxPayment(tx_ref=tx_ref, status=status, amount=Decimal(amount), currency_code=currency))
@@ -94,7 +103,7 @@ def record_sandbox_payment(
 
 
 def sandbox_gateway(app: FastAPI) -> SandboxGateway:
-    gateway = registry_of(app.state).get("sandbox")
+    gateway = registry_of(app.state).get(SandboxGateway.name)
     assert isinstance(gateway, SandboxGateway)
     return gateway
 

@@ -13,9 +13,19 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from outfitter.db.base import utcnow
-from outfitter.equipment.models import Equipment, EquipmentHistory
+from outfitter.models import (
+    Equipment,
+    EquipmentHistory,
+    EquipmentReservation,
+    EquipmentSource,
+    EquipmentState,
+    EquipmentStatus,
+    Order,
+    Transaction,
+    WebhookEvent,
+    WebhookOutcome,
+)
 from outfitter.payments.gateways.sandbox import SandboxGateway
-from outfitter.payments.models import EquipmentReservation, Order, Transaction, WebhookEvent
 from tests.factories import Api, assert_error
 from tests.payments.conftest import add_employee, add_storage_device, card_body, count, prices
 
@@ -54,7 +64,11 @@ def test_pay_sends_the_webhook_then_redirects_and_the_order_exists(
     # The webhook did the work: no verify call yet.
     event = db.scalars(select(WebhookEvent)).one()
     db.commit()
-    assert (event.gateway, event.tx_ref, event.outcome) == ("sandbox", data["tx_ref"], "fulfilled")
+    assert (event.gateway, event.tx_ref, event.outcome) == (
+        "sandbox",
+        data["tx_ref"],
+        WebhookOutcome.FULFILLED,
+    )
     orders = api.get("/client/orders").json()["data"]
     assert orders["total"] == 1
     order = orders["data"][0]
@@ -67,10 +81,10 @@ def test_pay_sends_the_webhook_then_redirects_and_the_order_exists(
     device = db.get(Equipment, uuid.UUID(order["items"][0]["equipment_id"]))
     assert device is not None
     assert (device.source, device.status, device.assignee_id, device.state) == (
-        "Platform",
-        "Assigned",
+        EquipmentSource.PLATFORM,
+        EquipmentStatus.ASSIGNED,
         employee,
-        "Brand_New",
+        EquipmentState.BRAND_NEW,
     )
     assert device.asset_order_id == uuid.UUID(order["id"]) and device.asset_spec_id == uuid.UUID(listed["id"])
     assert device.purchase_price == Decimal(listed["asset_pricing"]["amount"]) and device.type == "Laptop"

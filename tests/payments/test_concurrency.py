@@ -14,8 +14,17 @@ import httpx
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from outfitter.equipment.models import Equipment
-from outfitter.payments.models import Order, OrderItem, Transaction, Wallet, WalletEntry, WebhookEvent
+from outfitter.models import (
+    Equipment,
+    Order,
+    OrderItem,
+    Transaction,
+    TransactionStatus,
+    Wallet,
+    WalletEntry,
+    WalletEntryKind,
+    WebhookEvent,
+)
 from tests.factories import Api
 from tests.payments.conftest import (
     LiveServer,
@@ -78,7 +87,7 @@ def test_fifty_webhook_deliveries_racing_verify_make_one_order(
     assert {response.json()["data"]["status"] for response in responses[50:]} <= {"Pending", "Fulfilled"}
     assert count(db, Order) == 1 and count(db, OrderItem) == 3 and count(db, Equipment) == 3
     assert count(db, WebhookEvent) == 1
-    assert db.scalars(select(Transaction.status)).one() == "Fulfilled"
+    assert db.scalars(select(Transaction.status)).one() == TransactionStatus.FULFILLED
     db.commit()
 
 
@@ -108,7 +117,9 @@ def test_hundred_credit_initiates_never_overdraw_the_wallet(
     )
     balance = db.scalars(select(Wallet.balance)).one()
     ledger = db.scalar(select(func.sum(WalletEntry.amount)))
-    debits = db.scalars(select(WalletEntry.balance_after).where(WalletEntry.kind == "debit")).all()
+    debits = db.scalars(
+        select(WalletEntry.balance_after).where(WalletEntry.kind == WalletEntryKind.DEBIT)
+    ).all()
     db.commit()
     assert balance == ledger == cost / 2 and balance >= 0
     # Each debit saw the balance the previous one left: a strict chain down to the final balance.

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from outfitter.cli import app as cli
 from outfitter.config import get_settings
+from outfitter.models import FeeSchedule, PaymentMethod
 from outfitter.payments.fees import compute_charges, schedule_for
-from outfitter.payments.models import FeeSchedule
 from tests.factories import Api, assert_error
 from tests.payments.conftest import add_employee, prices
 
@@ -34,7 +34,7 @@ def usd_schedule() -> FeeSchedule:
 
 def test_worked_example_two_laptops_and_a_dock_by_card() -> None:
     # 2 x 1999.00 + 229.00 = 4227.00 of equipment, 3 devices, the default USD schedule.
-    charges = compute_charges(usd_schedule(), 2, Decimal("4227.00"), 3, "Card")
+    charges = compute_charges(usd_schedule(), 2, Decimal("4227.00"), 3, PaymentMethod.CARD)
     assert charges.amount == Decimal("4227.00")
     assert charges.insurance == Decimal("126.81")  # 3 % of 4227.00
     assert charges.platform_fee == Decimal("211.35")  # 5 % of 4227.00
@@ -45,14 +45,14 @@ def test_worked_example_two_laptops_and_a_dock_by_card() -> None:
 
 
 def test_credit_pays_no_gateway_fee() -> None:
-    charges = compute_charges(usd_schedule(), 2, Decimal("4227.00"), 3, "Credit")
+    charges = compute_charges(usd_schedule(), 2, Decimal("4227.00"), 3, PaymentMethod.CREDIT)
     assert charges.gateway_fee == Decimal("0.00")
     assert charges.total_amount == Decimal("4685.16")
 
 
 def test_rounding_is_half_up_to_the_minor_unit() -> None:
     # 5 % of 10.50 is 0.525: half-up gives 0.53 (banker's rounding would give 0.52).
-    charges = compute_charges(usd_schedule(), 2, Decimal("10.50"), 0, "Credit")
+    charges = compute_charges(usd_schedule(), 2, Decimal("10.50"), 0, PaymentMethod.CREDIT)
     assert charges.platform_fee == Decimal("0.53")
     assert charges.insurance == Decimal("0.32")  # 0.315 -> 0.32
 

@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
 from outfitter.config import Settings
+from outfitter.models import Order
 from outfitter.payments.gateways import registry_of
 from outfitter.payments.gateways.flutterwave import FlutterwaveGateway
-from outfitter.payments.models import Order
 from tests.factories import Api, assert_error
 from tests.payments.conftest import add_employee, card_body, count, prices
 

@@ -7,8 +7,16 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from outfitter.equipment.models import Equipment, EquipmentHistory
-from outfitter.payments.models import EquipmentReservation, Order, Transaction, Wallet, WalletEntry
+from outfitter.models import (
+    Equipment,
+    EquipmentHistory,
+    EquipmentReservation,
+    EquipmentStatus,
+    Order,
+    Transaction,
+    Wallet,
+    WalletEntry,
+)
 from tests.factories import Api, assert_error
 from tests.payments.conftest import add_credit, add_employee, add_storage_device, card_body, count, prices
 
@@ -114,7 +122,11 @@ def test_credit_initiate_debits_the_wallet_and_is_fulfilled_at_once(api: Api, db
     assert [entry["kind"] for entry in wallet["entries"]] == ["debit", "credit"]
     assert wallet["entries"][0]["balance_after"] == expected
     equipment = db.get(Equipment, uuid.UUID(order["items"][0]["equipment_id"]))
-    assert equipment is not None and equipment.status == "Assigned" and equipment.assignee_id == employee
+    assert (
+        equipment is not None
+        and equipment.status == EquipmentStatus.ASSIGNED
+        and equipment.assignee_id == employee
+    )
 
 
 def test_credit_short_is_402_and_nothing_is_written(api: Api, db: Session) -> None:
@@ -174,7 +186,7 @@ def test_storage_checks_ownership_status_and_duplicates(api: Api, other_api: Api
     )
     device = db.get(Equipment, mine)
     assert device is not None
-    device.status = "Unassigned"
+    device.status = EquipmentStatus.UNASSIGNED
     db.commit()
     assert_error(
         api.post("/client/transactions/onboard-from-storage/initiate", storage_body(employee, mine)), 409
@@ -196,7 +208,7 @@ def test_storage_by_credit_assigns_the_devices(api: Api, db: Session) -> None:
     equipment = db.get(Equipment, device)
     assert equipment is not None
     assert (equipment.status, equipment.assignee_id, equipment.asset_order_id) == (
-        "Assigned",
+        EquipmentStatus.ASSIGNED,
         employee,
         uuid.UUID(data["order_id"]),
     )

@@ -8,8 +8,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from outfitter.models import EquipmentReservation, Order, Transaction, TransactionStatus, WebhookEvent
 from outfitter.payments.gateways.sandbox import SandboxGateway
-from outfitter.payments.models import EquipmentReservation, Order, Transaction, WebhookEvent
 from tests.factories import Api, assert_error
 from tests.payments.conftest import (
     add_employee,
@@ -34,7 +34,7 @@ def pending(api: Api, db: Session) -> dict[str, object]:
     return data
 
 
-def status_of(db: Session, tx_ref: object) -> str:
+def status_of(db: Session, tx_ref: object) -> TransactionStatus:
     value = db.scalars(select(Transaction.status).where(Transaction.tx_ref == tx_ref)).one()
     db.commit()
     return value
@@ -58,7 +58,7 @@ def test_forged_missing_and_stale_signatures_are_401_and_change_nothing(
         sandbox, notice(str(data["tx_ref"])), "msg_2", datetime.now(UTC) - timedelta(minutes=6)
     )
     assert_error(client.post(URL, content=stale_body, headers=stale), 401)
-    assert count(db, WebhookEvent) == 0 and status_of(db, data["tx_ref"]) == "Pending"
+    assert count(db, WebhookEvent) == 0 and status_of(db, data["tx_ref"]) == TransactionStatus.PENDING
     # The genuine one still works afterwards.
     accepted = client.post(URL, content=body, headers=headers)
     assert accepted.status_code == 200 and accepted.json()["data"]["outcome"] == "fulfilled"
@@ -125,4 +125,4 @@ def test_a_successful_notice_before_any_payment_changes_nothing(
     data = pending(api, db)
     body, headers = signed(sandbox, notice(str(data["tx_ref"]), "99999999"), "msg_early")
     assert client.post(URL, content=body, headers=headers).json()["data"]["outcome"] == "pending"
-    assert status_of(db, data["tx_ref"]) == "Pending" and count(db, Order) == 0
+    assert status_of(db, data["tx_ref"]) == TransactionStatus.PENDING and count(db, Order) == 0

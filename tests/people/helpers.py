@@ -12,12 +12,22 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.models import Country
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle
-from outfitter.equipment.models import Equipment
-from outfitter.payments.models import Order, OrderItem, Transaction
-from outfitter.people.models import Employee
+from outfitter.models import (
+    Country,
+    Employee,
+    Equipment,
+    EquipmentSource,
+    EquipmentStatus,
+    Order,
+    OrderItem,
+    OrderStatus,
+    PaymentMethod,
+    Transaction,
+    TransactionKind,
+    TransactionStatus,
+)
 from tests.factories import Api
 
 _serial = itertools.count(1)
@@ -53,15 +63,15 @@ def give_equipment(
     equipment = Equipment(
         company_id=company_id,
         title=title,
-        source="External",
-        status=lifecycle.UNASSIGNED,
+        source=EquipmentSource.EXTERNAL,
+        status=EquipmentStatus.UNASSIGNED,
         type="Laptop",
         serial_number=f"SN-{next(_serial)}",
     )
     db.add(equipment)
     db.flush()
     lifecycle.record_added(db, equipment, "test")
-    lifecycle.move(db, equipment, lifecycle.ASSIGNED, "test", assignee=employee)
+    lifecycle.move(db, equipment, EquipmentStatus.ASSIGNED, "test", assignee=employee)
     db.commit()
     return equipment
 
@@ -69,21 +79,21 @@ def give_equipment(
 def unassign(db: Session, equipment: Equipment) -> None:
     record = db.get(Equipment, equipment.id)
     assert record is not None
-    lifecycle.move(db, record, lifecycle.UNASSIGNED, "test")
+    lifecycle.move(db, record, EquipmentStatus.UNASSIGNED, "test")
     db.commit()
 
 
 def place_order(db: Session, company_id: uuid.UUID, employee_id: str, total: str = "1234.50") -> Order:
-    """A fulfilled order with one item for the employee."""
+    """The order of a fulfilled transaction, with one item for the employee."""
     country = db.scalars(select(Country).where(Country.code == "NG")).one()
     tx_ref = f"otf_tx_{uuid.uuid4().hex}"
     zero = Decimal(0)
     transaction = Transaction(
         company_id=company_id,
         tx_ref=tx_ref,
-        kind="catalog",
-        payment_method="Card",
-        status="Fulfilled",
+        kind=TransactionKind.CATALOG,
+        payment_method=PaymentMethod.CARD,
+        status=TransactionStatus.FULFILLED,
         country_id=country.id,
         currency_code="NGN",
         amount=Decimal(total),
@@ -101,8 +111,8 @@ def place_order(db: Session, company_id: uuid.UUID, employee_id: str, total: str
         company_id=company_id,
         transaction_id=transaction.id,
         tx_ref=tx_ref,
-        status="Fulfilled",
-        payment_method="Card",
+        status=OrderStatus.COMPLETED,
+        payment_method=PaymentMethod.CARD,
         country_id=country.id,
         currency_code="NGN",
         total_amount=Decimal(total),

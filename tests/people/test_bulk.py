@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
-from outfitter.people.models import Employee
+from outfitter.models import Employee
 from tests.factories import Api, assert_error
 from tests.people.helpers import create_employee, employee_body
 from tests.people.test_employees import EMPLOYEE_FIELDS

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine, event, select
 from sqlalchemy.orm import Session
 
-from outfitter.people.models import Department, UserDepartment
+from outfitter.models import Department, UserDepartment
 from tests.factories import Api, assert_error
 from tests.people.helpers import create_employee, give_equipment, unassign
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
-from outfitter.people.models import Employee
+from outfitter.models import Employee
 from tests.factories import Api, assert_error
 from tests.people.helpers import create_employee, employee_body, give_equipment, place_order, unassign
 
@@ -163,7 +163,7 @@ def test_retrieve_shows_departments_equipment_and_orders(api: Api, db: Session) 
     placed = data["orders"][0]
     assert placed["id"] == str(order.id) and placed["tx_ref"] == order.tx_ref
     assert (placed["status"], placed["total_amount"], placed["currency"]) == (
-        "Fulfilled",
+        "Completed",
         "2500000.00",
         "NGN",
     )

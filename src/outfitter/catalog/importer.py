@@ -12,15 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.models import (
-    AVAILABLE,
-    Asset,
-    AssetModel,
-    AssetPricing,
-    AssetSpecification,
-    Category,
-)
 from outfitter.catalog.reference import find_country, find_currency
+from outfitter.models import Asset, AssetModel, AssetPricing, AssetSpecification, AssetStatus, Category
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -38,7 +31,7 @@ class PriceIn(_Strict):
 class SpecificationIn(_Strict):
     spec: dict[str, str] = Field(default_factory=dict)
     images: list[str] = Field(default_factory=list)
-    status: str = AVAILABLE
+    status: AssetStatus = AssetStatus.AVAILABLE
     prices: list[PriceIn] = Field(default_factory=list)
 
 
@@ -52,7 +45,7 @@ class AssetIn(_Strict):
     category: Text
     asset_code: str | None = None
     images: list[str] = Field(default_factory=list)
-    status: str = AVAILABLE
+    status: AssetStatus = AssetStatus.AVAILABLE
     specifications: list[SpecificationIn] = Field(min_length=1)
 
     @property

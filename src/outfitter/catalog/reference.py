@@ -14,9 +14,9 @@ from babel.numbers import (
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.models import Country, Currency
 from outfitter.core.errors import ValidationFailed
 from outfitter.core.tenancy import parse_uuid
+from outfitter.models import Country, Currency
 
 
 def _local_symbol(code: str, territory: str | None) -> str:

@@ -8,12 +8,12 @@ from collections.abc import Collection, Sequence
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session, contains_eager, joinedload
 
-from outfitter.catalog.models import (
-    AVAILABLE,
+from outfitter.models import (
     Asset,
     AssetModel,
     AssetPricing,
     AssetSpecification,
+    AssetStatus,
     Category,
     Country,
     Currency,
@@ -36,8 +36,8 @@ class CatalogRepository:
             .where(
                 AssetPricing.country_id == country.id,
                 AssetPricing.currency_id == currency.id,
-                AssetSpecification.status == AVAILABLE,
-                Asset.status == AVAILABLE,
+                AssetSpecification.status == AssetStatus.AVAILABLE,
+                Asset.status == AssetStatus.AVAILABLE,
             )
             .options(
                 contains_eager(AssetPricing.specification)
@@ -69,7 +69,7 @@ class CatalogRepository:
     def asset(self, asset_id: uuid.UUID) -> Asset | None:
         return self.session.scalars(
             select(Asset)
-            .where(Asset.id == asset_id, Asset.status == AVAILABLE)
+            .where(Asset.id == asset_id, Asset.status == AssetStatus.AVAILABLE)
             .options(joinedload(Asset.category), joinedload(Asset.model_ref))
         ).one_or_none()
 

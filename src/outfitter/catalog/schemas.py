@@ -7,9 +7,9 @@ from decimal import Decimal
 
 from pydantic import Field
 
-from outfitter.catalog.models import AssetPricing, AssetSpecification, Currency
 from outfitter.core.money import round_money
 from outfitter.core.schemas import DecimalString, Schema, Timestamp
+from outfitter.models import AssetPricing, AssetSpecification, AssetStatus, Currency, CurrencyStatus
 
 
 class CurrencyBrief(Schema):
@@ -36,7 +36,7 @@ class AssetSpecificationOut(Schema):
     model: str
     category: str
     asset_code: str | None
-    status: str
+    status: AssetStatus
     spec: dict[str, str]
     images: list[str]
     asset_pricing: AssetPricingOut
@@ -59,7 +59,7 @@ class AssetOut(Schema):
     specifications: list[AssetSpecificationOut]
     category: str
     asset_code: str | None
-    status: str
+    status: AssetStatus
 
 
 class NamedOut(Schema):
@@ -80,7 +80,7 @@ class CurrencyOut(Schema):
     name: str
     symbol: str
     minor_units: int
-    status: str
+    status: CurrencyStatus
 
 
 def pricing_out(pricing: AssetPricing, currency: Currency) -> AssetPricingOut:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.models import Country, Currency
 from outfitter.catalog.reference import resolve_country, resolve_currency
 from outfitter.catalog.repository import CatalogRepository
 from outfitter.catalog.schemas import (
@@ -16,6 +15,7 @@ from outfitter.catalog.schemas import (
 from outfitter.core.errors import NotFound, ValidationFailed
 from outfitter.core.pagination import PageParams, PageResult, paginate
 from outfitter.core.tenancy import parse_uuid
+from outfitter.models import Country, Currency
 
 
 def resolve_market(

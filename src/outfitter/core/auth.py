@@ -16,9 +16,9 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import Forbidden, Unauthorized
-from outfitter.core.models import ApiToken, Company
 from outfitter.core.tokens import TOKEN_PREFIX, hash_token, token_is_live
 from outfitter.db.base import utcnow
+from outfitter.models import ApiToken, Company
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 

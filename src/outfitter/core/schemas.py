@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
+from enum import StrEnum
 from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, PlainSerializer
+from pydantic_core import CoreSchema, core_schema
 
 T = TypeVar("T")
 
@@ -21,6 +23,26 @@ def format_timestamp(value: datetime) -> str:
 Timestamp = Annotated[datetime, PlainSerializer(format_timestamp, return_type=str)]
 DecimalString = Annotated[Decimal, PlainSerializer(lambda value: format(value, "f"), return_type=str)]
 DecimalNumber = Annotated[Decimal, PlainSerializer(float, return_type=float)]
+
+
+class OneOf:
+    """Narrows a StrEnum field to some of its members: `Annotated[EquipmentStatus, OneOf(...)]`.
+
+    Validated and documented as the choice of their values (the OpenAPI enum lists only them, and
+    any other value gets the same readable 422 as a value outside a whole enum: "Input should be
+    'Unassigned', 'In_Storage' or 'Assigned'"); the code receives the enum member."""
+
+    def __init__(self, *members: StrEnum) -> None:
+        if not members or len({type(member) for member in members}) != 1:
+            raise TypeError("OneOf takes one or more members of the same StrEnum")
+        self.members = members
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_after_validator_function(
+            type(self.members[0]),
+            core_schema.literal_schema([member.value for member in self.members]),
+            serialization=core_schema.plain_serializer_function_ser_schema(str, when_used="json"),
+        )
 
 
 class Schema(BaseModel):

@@ -17,31 +17,17 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
-from sqlalchemy import Executable, ForeignKey, Row, Select, bindparam, event, select
-from sqlalchemy.orm import (
-    Mapped,
-    ORMExecuteState,
-    Session,
-    declared_attr,
-    mapped_column,
-    with_loader_criteria,
-)
+from sqlalchemy import Executable, Row, Select, bindparam, event, select
+from sqlalchemy.orm import ORMExecuteState, Session, with_loader_criteria
 from sqlalchemy.orm.interfaces import ORMOption
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.util import find_tables
 
 from outfitter.core.errors import NotFound
+from outfitter.db.base import CompanyOwned
 
 _TENANT: Final = "tenant"
 _ACROSS_COMPANIES: Final = "across companies"
-
-
-class CompanyOwned:
-    """Mixin for every table whose rows belong to one company."""
-
-    @declared_attr
-    def company_id(cls) -> Mapped[uuid.UUID]:
-        return mapped_column(ForeignKey("companies.id", ondelete="CASCADE"), index=True)
 
 
 class TenantScopeError(RuntimeError):

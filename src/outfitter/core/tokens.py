@@ -11,8 +11,8 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session
 
-from outfitter.core.models import ApiToken, Company
 from outfitter.db.base import utcnow
+from outfitter.models import ApiToken, Company
 
 TOKEN_PREFIX = "otf_"
 SCOPES = ("read", "write")

@@ -1,15 +1,17 @@
-"""Declarative base, constraint naming convention and the column types every domain shares."""
+"""Declarative base, constraint naming convention, the column types every table shares, and the
+mixins (ids, timestamps, the company that owns a row)."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, MetaData, Numeric, Uuid
+from sqlalchemy import BigInteger, DateTime, Enum, ForeignKey, MetaData, Numeric, Uuid
 from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 NAMING_CONVENTION = {
@@ -79,6 +81,24 @@ class Money(TypeDecorator[Decimal]):
         return Decimal(value)
 
 
+def _values(enum: type[StrEnum]) -> list[str]:
+    return [member.value for member in enum]
+
+
+def str_enum(enum: type[StrEnum], length: int) -> Enum:
+    """A column holding one of `enum`'s values, stored as the plain VARCHAR(length) the migrations
+    create (no native enum type, no CHECK), so adding a value needs no migration. Rows load as
+    members; binding a string outside the enum raises before it reaches the database."""
+    return Enum(
+        enum,
+        native_enum=False,
+        length=length,
+        create_constraint=False,
+        validate_strings=True,
+        values_callable=_values,
+    )
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {datetime: UTCDateTime(), uuid.UUID: Uuid(), Decimal: Money()}
@@ -91,3 +111,11 @@ class IdMixin:
 class TimestampMixin:
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class CompanyOwned:
+    """Mixin for every table whose rows belong to one company; `core.tenancy` scopes them."""
+
+    @declared_attr
+    def company_id(cls) -> Mapped[uuid.UUID]:
+        return mapped_column(ForeignKey("companies.id", ondelete="CASCADE"), index=True)

@@ -1,4 +1,4 @@
-"""Equipment statuses, the moves between them, and the history entry every move writes.
+"""The moves between equipment statuses, and the history entry every move writes.
 
 The one place a status changes: services of every domain (equipment edits, payments fulfilment)
 call `move` or `record_added`, so the rules and the history cannot drift apart.
@@ -12,38 +12,35 @@ from sqlalchemy.orm import Session
 
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.db.base import utcnow
-from outfitter.equipment.models import Equipment, EquipmentHistory
-from outfitter.people.models import Employee
+from outfitter.models import Employee, Equipment, EquipmentEvent, EquipmentHistory, EquipmentStatus
 
-ASSIGNED = "Assigned"
-UNASSIGNED = "Unassigned"
-SOLD = "Sold"
-IN_STORAGE = "In_Storage"
-ARCHIVED = "Archived"
-STATUSES = (ASSIGNED, UNASSIGNED, SOLD, IN_STORAGE, ARCHIVED)
-
-ALLOWED_MOVES: dict[str, frozenset[str]] = {
-    UNASSIGNED: frozenset({ASSIGNED, IN_STORAGE, SOLD, ARCHIVED}),
-    ASSIGNED: frozenset({UNASSIGNED, IN_STORAGE, ARCHIVED}),
-    IN_STORAGE: frozenset({ASSIGNED, UNASSIGNED, SOLD, ARCHIVED}),
-    SOLD: frozenset({ARCHIVED}),
-    ARCHIVED: frozenset(),
+ALLOWED_MOVES: dict[EquipmentStatus, frozenset[EquipmentStatus]] = {
+    EquipmentStatus.UNASSIGNED: frozenset(
+        {EquipmentStatus.ASSIGNED, EquipmentStatus.IN_STORAGE, EquipmentStatus.SOLD, EquipmentStatus.ARCHIVED}
+    ),
+    EquipmentStatus.ASSIGNED: frozenset(
+        {EquipmentStatus.UNASSIGNED, EquipmentStatus.IN_STORAGE, EquipmentStatus.ARCHIVED}
+    ),
+    EquipmentStatus.IN_STORAGE: frozenset(
+        {EquipmentStatus.ASSIGNED, EquipmentStatus.UNASSIGNED, EquipmentStatus.SOLD, EquipmentStatus.ARCHIVED}
+    ),
+    EquipmentStatus.SOLD: frozenset({EquipmentStatus.ARCHIVED}),
+    EquipmentStatus.ARCHIVED: frozenset(),
 }
 
-EVENT_FOR_STATUS = {
-    ASSIGNED: "assigned",
-    UNASSIGNED: "unassigned",
-    IN_STORAGE: "moved_to_storage",
-    SOLD: "sold",
-    ARCHIVED: "archived",
+EVENT_FOR_STATUS: dict[EquipmentStatus, EquipmentEvent] = {
+    EquipmentStatus.ASSIGNED: EquipmentEvent.ASSIGNED,
+    EquipmentStatus.UNASSIGNED: EquipmentEvent.UNASSIGNED,
+    EquipmentStatus.IN_STORAGE: EquipmentEvent.MOVED_TO_STORAGE,
+    EquipmentStatus.SOLD: EquipmentEvent.SOLD,
+    EquipmentStatus.ARCHIVED: EquipmentEvent.ARCHIVED,
 }
-EQUIPMENT_ADDED = "equipment_added"
 SYSTEM_ACTOR = "system"
 
 
 def _history(
     equipment: Equipment,
-    event_type: str,
+    event_type: EquipmentEvent,
     actor: str,
     assignee: Employee | None,
     payload: dict[str, Any] | None,
@@ -66,7 +63,7 @@ def record_added(
     session: Session, equipment: Equipment, actor: str, payload: dict[str, Any] | None = None
 ) -> EquipmentHistory:
     """The `equipment_added` entry of a new device (flush the device first so it has an id)."""
-    entry = _history(equipment, EQUIPMENT_ADDED, actor, None, payload)
+    entry = _history(equipment, EquipmentEvent.EQUIPMENT_ADDED, actor, None, payload)
     session.add(entry)
     return entry
 
@@ -74,7 +71,7 @@ def record_added(
 def move(
     session: Session,
     equipment: Equipment,
-    to_status: str,
+    to_status: EquipmentStatus,
     actor: str,
     assignee: Employee | None = None,
     payload: dict[str, Any] | None = None,
@@ -86,13 +83,13 @@ def move(
     """
     if to_status not in ALLOWED_MOVES:
         raise ValidationFailed.field(
-            "status", f"Unknown status {to_status!r}; choose from {', '.join(STATUSES)}."
+            "status", f"Unknown status {to_status!r}; choose from {', '.join(EquipmentStatus)}."
         )
     from_status = equipment.status
-    reassign = from_status == ASSIGNED and to_status == ASSIGNED
+    reassign = from_status == EquipmentStatus.ASSIGNED and to_status == EquipmentStatus.ASSIGNED
     if not reassign and to_status not in ALLOWED_MOVES.get(from_status, frozenset()):
         raise Conflict(f"Equipment cannot move from {from_status} to {to_status}.")
-    if to_status == ASSIGNED:
+    if to_status == EquipmentStatus.ASSIGNED:
         if assignee is None:
             raise ValidationFailed.field("assignee_id", "Assigned equipment needs an assignee.")
         if assignee.company_id != equipment.company_id:
@@ -100,10 +97,14 @@ def move(
         if reassign and equipment.assignee_id == assignee.id:
             raise Conflict(f"Equipment is already assigned to {assignee.full_name}.")
     equipment.status = to_status
-    equipment.assignee_id = assignee.id if to_status == ASSIGNED and assignee else None
+    equipment.assignee_id = assignee.id if to_status == EquipmentStatus.ASSIGNED and assignee else None
     equipment.status_changed_at = utcnow()
     entry = _history(
-        equipment, EVENT_FOR_STATUS[to_status], actor, assignee if to_status == ASSIGNED else None, payload
+        equipment,
+        EVENT_FOR_STATUS[to_status],
+        actor,
+        assignee if to_status == EquipmentStatus.ASSIGNED else None,
+        payload,
     )
     session.add(entry)
     return entry

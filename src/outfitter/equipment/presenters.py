@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Row
 
-from outfitter.equipment.lifecycle import IN_STORAGE
+from outfitter.models import EquipmentStatus
 
 # The fields whose share makes the score, in the order missing_information lists them.
 SCORED_FIELDS = (
@@ -155,7 +155,7 @@ def detail(row: Row[Any], history: list[Row[Any]], now: datetime | None = None) 
     item["insurance_expiring_in"] = insurance_expiring_in(row.insurance_expires_at, now)
     item["usage_duration"] = readable_between(row.purchase_date, now) if row.purchase_date else UNKNOWN_USAGE
     item["storage_duration"] = (
-        readable_between(row.status_changed_at, now) if row.status == IN_STORAGE else None
+        readable_between(row.status_changed_at, now) if row.status == EquipmentStatus.IN_STORAGE else None
     )
     item["documents"] = list(row.documents or [])
     return item

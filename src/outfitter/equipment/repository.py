@@ -10,24 +10,32 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, bindparam, func, select
 from sqlalchemy.orm import aliased
 
-from outfitter.catalog.models import Country, Currency
 from outfitter.core.errors import NotFound
 from outfitter.core.pagination import PageParams, PageResult
 from outfitter.core.tenancy import CompanyRepository, company_rows, parse_uuid
-from outfitter.equipment.lifecycle import ARCHIVED
-from outfitter.equipment.models import Equipment, EquipmentHistory
-from outfitter.people.models import MEMBERSHIP_ACTIVE, Department, Employee, UserDepartment
+from outfitter.models import (
+    Country,
+    Currency,
+    Department,
+    Employee,
+    Equipment,
+    EquipmentHistory,
+    EquipmentStatus,
+    EquipmentType,
+    MembershipStatus,
+    UserDepartment,
+)
 
-LAPTOP_WORKSTATION = "Laptop/Workstation"
-LAPTOP_TYPES = [LAPTOP_WORKSTATION, "Laptop", "Workstation"]  # the filter's value matches all three
+# The filter's value Laptop/Workstation matches all three.
+LAPTOP_TYPES = [EquipmentType.LAPTOP_WORKSTATION, EquipmentType.LAPTOP, EquipmentType.WORKSTATION]
 
 
 @dataclass(frozen=True)
 class EquipmentFilters:
     """Already validated and resolved: folded memory/storage keys, a country id."""
 
-    status: str | None = None
-    type: str | None = None
+    status: EquipmentStatus | None = None
+    type: EquipmentType | None = None
     memory_key: str | None = None
     storage_key: str | None = None
     country_id: uuid.UUID | None = None
@@ -35,7 +43,7 @@ class EquipmentFilters:
 
     def shape(self) -> tuple[object, ...]:
         """Which filters are given (not their values): the statements are built once per shape."""
-        laptops = self.type == LAPTOP_WORKSTATION
+        laptops = self.type == EquipmentType.LAPTOP_WORKSTATION
         return (
             self.status is not None,
             "laptops" if laptops else self.type is not None,
@@ -48,7 +56,7 @@ class EquipmentFilters:
     def parameters(self) -> dict[str, object]:
         values: dict[str, object] = {
             "status": self.status,
-            "type": LAPTOP_TYPES if self.type == LAPTOP_WORKSTATION else self.type,
+            "type": LAPTOP_TYPES if self.type == EquipmentType.LAPTOP_WORKSTATION else self.type,
             "memory_key": self.memory_key,
             "storage_key": self.storage_key,
             "country_id": self.country_id,
@@ -61,7 +69,7 @@ class EquipmentFilters:
 def _conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
     status, type_kind, memory, storage, country, serials = shape
     conditions: list[ColumnElement[bool]] = [
-        Equipment.status == bindparam("status") if status else Equipment.status != ARCHIVED
+        Equipment.status == bindparam("status") if status else Equipment.status != EquipmentStatus.ARCHIVED
     ]
     if type_kind == "laptops":
         conditions.append(Equipment.type.in_(bindparam("type", expanding=True)))
@@ -148,7 +156,7 @@ def _first_department_name() -> ScalarSelect[str]:
         .join(UserDepartment, UserDepartment.department_id == Department.id)
         .where(
             UserDepartment.user_id == Equipment.assignee_id,
-            UserDepartment.status == MEMBERSHIP_ACTIVE,
+            UserDepartment.status == MembershipStatus.ACTIVE,
             UserDepartment.deleted_at.is_(None),
             Department.deleted_at.is_(None),
         )
@@ -191,7 +199,10 @@ _FULL_HISTORY = _history(EquipmentHistory.actor, EquipmentHistory.payload)
 
 _UNFILTERED_COUNT = select(
     select(func.count()).select_from(Equipment).scalar_subquery()
-    - select(func.count()).select_from(Equipment).where(Equipment.status == ARCHIVED).scalar_subquery()
+    - select(func.count())
+    .select_from(Equipment)
+    .where(Equipment.status == EquipmentStatus.ARCHIVED)
+    .scalar_subquery()
 )
 
 

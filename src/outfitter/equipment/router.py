@@ -10,15 +10,14 @@ from outfitter.core.pagination import PageResult, Pagination
 from outfitter.core.schemas import Envelope, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.equipment import service
-from outfitter.equipment.lifecycle import IN_STORAGE
 from outfitter.equipment.schemas import (
     EquipmentCreate,
     EquipmentOut,
     EquipmentPageEnvelope,
     EquipmentPatch,
-    StatusFilter,
     TypeFilter,
 )
+from outfitter.models import EquipmentStatus
 
 router = APIRouter(prefix="/client", tags=["equipment"], route_class=UnitOfWorkRoute)
 
@@ -39,7 +38,7 @@ def _page_answer(records: list[dict[str, Any]], page: PageResult[Any]) -> dict[s
 def list_equipment(
     client: ReadAccess,
     pagination: Pagination,
-    status: Annotated[StatusFilter | None, Query(description="Only this status")] = None,
+    status: Annotated[EquipmentStatus | None, Query(description="Only this status")] = None,
     type: Annotated[
         TypeFilter | None, Query(description="Laptop/Workstation also matches Laptop and Workstation")
     ] = None,
@@ -72,7 +71,7 @@ def list_equipment(
     summary="List the company's equipment held in storage",
 )
 def list_equipment_in_storage(client: ReadAccess, pagination: Pagination) -> dict[str, Any]:
-    filters = service.resolve_filters(client.session, status=IN_STORAGE)
+    filters = service.resolve_filters(client.session, status=EquipmentStatus.IN_STORAGE)
     records, page = service.list_equipment(client.session, filters, pagination)
     return _page_answer(records, page)
 

@@ -5,17 +5,35 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from outfitter.core.schemas import DecimalString, Page, Schema, Timestamp
+from outfitter.core.schemas import DecimalString, OneOf, Page, Schema, Timestamp
+from outfitter.models import (
+    CurrencyStatus,
+    EquipmentEvent,
+    EquipmentSource,
+    EquipmentState,
+    EquipmentStatus,
+    EquipmentType,
+)
 
-EquipmentType = Literal["Laptop", "Workstation", "Laptop/Workstation", "Phones", "Accessories", "Tablet"]
-TypeFilter = Literal["Laptop/Workstation", "Phones", "Accessories", "Tablet"]
-StatusFilter = Literal["Assigned", "Unassigned", "Sold", "In_Storage", "Archived"]
-CreateStatus = Literal["Unassigned", "In_Storage", "Assigned"]
-EquipmentState = Literal["Brand_New", "Used"]
+# The list's type filter: Laptop/Workstation stands for Laptop and Workstation too.
+TypeFilter = Annotated[
+    EquipmentType,
+    OneOf(
+        EquipmentType.LAPTOP_WORKSTATION,
+        EquipmentType.PHONES,
+        EquipmentType.ACCESSORIES,
+        EquipmentType.TABLET,
+    ),
+]
+# A device is registered Unassigned, In_Storage or Assigned; Sold and Archived are moves after that.
+CreateStatus = Annotated[
+    EquipmentStatus,
+    OneOf(EquipmentStatus.UNASSIGNED, EquipmentStatus.IN_STORAGE, EquipmentStatus.ASSIGNED),
+]
 
 MAX_PRICE = Decimal("1e15")
 
@@ -28,7 +46,7 @@ class CurrencyOut(Schema):
     name: str
     code: str
     symbol: str
-    status: str
+    status: CurrencyStatus
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -58,7 +76,7 @@ class AssigneeOut(AssigneeBrief):
 
 class HistoryBrief(Schema):
     id: uuid.UUID
-    event_type: str
+    event_type: EquipmentEvent
     event_date: Timestamp
     assignee: AssigneeBrief | None
 
@@ -75,8 +93,8 @@ class EquipmentBase(Schema):
     year: str | None
     make: str | None
     model: str | None
-    state: str | None
-    source: str
+    state: EquipmentState | None
+    source: EquipmentSource
     purchase_date: Timestamp | None
     purchase_price: DecimalString | None
     type: str | None
@@ -89,7 +107,7 @@ class EquipmentBase(Schema):
     other_details: str
     specs: SpecsOut
     description: str
-    status: str
+    status: EquipmentStatus
     country: str | None
     country_code: str | None
     created_at: Timestamp
@@ -219,9 +237,9 @@ class EquipmentFields(BaseModel):
 
 class EquipmentCreate(EquipmentFields):
     title: str = Field(min_length=1, max_length=300)
-    status: CreateStatus = "Unassigned"
+    status: CreateStatus = EquipmentStatus.UNASSIGNED
 
 
 class EquipmentPatch(EquipmentFields):
     title: str | None = Field(default=None, min_length=1, max_length=300)
-    status: StatusFilter | None = None
+    status: EquipmentStatus | None = None

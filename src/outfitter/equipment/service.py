@@ -15,17 +15,14 @@ from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.pagination import PageParams, PageResult
 from outfitter.equipment import lifecycle, presenters
-from outfitter.equipment.lifecycle import ARCHIVED, ASSIGNED, UNASSIGNED
-from outfitter.equipment.models import Equipment, fold_spec
 from outfitter.equipment.repository import EquipmentFilters, EquipmentRepository
 from outfitter.equipment.schemas import (
     EquipmentCreate,
     EquipmentFields,
     EquipmentPatch,
 )
-from outfitter.people.models import Employee
+from outfitter.models import Employee, Equipment, EquipmentSource, EquipmentStatus, EquipmentType, fold_spec
 
-EXTERNAL = "External"
 MAX_SERIAL_FILTER = 100
 # Plain columns a client edits as given (title, references and specs have their own rules).
 PLAIN_FIELDS = (
@@ -46,8 +43,8 @@ PLAIN_FIELDS = (
 def resolve_filters(
     session: Session,
     *,
-    status: str | None = None,
-    type: str | None = None,
+    status: EquipmentStatus | None = None,
+    type: EquipmentType | None = None,
     memory: str | None = None,
     storage: str | None = None,
     country: str | None = None,
@@ -89,7 +86,7 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
     fields = body.model_fields_set | {"title"}
     references = _resolve_references(session, body, fields)
     assignee: Employee | None = None
-    if body.status == ASSIGNED:
+    if body.status == EquipmentStatus.ASSIGNED:
         if body.assignee_id is None:
             raise ValidationFailed.field("assignee_id", "Required when status is Assigned.")
         assignee = _employee(repository, body.assignee_id)
@@ -99,13 +96,18 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
         raise _serial_conflict(body.serial_number)
 
     equipment = Equipment(
-        id=uuid.uuid4(), source=EXTERNAL, status=UNASSIGNED, specs={}, other_details=[], documents=[]
+        id=uuid.uuid4(),
+        source=EquipmentSource.EXTERNAL,
+        status=EquipmentStatus.UNASSIGNED,
+        specs={},
+        other_details=[],
+        documents=[],
     )
     repository.add(equipment)
     _apply_fields(equipment, body, fields, references)
     _flush(session, body.serial_number)
     lifecycle.record_added(session, equipment, auth.actor)
-    if body.status != UNASSIGNED:
+    if body.status != EquipmentStatus.UNASSIGNED:
         lifecycle.move(session, equipment, body.status, auth.actor, assignee=assignee)
     session.flush()
     return _detail(repository, equipment.id)
@@ -117,7 +119,7 @@ def update_equipment(
     """Edit fields, and move status or assignee through the lifecycle; all checked before any write."""
     repository = EquipmentRepository(session)
     equipment = repository.get(equipment_id, for_update=True)
-    if equipment.status == ARCHIVED:
+    if equipment.status == EquipmentStatus.ARCHIVED:
         raise Conflict("Archived equipment cannot be changed.")
     fields = body.model_fields_set - {"status"}
     if "title" in fields and body.title is None:
@@ -140,9 +142,9 @@ def archive_equipment(session: Session, auth: AuthContext, equipment_id: str) ->
     """DELETE: move to Archived (writing `archived`); an archived device is gone for DELETE (404)."""
     repository = EquipmentRepository(session)
     equipment = repository.get(equipment_id, for_update=True)
-    if equipment.status == ARCHIVED:
+    if equipment.status == EquipmentStatus.ARCHIVED:
         raise NotFound.record("Equipment")
-    lifecycle.move(session, equipment, ARCHIVED, auth.actor)
+    lifecycle.move(session, equipment, EquipmentStatus.ARCHIVED, auth.actor)
     session.flush()
     return _detail(repository, equipment.id)
 
@@ -150,26 +152,27 @@ def archive_equipment(session: Session, auth: AuthContext, equipment_id: str) ->
 def _target_move(
     repository: EquipmentRepository,
     equipment: Equipment,
-    status: str | None,
+    status: EquipmentStatus | None,
     assignee_id: uuid.UUID | None,
     assignee_given: bool,
-) -> tuple[str, Employee | None] | None:
+) -> tuple[EquipmentStatus, Employee | None] | None:
     """The move a PATCH asks for, or None: `status`, `assignee_id`, or both."""
     current = equipment.status
-    if status is not None and status != ASSIGNED and assignee_id is not None:
+    if status is not None and status != EquipmentStatus.ASSIGNED and assignee_id is not None:
         raise ValidationFailed.field("assignee_id", f"Only Assigned equipment has an assignee, not {status}.")
-    if status == ASSIGNED or (status is None and assignee_id is not None):
+    if status == EquipmentStatus.ASSIGNED or (status is None and assignee_id is not None):
         if assignee_id is None:
-            if current == ASSIGNED:
+            if current == EquipmentStatus.ASSIGNED:
                 return None
             raise ValidationFailed.field("assignee_id", "Required when status is Assigned.")
         assignee = _employee(repository, assignee_id)
-        if current == ASSIGNED and equipment.assignee_id == assignee.id:
+        if current == EquipmentStatus.ASSIGNED and equipment.assignee_id == assignee.id:
             return None
-        return ASSIGNED, assignee
+        return EquipmentStatus.ASSIGNED, assignee
     if status is None:
         # `"assignee_id": null` alone unassigns a device that has an assignee.
-        return (UNASSIGNED, None) if assignee_given and current == ASSIGNED else None
+        unassign = assignee_given and current == EquipmentStatus.ASSIGNED
+        return (EquipmentStatus.UNASSIGNED, None) if unassign else None
     if status == current:
         return None
     return status, None

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.core.errors import ValidationFailed
 from outfitter.core.money import percent_of, round_money
-from outfitter.payments.models import FeeSchedule
+from outfitter.models import FeeSchedule, PaymentMethod
 
 # Documented in docs/payments.md. Percentages apply to the equipment amount (insurance, platform)
 # or to the whole charge before the gateway fee (gateway, Card only); device fees are per device.
@@ -87,7 +87,7 @@ class Charges:
 
 
 def compute_charges(
-    schedule: FeeSchedule, minor_units: int, amount: Decimal, devices: int, payment_method: str
+    schedule: FeeSchedule, minor_units: int, amount: Decimal, devices: int, payment_method: PaymentMethod
 ) -> Charges:
     amount = round_money(amount, minor_units)
     insurance = percent_of(amount, schedule.insurance_percent, minor_units)
@@ -97,7 +97,7 @@ def compute_charges(
     before_gateway = amount + insurance + platform_fee + onboarding_fee + device_config_fee
     gateway_fee = (
         percent_of(before_gateway, schedule.gateway_percent, minor_units)
-        if payment_method == "Card"
+        if payment_method == PaymentMethod.CARD
         else round_money(Decimal(0), minor_units)
     )
     return Charges(amount, insurance, gateway_fee, onboarding_fee, device_config_fee, platform_fee)

@@ -16,37 +16,39 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.models import AssetPricing, Currency
 from outfitter.catalog.repository import CatalogRepository
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle
-from outfitter.equipment.models import Equipment
-from outfitter.payments.gateways import DECLINED, SUCCESSFUL, GatewayPayment
-from outfitter.payments.models import Order, OrderItem, Transaction, TransactionItem
+from outfitter.models import (
+    AssetPricing,
+    Currency,
+    Employee,
+    Equipment,
+    EquipmentSource,
+    EquipmentState,
+    EquipmentStatus,
+    EquipmentType,
+    GatewayPaymentStatus,
+    Order,
+    OrderItem,
+    OrderStatus,
+    Transaction,
+    TransactionItem,
+    TransactionKind,
+    TransactionStatus,
+)
+from outfitter.payments.gateways import GatewayPayment
 from outfitter.payments.repository import items_of, lock_transaction, release_reservations
-from outfitter.people.models import Employee
 
 logger = logging.getLogger("outfitter.payments")
 
-PENDING = "Pending"
-FULFILLED = "Fulfilled"
-FAILED = "Failed"
-CANCELLED = "Cancelled"
-EXPIRED = "Expired"
-TRANSACTION_STATUSES = (PENDING, FULFILLED, FAILED, CANCELLED, EXPIRED)
-ORDER_COMPLETED = "Completed"
-
-CATALOG = "catalog"
-STORAGE = "storage"
-
-TYPE_FOR_CATEGORY = {
-    "Laptops": "Laptop",
-    "Phones": "Phones",
-    "Tablets": "Tablet",
-    "Accessories": "Accessories",
+# The type of a device bought from the catalog, by its category (other categories: their name).
+TYPE_FOR_CATEGORY: dict[str, EquipmentType] = {
+    "Laptops": EquipmentType.LAPTOP,
+    "Phones": EquipmentType.PHONES,
+    "Tablets": EquipmentType.TABLET,
+    "Accessories": EquipmentType.ACCESSORIES,
 }
-BRAND_NEW = "Brand_New"
-PLATFORM = "Platform"
 
 
 def settle(
@@ -55,19 +57,19 @@ def settle(
     """Lock the transaction and apply what the gateway said; a no-op once it left Pending."""
     now = now or utcnow()
     transaction = lock_transaction(session, transaction_id)
-    if transaction.status != PENDING:
+    if transaction.status != TransactionStatus.PENDING:
         return transaction
-    if payment is not None and payment.status == SUCCESSFUL:
+    if payment is not None and payment.status == GatewayPaymentStatus.SUCCESSFUL:
         problem = payment_problem(transaction, payment)
         if problem:
             logger.warning("transaction %s fails: %s", transaction.tx_ref, problem)
-            finish(session, transaction, FAILED, problem, now)
+            finish(session, transaction, TransactionStatus.FAILED, problem, now)
         else:
             fulfil(session, transaction, payment.reference, now)
-    elif payment is not None and payment.status == DECLINED:
-        finish(session, transaction, FAILED, "The payment was declined.", now)
+    elif payment is not None and payment.status == GatewayPaymentStatus.DECLINED:
+        finish(session, transaction, TransactionStatus.FAILED, "The payment was declined.", now)
     elif now >= transaction.expires_at:
-        finish(session, transaction, EXPIRED, "Not paid within its time to live.", now)
+        finish(session, transaction, TransactionStatus.EXPIRED, "Not paid within its time to live.", now)
     return transaction
 
 
@@ -85,7 +87,9 @@ def payment_problem(transaction: Transaction, payment: GatewayPayment) -> str | 
     return None
 
 
-def finish(session: Session, transaction: Transaction, status: str, reason: str, now: datetime) -> None:
+def finish(
+    session: Session, transaction: Transaction, status: TransactionStatus, reason: str, now: datetime
+) -> None:
     """Failed, Cancelled or Expired: no order, and the storage equipment it held is free again."""
     transaction.status = status
     transaction.failure_reason = reason[:500]
@@ -100,7 +104,7 @@ def fulfil(session: Session, transaction: Transaction, reference: str | None, no
         company_id=transaction.company_id,
         transaction_id=transaction.id,
         tx_ref=transaction.tx_ref,
-        status=ORDER_COMPLETED,
+        status=OrderStatus.COMPLETED,
         payment_method=transaction.payment_method,
         country_id=transaction.country_id,
         currency_code=transaction.currency_code,
@@ -111,12 +115,12 @@ def fulfil(session: Session, transaction: Transaction, reference: str | None, no
     items = items_of(session, transaction.id)
     employees = _employees(session, [item.employee_id for item in items if item.employee_id])
     actor = transaction.actor or lifecycle.SYSTEM_ACTOR
-    if transaction.kind == STORAGE:
+    if transaction.kind == TransactionKind.STORAGE:
         _assign_storage_equipment(session, transaction, order, items, employees, actor)
     else:
         _create_catalog_equipment(session, transaction, order, items, employees, actor, now)
     release_reservations(session, transaction.id)
-    transaction.status = FULFILLED
+    transaction.status = TransactionStatus.FULFILLED
     transaction.settled_at = now
     transaction.gateway_reference = reference or transaction.gateway_reference
     session.flush()
@@ -157,7 +161,7 @@ def _create_catalog_equipment(
         assignee = employees.get(item.employee_id) if item.employee_id else None
         if assignee is not None:  # an employee deleted since the initiate leaves the device Unassigned
             lifecycle.move(
-                session, equipment, lifecycle.ASSIGNED, actor, assignee, {"tx_ref": transaction.tx_ref}
+                session, equipment, EquipmentStatus.ASSIGNED, actor, assignee, {"tx_ref": transaction.tx_ref}
             )
         session.add(_order_item(order, item, equipment.id))
 
@@ -185,9 +189,9 @@ def _new_equipment(
         make=asset.make if asset else None,
         model=asset.model if asset else None,
         type=TYPE_FOR_CATEGORY.get(asset.category.name, asset.category.name) if asset else None,
-        state=BRAND_NEW,
-        source=PLATFORM,
-        status=lifecycle.UNASSIGNED,
+        state=EquipmentState.BRAND_NEW,
+        source=EquipmentSource.PLATFORM,
+        status=EquipmentStatus.UNASSIGNED,
         purchase_date=now,
         purchase_price=item.unit_price,
         currency_id=currency_id,
@@ -219,9 +223,9 @@ def _assign_storage_equipment(
     for item in items:
         equipment = devices.get(item.equipment_id) if item.equipment_id else None
         assignee = employees.get(item.employee_id) if item.employee_id else None
-        if equipment is not None and equipment.status == lifecycle.IN_STORAGE and assignee is not None:
+        if equipment is not None and equipment.status == EquipmentStatus.IN_STORAGE and assignee is not None:
             lifecycle.move(
-                session, equipment, lifecycle.ASSIGNED, actor, assignee, {"tx_ref": transaction.tx_ref}
+                session, equipment, EquipmentStatus.ASSIGNED, actor, assignee, {"tx_ref": transaction.tx_ref}
             )
             equipment.asset_order_id = order.id
         else:  # paid for, but the device left storage or the employee left meanwhile: kept for an operator

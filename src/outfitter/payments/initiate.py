@@ -19,7 +19,6 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
-from outfitter.catalog.models import AVAILABLE, Country, Currency
 from outfitter.catalog.reference import resolve_country
 from outfitter.catalog.repository import CatalogRepository
 from outfitter.core.auth import AuthContext
@@ -27,26 +26,29 @@ from outfitter.core.errors import Conflict, DomainError, ValidationFailed
 from outfitter.core.tenancy import parse_uuid
 from outfitter.core.unit_of_work import ClientWork
 from outfitter.db.base import utcnow
-from outfitter.equipment import lifecycle
-from outfitter.equipment.models import Equipment
-from outfitter.payments.fees import Charges, compute_charges, schedule_for
-from outfitter.payments.fulfilment import CATALOG, PENDING, STORAGE, settle
-from outfitter.payments.gateways import (
-    SUCCESSFUL,
-    CheckoutRequest,
-    GatewayError,
-    GatewayPayment,
-    GatewayRegistry,
+from outfitter.models import (
+    AssetStatus,
+    Country,
+    Currency,
+    Employee,
+    Equipment,
+    EquipmentReservation,
+    EquipmentStatus,
+    GatewayPaymentStatus,
+    PaymentMethod,
+    Transaction,
+    TransactionItem,
+    TransactionKind,
+    TransactionStatus,
 )
-from outfitter.payments.models import EquipmentReservation, Transaction, TransactionItem
+from outfitter.payments.fees import Charges, compute_charges, schedule_for
+from outfitter.payments.fulfilment import settle
+from outfitter.payments.gateways import CheckoutRequest, GatewayError, GatewayPayment, GatewayRegistry
 from outfitter.payments.repository import reserved_equipment_ids
 from outfitter.payments.schemas import InitiateRequest, StorageInitiateRequest
 from outfitter.payments.wallet import debit_wallet
-from outfitter.people.models import Employee
 
 MAX_DEVICES = 1000
-CARD = "Card"
-CREDIT = "Credit"
 
 
 class GatewayUnavailable(DomainError):
@@ -92,8 +94,8 @@ def _currency(session: Session, code: str) -> Currency:
 class _Draft:
     """A transaction checked and priced, not yet written."""
 
-    kind: str
-    payment_method: str
+    kind: TransactionKind
+    payment_method: PaymentMethod
     redirect_url: str | None
     country: Country
     currency: Currency
@@ -129,7 +131,10 @@ def initiate_catalog(work: ClientWork, body: InitiateRequest, gateways: GatewayR
                 f"This price is for {pricing.country.name}, not {country.name}: "
                 "list the assets for that country."
             )
-        elif pricing.specification.status != AVAILABLE or pricing.specification.asset.status != AVAILABLE:
+        elif (
+            pricing.specification.status != AssetStatus.AVAILABLE
+            or pricing.specification.asset.status != AssetStatus.AVAILABLE
+        ):
             errors.setdefault(path, []).append("This asset is no longer available.")
         elif currency is None:
             currency = pricing.currency
@@ -164,7 +169,7 @@ def initiate_catalog(work: ClientWork, body: InitiateRequest, gateways: GatewayR
             )
     amount = sum((row.unit_price * row.quantity for row in rows), Decimal(0))
     draft = _Draft(
-        kind=CATALOG,
+        kind=TransactionKind.CATALOG,
         payment_method=body.payment_method,
         redirect_url=body.redirect_url,
         country=country,
@@ -219,7 +224,7 @@ def initiate_storage(
         for value in ids
     ]
     draft = _Draft(
-        kind=STORAGE,
+        kind=TransactionKind.STORAGE,
         payment_method=body.payment_method,
         redirect_url=body.redirect_url,
         country=country,
@@ -255,7 +260,7 @@ def _storage_devices(session: Session, ids: set[uuid.UUID], *, lock: bool) -> di
 
 def _check_storage_devices(session: Session, devices: dict[uuid.UUID, Equipment]) -> None:
     for equipment in devices.values():
-        if equipment.status != lifecycle.IN_STORAGE:
+        if equipment.status != EquipmentStatus.IN_STORAGE:
             raise Conflict(
                 f"Equipment {equipment.title} ({equipment.id}) is {equipment.status}, not In_Storage."
             )
@@ -279,7 +284,7 @@ def _reserved_message(devices: dict[uuid.UUID, Equipment], reserved: set[uuid.UU
 
 def _register_with_gateway(work: ClientWork, draft: _Draft, gateways: GatewayRegistry) -> None:
     """Card: end the read-only transaction, then ask the gateway for the checkout link."""
-    if draft.payment_method != CARD:
+    if draft.payment_method != PaymentMethod.CARD:
         return
     gateway = gateways.get(gateways.default_name)
     assert gateway is not None
@@ -312,7 +317,7 @@ def _write(session: Session, auth: AuthContext, draft: _Draft, ttl: timedelta) -
         payment_method=draft.payment_method,
         gateway=draft.gateway,
         link=draft.link,
-        status=PENDING,
+        status=TransactionStatus.PENDING,
         country_id=draft.country.id,
         currency_code=draft.currency.code,
         amount=charges.amount,
@@ -338,7 +343,7 @@ def _write(session: Session, auth: AuthContext, draft: _Draft, ttl: timedelta) -
 
 def _pay(work: ClientWork, transaction: Transaction) -> Transaction:
     """Credit: the wallet pays now and the transaction is fulfilled. Card: it waits for the payer."""
-    if transaction.payment_method != CREDIT:
+    if transaction.payment_method != PaymentMethod.CREDIT:
         return transaction
     session = work.session
     reference = None
@@ -352,6 +357,10 @@ def _pay(work: ClientWork, transaction: Transaction) -> Transaction:
         )
         reference = f"wallet:{entry.id}"
     paid = GatewayPayment(
-        transaction.tx_ref, SUCCESSFUL, transaction.total_amount, transaction.currency_code, reference
+        transaction.tx_ref,
+        GatewayPaymentStatus.SUCCESSFUL,
+        transaction.total_amount,
+        transaction.currency_code,
+        reference,
     )
     return settle(session, transaction.id, paid)

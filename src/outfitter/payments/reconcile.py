@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.core.tenancy import across_companies, bind_company
 from outfitter.db.base import utcnow
+from outfitter.models import Transaction, TransactionStatus
 from outfitter.payments.fulfilment import settle
 from outfitter.payments.gateways import GatewayError, GatewayRegistry
-from outfitter.payments.models import Transaction
 from outfitter.payments.repository import pending_transactions
 from outfitter.payments.service import ask_gateway
 
@@ -25,7 +25,7 @@ logger = logging.getLogger("outfitter.payments")
 @dataclass(frozen=True)
 class ReconcileSummary:
     checked: int
-    outcomes: dict[str, int]
+    outcomes: dict[TransactionStatus, int]
     unreachable: int
 
 
@@ -35,7 +35,7 @@ def reconcile(
     started = utcnow()
     with across_companies(factory()) as session:
         ids = pending_transactions(session, batch, before=started)
-    outcomes: Counter[str] = Counter()
+    outcomes: Counter[TransactionStatus] = Counter()
     unreachable = 0
     for transaction_id in ids:
         with across_companies(factory()) as session:

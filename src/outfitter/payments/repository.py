@@ -14,9 +14,7 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 
 from outfitter.core.errors import NotFound
 from outfitter.core.tenancy import CompanyRepository, parse_uuid
-from outfitter.payments.models import EquipmentReservation, Order, Transaction, TransactionItem
-
-PENDING = "Pending"
+from outfitter.models import EquipmentReservation, Order, Transaction, TransactionItem, TransactionStatus
 
 
 class TransactionRepository(CompanyRepository[Transaction]):
@@ -31,7 +29,7 @@ class TransactionRepository(CompanyRepository[Transaction]):
             raise NotFound.record("Transaction")
         return transaction
 
-    def listing(self, status: str | None) -> Select[Transaction]:
+    def listing(self, status: TransactionStatus | None) -> Select[Transaction]:
         statement = self.scoped().order_by(Transaction.created_at.desc(), Transaction.id.desc())
         if status is not None:
             statement = statement.where(Transaction.status == status)
@@ -99,7 +97,7 @@ def release_reservations(session: Session, transaction_id: uuid.UUID) -> None:
 
 
 def pending_transactions(session: Session, limit: int, before: datetime | None = None) -> Sequence[uuid.UUID]:
-    statement = select(Transaction.id).where(Transaction.status == PENDING)
+    statement = select(Transaction.id).where(Transaction.status == TransactionStatus.PENDING)
     if before is not None:
         statement = statement.where(Transaction.created_at < before)
     return session.scalars(statement.order_by(Transaction.created_at).limit(limit)).all()
@@ -110,7 +108,6 @@ def order_id_of(session: Session, transaction_id: uuid.UUID) -> uuid.UUID | None
 
 
 __all__ = [
-    "PENDING",
     "OrderRepository",
     "TransactionRepository",
     "find_by_ref",

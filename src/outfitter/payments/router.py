@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, ErrorEnvelope, Page, error_responses, ok
 from outfitter.core.unit_of_work import AcrossCompanies, ReadAccess, UnitOfWorkRoute, WriteAccess
+from outfitter.models import TransactionStatus, WebhookOutcome
 from outfitter.payments import initiate, service
 from outfitter.payments.gateways import registry_of
 from outfitter.payments.gateways.sandbox_pages import router as sandbox_pages
@@ -47,10 +48,7 @@ _WEBHOOK_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorEnvelope, "description": "Unknown gateway"},
     **_GATEWAY_DOWN,
 }
-StatusFilter = Annotated[
-    Literal["Pending", "Fulfilled", "Failed", "Cancelled", "Expired"] | None,
-    Query(description="Only transactions in this status"),
-]
+StatusFilter = Annotated[TransactionStatus | None, Query(description="Only transactions in this status")]
 
 
 @router.post(
@@ -148,5 +146,5 @@ def payment_webhook(
     gateway: str, request: Request, body: RawBody, work: AcrossCompanies
 ) -> dict[str, object]:
     outcome = service.receive_webhook(work, gateway, body, request.headers, registry_of(request.app.state))
-    message = "Webhook already processed." if outcome == "duplicate" else "Webhook processed."
+    message = "Webhook already processed." if outcome == WebhookOutcome.DUPLICATE else "Webhook processed."
     return ok({"outcome": outcome}, message)

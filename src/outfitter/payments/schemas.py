@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from outfitter.core.schemas import DecimalNumber, DecimalString, Schema, Timestamp
+from outfitter.core.schemas import DecimalNumber, DecimalString, OneOf, Schema, Timestamp
+from outfitter.models import OrderStatus, PaymentMethod, TransactionStatus, WalletEntryKind, WebhookOutcome
 
-PaymentMethod = Literal["Card", "Credit"]
 MAX_QUANTITY = 100
 
 
@@ -105,9 +105,9 @@ class StorageInitiateRequest(BaseModel):
 
 class _TransactionBase(Schema):
     tx_ref: str
-    payment_method: str
+    payment_method: PaymentMethod
     currency: str
-    status: str
+    status: TransactionStatus
     order_id: uuid.UUID | None = None
     created_at: Timestamp
     expires_at: Timestamp
@@ -155,8 +155,8 @@ class OrderItemOut(Schema):
 class OrderOut(Schema):
     id: uuid.UUID
     tx_ref: str
-    status: str
-    payment_method: str
+    status: OrderStatus
+    payment_method: PaymentMethod
     country: str
     country_code: str
     currency: str
@@ -174,7 +174,7 @@ class WalletBalanceOut(Schema):
 class WalletEntryOut(Schema):
     id: uuid.UUID
     currency: str
-    kind: str
+    kind: WalletEntryKind
     amount: DecimalString
     balance_after: DecimalString
     description: str
@@ -188,4 +188,7 @@ class WalletOut(Schema):
 
 
 class WebhookOut(Schema):
-    outcome: str
+    # `received` is only the stored event's state while it is handled, never an answer.
+    outcome: Annotated[
+        WebhookOutcome, OneOf(*(outcome for outcome in WebhookOutcome if outcome != WebhookOutcome.RECEIVED))
+    ]

@@ -17,12 +17,12 @@ from outfitter.core.pagination import PageParams, paginate
 from outfitter.core.tenancy import bind_company
 from outfitter.core.unit_of_work import CrossCompanyWork, UnitOfWork
 from outfitter.db.session import insert_if_absent
+from outfitter.models import Order, Transaction, TransactionStatus, WebhookEvent, WebhookOutcome
 from outfitter.payments import wallet
 from outfitter.payments.fees import to_minor_units
-from outfitter.payments.fulfilment import PENDING, settle
+from outfitter.payments.fulfilment import settle
 from outfitter.payments.gateways import GatewayError, GatewayPayment, GatewayRegistry, InvalidSignature
 from outfitter.payments.initiate import GatewayUnavailable
-from outfitter.payments.models import Order, Transaction, WebhookEvent
 from outfitter.payments.repository import OrderRepository, TransactionRepository, find_by_ref, order_id_of
 from outfitter.payments.schemas import (
     EmployeeRef,
@@ -81,7 +81,7 @@ def verify(work: UnitOfWork, tx_ref: str, gateways: GatewayRegistry) -> Transact
     expire when past its time to live."""
     session = work.session
     transaction = TransactionRepository(session).get_by_ref(tx_ref)
-    if transaction.status == PENDING:
+    if transaction.status == TransactionStatus.PENDING:
         work.end_reads()
         try:
             payment = ask_gateway(transaction, gateways)
@@ -104,7 +104,7 @@ def _record_event(
         "gateway": gateway,
         "event_key": event_key[:200],
         "tx_ref": tx_ref[:64] if tx_ref else None,
-        "outcome": "received",
+        "outcome": WebhookOutcome.RECEIVED,
         "payload": json.loads(json.dumps(payload, default=str)),
     }
     statement = insert_if_absent(session, WebhookEvent, event, ["gateway", "event_key"])
@@ -117,7 +117,7 @@ def receive_webhook(
     body: bytes,
     headers: Mapping[str, str],
     gateways: GatewayRegistry,
-) -> str:
+) -> WebhookOutcome:
     """Check the signature, ask the gateway (no transaction open yet), then one short transaction
     records the event once and settles. Returns the outcome."""
     gateway = gateways.get(gateway_name)
@@ -137,23 +137,25 @@ def receive_webhook(
     session = work.session
     event_id = _record_event(session, gateway_name, notice.event_key, notice.tx_ref, notice.payload)
     if event_id is None:
-        return "duplicate"
+        return WebhookOutcome.DUPLICATE
     transaction = find_by_ref(session, notice.tx_ref) if notice.tx_ref else None
     if transaction is None or transaction.gateway != gateway_name:
         logger.warning(
             "webhook %s from %s names unknown tx_ref %r", notice.event_key, gateway_name, notice.tx_ref
         )
-        outcome = "unknown_tx_ref"
-    elif transaction.status != PENDING:
-        outcome = "already_settled"
+        outcome = WebhookOutcome.UNKNOWN_TX_REF
+    elif transaction.status != TransactionStatus.PENDING:
+        outcome = WebhookOutcome.ALREADY_SETTLED
     else:
         bind_company(session, transaction.company_id)  # from here on it acts as that company
-        outcome = settle(session, transaction.id, payment).status.lower()
+        outcome = WebhookOutcome.settled_as(settle(session, transaction.id, payment).status)
     session.execute(update(WebhookEvent).where(WebhookEvent.id == event_id).values(outcome=outcome))
     return outcome
 
 
-def list_transactions(session: Session, status: str | None, params: PageParams) -> dict[str, Any]:
+def list_transactions(
+    session: Session, status: TransactionStatus | None, params: PageParams
+) -> dict[str, Any]:
     page = paginate(session, TransactionRepository(session).listing(status), params)
     orders = OrderRepository(session).ids_by_transaction([tx.id for tx in page.items])
     records = [TransactionOut.model_validate(transaction_fields(tx, orders.get(tx.id))) for tx in page.items]

@@ -21,11 +21,7 @@ from outfitter.core.money import round_money
 from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.db.session import insert_if_absent
-from outfitter.payments.models import Wallet, WalletEntry
-
-CREDIT = "credit"
-DEBIT = "debit"
-REFUND = "refund"
+from outfitter.models import Wallet, WalletEntry, WalletEntryKind
 
 
 def _ensure_wallet(session: Session, currency_code: str) -> None:
@@ -45,7 +41,7 @@ def _change(
     session: Session,
     currency_code: str,
     amount: Decimal,
-    kind: str,
+    kind: WalletEntryKind,
     description: str,
     transaction_id: uuid.UUID | None,
 ) -> WalletEntry | None:
@@ -85,7 +81,7 @@ def credit_wallet(session: Session, currency_code: str, amount: Decimal, descrip
             "amount", f"{currency.code} amounts have at most {currency.minor_units} decimal places."
         )
     _ensure_wallet(session, currency.code)
-    entry = _change(session, currency.code, amount, CREDIT, description, None)
+    entry = _change(session, currency.code, amount, WalletEntryKind.CREDIT, description, None)
     assert entry is not None  # credits always apply
     return entry
 
@@ -98,7 +94,7 @@ def debit_wallet(
     transaction_id: uuid.UUID,
 ) -> WalletEntry:
     """Take `amount` (> 0) from the wallet, or 402 when it holds less (nothing is written then)."""
-    entry = _change(session, currency_code, -amount, DEBIT, description, transaction_id)
+    entry = _change(session, currency_code, -amount, WalletEntryKind.DEBIT, description, transaction_id)
     if entry is None:
         balance = session.scalar(select(Wallet.balance).where(Wallet.currency_code == currency_code))
         raise InsufficientCredit(

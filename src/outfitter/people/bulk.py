@@ -11,11 +11,10 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.models import Country
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.tenancy import parse_uuid
 from outfitter.db.base import utcnow
-from outfitter.people.models import Employee
+from outfitter.models import Country, Employee
 from outfitter.people.repository import EmployeeRepository, countries_matching
 from outfitter.people.schemas import EmployeeCreate, EmployeeOut
 from outfitter.people.service import email_taken, employee_out

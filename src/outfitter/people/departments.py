@@ -14,7 +14,7 @@ from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.pagination import PageParams, PageResult, paginate
 from outfitter.core.tenancy import parse_uuid
 from outfitter.db.base import utcnow
-from outfitter.people.models import Department, Employee, UserDepartment
+from outfitter.models import Department, Employee, UserDepartment
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import (
     CompanyBrief,

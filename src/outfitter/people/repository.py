@@ -12,14 +12,19 @@ from typing import Any
 from sqlalchemy import Select, distinct, func, insert, or_, select, update
 from sqlalchemy.orm import Session, contains_eager, joinedload
 
-from outfitter.catalog.models import Country, Currency
 from outfitter.core.tenancy import CompanyRepository, company_of, parse_uuid
-from outfitter.equipment.lifecycle import ASSIGNED
-from outfitter.equipment.models import Equipment
-from outfitter.payments.models import Order, OrderItem
-from outfitter.people.models import MEMBERSHIP_ACTIVE, Department, Employee, UserDepartment
-
-MEMBERSHIP_ENDED = "Inactive"
+from outfitter.models import (
+    Country,
+    Currency,
+    Department,
+    Employee,
+    Equipment,
+    EquipmentStatus,
+    MembershipStatus,
+    Order,
+    OrderItem,
+    UserDepartment,
+)
 
 
 class EmployeeRepository(CompanyRepository[Employee]):
@@ -77,7 +82,7 @@ class EmployeeRepository(CompanyRepository[Employee]):
                 .select_from(Equipment)
                 .where(
                     Equipment.assignee_id == employee_id,
-                    Equipment.status == ASSIGNED,
+                    Equipment.status == EquipmentStatus.ASSIGNED,
                 )
             )
             or 0
@@ -111,7 +116,7 @@ class EmployeeRepository(CompanyRepository[Employee]):
             select(Equipment)
             .where(
                 Equipment.assignee_id.in_(ids),
-                Equipment.status == ASSIGNED,
+                Equipment.status == EquipmentStatus.ASSIGNED,
             )
             .order_by(Equipment.created_at.desc(), Equipment.id.desc())
         )
@@ -198,7 +203,7 @@ class DepartmentRepository(CompanyRepository[Department]):
             .where(
                 UserDepartment.department_id.in_(department_ids),
                 UserDepartment.deleted_at.is_(None),
-                Equipment.status == ASSIGNED,
+                Equipment.status == EquipmentStatus.ASSIGNED,
             )
             .group_by(UserDepartment.department_id)
         )
@@ -211,7 +216,7 @@ class DepartmentRepository(CompanyRepository[Department]):
                 "company_id": company_of(self.session),
                 "user_id": user_id,
                 "department_id": department.id,
-                "status": MEMBERSHIP_ACTIVE,
+                "status": MembershipStatus.ACTIVE,
                 "created_at": now,
                 "updated_at": now,
             }
@@ -230,7 +235,7 @@ class DepartmentRepository(CompanyRepository[Department]):
                 UserDepartment.department_id == department_id,
                 UserDepartment.deleted_at.is_(None),
             )
-            .values(deleted_at=now, updated_at=now, status=MEMBERSHIP_ENDED)
+            .values(deleted_at=now, updated_at=now, status=MembershipStatus.INACTIVE)
             .execution_options(synchronize_session=False)
         )
         if user_ids is not None:

@@ -11,6 +11,7 @@ from email_validator import EmailNotValidError, validate_email
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from outfitter.core.schemas import DecimalString, Schema, Timestamp
+from outfitter.models import EquipmentStatus, MembershipStatus, OrderStatus
 
 _PHONE = re.compile(r"^\+?[0-9][0-9 ()\-.]{3,48}$")
 
@@ -121,14 +122,14 @@ class EquipmentBrief(Schema):
     id: uuid.UUID
     title: str
     type: str | None
-    status: str
+    status: EquipmentStatus
     serial_number: str | None
 
 
 class OrderBrief(Schema):
     id: uuid.UUID
     tx_ref: str
-    status: str
+    status: OrderStatus
     total_amount: DecimalString
     currency: str
     created_at: Timestamp
@@ -174,7 +175,7 @@ class UserDepartmentOut(Schema):
     company_id: uuid.UUID
     user_id: uuid.UUID
     department_id: uuid.UUID
-    status: str
+    status: MembershipStatus
     created_at: Timestamp
     updated_at: Timestamp
     deleted_at: Timestamp | None

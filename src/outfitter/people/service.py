@@ -8,14 +8,11 @@ from collections.abc import Sequence
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.models import Country
 from outfitter.catalog.reference import resolve_country
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.money import round_money
 from outfitter.core.pagination import PageParams, PageResult, paginate
-from outfitter.equipment.models import Equipment
-from outfitter.payments.models import Order
-from outfitter.people.models import Department, Employee
+from outfitter.models import Country, Department, Employee, Equipment, Order
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import (
     REQUIRED_ON_PATCH,

@@ -15,10 +15,7 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
-
-SUCCESSFUL = "successful"
-DECLINED = "declined"
-PENDING = "pending"
+from outfitter.models import GatewayPaymentStatus
 
 
 @dataclass(frozen=True)
@@ -37,7 +34,7 @@ class GatewayPayment:
     """What the gateway says about the payment of one tx_ref."""
 
     tx_ref: str
-    status: str  # successful, declined, pending
+    status: GatewayPaymentStatus
     amount: Decimal
     currency: str
     reference: str | None = None

@@ -13,10 +13,8 @@ from typing import Any
 
 import httpx
 
+from outfitter.models import GatewayPaymentStatus
 from outfitter.payments.gateways import (
-    DECLINED,
-    PENDING,
-    SUCCESSFUL,
     CheckoutRequest,
     GatewayError,
     GatewayPayment,
@@ -24,7 +22,13 @@ from outfitter.payments.gateways import (
     WebhookNotice,
 )
 
-_FAILED_STATUSES = {"failed", "cancelled", "error"}
+# Flutterwave's statuses of a transaction, as ours; any other ("pending"...) is still pending.
+_STATUSES = {
+    "successful": GatewayPaymentStatus.SUCCESSFUL,
+    "failed": GatewayPaymentStatus.DECLINED,
+    "cancelled": GatewayPaymentStatus.DECLINED,
+    "error": GatewayPaymentStatus.DECLINED,
+}
 
 
 class FlutterwaveGateway:
@@ -111,14 +115,7 @@ class FlutterwaveGateway:
         data = body.get("data")
         if response.status_code >= 300 or not isinstance(data, dict):
             raise GatewayError(f"Flutterwave could not verify {tx_ref}: {body.get('message')}")
-        raw_status = str(data.get("status", "")).lower()
-        status = (
-            SUCCESSFUL
-            if raw_status == SUCCESSFUL
-            else DECLINED
-            if raw_status in _FAILED_STATUSES
-            else PENDING
-        )
+        status = _STATUSES.get(str(data.get("status", "")).lower(), GatewayPaymentStatus.PENDING)
         try:
             amount = Decimal(str(data.get("amount")))
         except InvalidOperation as exc:

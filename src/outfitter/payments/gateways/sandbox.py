@@ -16,15 +16,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks import Webhook
 
 from outfitter.config import Settings
-from outfitter.payments.gateways import (
-    DECLINED,
-    SUCCESSFUL,
-    CheckoutRequest,
-    GatewayPayment,
-    InvalidSignature,
-    WebhookNotice,
-)
-from outfitter.payments.models import SandboxPayment
+from outfitter.models import GatewayPaymentStatus, SandboxPayment
+from outfitter.payments.gateways import CheckoutRequest, GatewayPayment, InvalidSignature, WebhookNotice
 
 logger = logging.getLogger("outfitter.payments")
 
@@ -96,7 +89,9 @@ class SandboxGateway:
     def signed_webhook(self, payment: SandboxPayment) -> tuple[bytes, dict[str, str]]:
         body = json.dumps(
             {
-                "type": "charge.completed" if payment.status == SUCCESSFUL else "charge.failed",
+                "type": "charge.completed"
+                if payment.status == GatewayPaymentStatus.SUCCESSFUL
+                else "charge.failed",
                 "timestamp": datetime.now(UTC).isoformat(),
                 "data": {
                     "id": str(payment.id),
@@ -133,8 +128,10 @@ class SandboxGateway:
             logger.warning("sandbox webhook for %s answered %s", payment.tx_ref, status)
 
 
-def new_sandbox_payment(tx_ref: str, status: str, amount: Decimal, currency: str) -> SandboxPayment:
-    assert status in (SUCCESSFUL, DECLINED)
+def new_sandbox_payment(
+    tx_ref: str, status: GatewayPaymentStatus, amount: Decimal, currency: str
+) -> SandboxPayment:
+    assert status in (GatewayPaymentStatus.SUCCESSFUL, GatewayPaymentStatus.DECLINED)
     return SandboxPayment(
         id=uuid.uuid4(), tx_ref=tx_ref, status=status, amount=amount, currency_code=currency
     )

@@ -20,13 +20,21 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from outfitter.catalog.models import Asset, AssetPricing, AssetSpecification
 from outfitter.core.tenancy import across_companies
 from outfitter.db.base import utcnow
-from outfitter.equipment.models import Equipment
-from outfitter.payments.gateways import DECLINED, SUCCESSFUL, registry_of
+from outfitter.models import (
+    Asset,
+    AssetPricing,
+    AssetSpecification,
+    Equipment,
+    GatewayPaymentStatus,
+    SandboxPayment,
+    Transaction,
+    TransactionItem,
+    TransactionStatus,
+)
+from outfitter.payments.gateways import registry_of
 from outfitter.payments.gateways.sandbox import SandboxGateway, new_sandbox_payment
-from outfitter.payments.models import SandboxPayment, Transaction, TransactionItem
 
 router = APIRouter(prefix="/sandbox/checkout")
 templates = Environment(
@@ -50,14 +58,14 @@ def _not_found() -> HTMLResponse:
 
 
 def _sandbox(request: Request) -> SandboxGateway:
-    gateway = registry_of(request.app.state).get("sandbox")
+    gateway = registry_of(request.app.state).get(SandboxGateway.name)
     assert isinstance(gateway, SandboxGateway)
     return gateway
 
 
 def _transaction(session: Session, tx_ref: str) -> Transaction | None:
     transaction = session.scalars(select(Transaction).where(Transaction.tx_ref == tx_ref)).one_or_none()
-    return transaction if transaction is not None and transaction.gateway == "sandbox" else None
+    return transaction if transaction is not None and transaction.gateway == SandboxGateway.name else None
 
 
 def _lines(session: Session, transaction: Transaction) -> list[dict[str, Any]]:
@@ -82,7 +90,7 @@ def _lines(session: Session, transaction: Transaction) -> list[dict[str, Any]]:
 
 
 def _refusal(transaction: Transaction) -> str | None:
-    if transaction.status != "Pending":
+    if transaction.status != TransactionStatus.PENDING:
         return f"This payment is {transaction.status}: there is nothing to pay."
     if utcnow() >= transaction.expires_at:
         return "This payment link has expired."
@@ -108,7 +116,7 @@ def checkout_page(tx_ref: str, request: Request) -> Response:
         )
 
 
-def _act(request: Request, tx_ref: str, outcome: str) -> Response:
+def _act(request: Request, tx_ref: str, outcome: GatewayPaymentStatus) -> Response:
     factory: sessionmaker[Session] = request.app.state.sessionmaker
     gateway = _sandbox(request)
     try:
@@ -137,11 +145,10 @@ def _act(request: Request, tx_ref: str, outcome: str) -> Response:
     # Committed: now the notice may leave the process. Sent before the redirect, so the payer lands
     # on a page whose order already exists (when webhooks are on and the service is reachable).
     gateway.send_webhook(payment)
-    status = "successful" if payment.status == SUCCESSFUL else "declined"
-    return RedirectResponse(_redirect_target(redirect_url, tx_ref, status), status_code=303)
+    return RedirectResponse(_redirect_target(redirect_url, tx_ref, payment.status), status_code=303)
 
 
-def _redirect_target(redirect_url: str | None, tx_ref: str, status: str) -> str:
+def _redirect_target(redirect_url: str | None, tx_ref: str, status: GatewayPaymentStatus) -> str:
     if not redirect_url:
         return f"/sandbox/checkout/{tx_ref}/done?" + urlencode({"status": status, "tx_ref": tx_ref})
     parts = urlsplit(redirect_url)
@@ -152,15 +159,15 @@ def _redirect_target(redirect_url: str | None, tx_ref: str, status: str) -> str:
 
 @router.post("/{tx_ref}/pay")
 def pay(tx_ref: str, request: Request) -> Response:
-    return _act(request, tx_ref, SUCCESSFUL)
+    return _act(request, tx_ref, GatewayPaymentStatus.SUCCESSFUL)
 
 
 @router.post("/{tx_ref}/decline")
 def decline(tx_ref: str, request: Request) -> Response:
-    return _act(request, tx_ref, DECLINED)
+    return _act(request, tx_ref, GatewayPaymentStatus.DECLINED)
 
 
 @router.get("/{tx_ref}/done", response_class=HTMLResponse)
 def done(tx_ref: str, status: str = "") -> Response:
-    title = "Payment successful" if status == "successful" else "Payment declined"
+    title = "Payment successful" if status == GatewayPaymentStatus.SUCCESSFUL else "Payment declined"
     return _html("message.html", title=title, message=f"Transaction {tx_ref}: you may close this page.")

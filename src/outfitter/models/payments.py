@@ -6,16 +6,73 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, Numeric, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from outfitter.catalog.models import Country
-from outfitter.core.tenancy import CompanyOwned
-from outfitter.db.base import Base, IdMixin, TimestampMixin, utcnow
+from outfitter.db.base import Base, CompanyOwned, IdMixin, TimestampMixin, str_enum, utcnow
+from outfitter.models.catalog import Country
 
 RATE = Numeric(9, 6)  # fee percentages, e.g. 2.500000 for 2.5 %
+
+
+class TransactionKind(StrEnum):
+    CATALOG = "catalog"  # buys catalog assets: the order makes new equipment
+    STORAGE = "storage"  # onboards storage equipment to employees: fees only
+
+
+class PaymentMethod(StrEnum):
+    CARD = "Card"  # through the payment gateway's checkout
+    CREDIT = "Credit"  # from the company's wallet, at once
+
+
+class TransactionStatus(StrEnum):
+    """Pending until settled (`payments.fulfilment.settle`), then one of the others for good."""
+
+    PENDING = "Pending"
+    FULFILLED = "Fulfilled"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+    EXPIRED = "Expired"
+
+
+class OrderStatus(StrEnum):
+    COMPLETED = "Completed"  # an order exists only for a fulfilled transaction
+
+
+class WalletEntryKind(StrEnum):
+    CREDIT = "credit"
+    DEBIT = "debit"
+    REFUND = "refund"
+
+
+class GatewayPaymentStatus(StrEnum):
+    """What a gateway says of a payment (and what the sandbox gateway's book records)."""
+
+    SUCCESSFUL = "successful"
+    DECLINED = "declined"
+    PENDING = "pending"
+
+
+class WebhookOutcome(StrEnum):
+    """What receiving a webhook event did: recorded first as received, then the outcome."""
+
+    RECEIVED = "received"
+    DUPLICATE = "duplicate"  # answered, never stored: the event was recorded before
+    UNKNOWN_TX_REF = "unknown_tx_ref"
+    ALREADY_SETTLED = "already_settled"
+    # The transaction's status after settling, in lower case.
+    PENDING = "pending"
+    FULFILLED = "fulfilled"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+    @classmethod
+    def settled_as(cls, status: TransactionStatus) -> WebhookOutcome:
+        return cls(status.value.lower())
 
 
 class FeeSchedule(IdMixin, TimestampMixin, Base):
@@ -37,10 +94,10 @@ class Transaction(IdMixin, TimestampMixin, CompanyOwned, Base):
     )
 
     tx_ref: Mapped[str] = mapped_column(String(64), unique=True)
-    kind: Mapped[str] = mapped_column(String(20))  # catalog, storage
-    payment_method: Mapped[str] = mapped_column(String(20))  # Card, Credit
-    gateway: Mapped[str | None] = mapped_column(String(30))
-    status: Mapped[str] = mapped_column(String(20))  # Pending, Fulfilled, Failed, Cancelled, Expired
+    kind: Mapped[TransactionKind] = mapped_column(str_enum(TransactionKind, 20))
+    payment_method: Mapped[PaymentMethod] = mapped_column(str_enum(PaymentMethod, 20))
+    gateway: Mapped[str | None] = mapped_column(String(30))  # the name of the gateway, for Card
+    status: Mapped[TransactionStatus] = mapped_column(str_enum(TransactionStatus, 20))
     country_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("countries.id"))
     currency_code: Mapped[str] = mapped_column(String(3))
     amount: Mapped[Decimal]
@@ -101,8 +158,8 @@ class Order(IdMixin, TimestampMixin, CompanyOwned, Base):
     # Unique: one transaction makes at most one order, whatever races to fulfil it.
     transaction_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("transactions.id"), unique=True)
     tx_ref: Mapped[str] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(20))
-    payment_method: Mapped[str] = mapped_column(String(20))
+    status: Mapped[OrderStatus] = mapped_column(str_enum(OrderStatus, 20))
+    payment_method: Mapped[PaymentMethod] = mapped_column(str_enum(PaymentMethod, 20))
     country_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("countries.id"))
     currency_code: Mapped[str] = mapped_column(String(3))
     total_amount: Mapped[Decimal]
@@ -147,7 +204,7 @@ class WalletEntry(IdMixin, CompanyOwned, Base):
     wallet_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("wallets.id", ondelete="CASCADE"))
     amount: Mapped[Decimal]  # positive credit, negative debit
     balance_after: Mapped[Decimal]
-    kind: Mapped[str] = mapped_column(String(20))  # credit, debit, refund
+    kind: Mapped[WalletEntryKind] = mapped_column(str_enum(WalletEntryKind, 20))
     transaction_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("transactions.id"))
     description: Mapped[str] = mapped_column(String(500), default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -160,7 +217,7 @@ class WebhookEvent(IdMixin, Base):
     gateway: Mapped[str] = mapped_column(String(30))
     event_key: Mapped[str] = mapped_column(String(200))
     tx_ref: Mapped[str | None] = mapped_column(String(64), index=True)
-    outcome: Mapped[str] = mapped_column(String(50))
+    outcome: Mapped[WebhookOutcome] = mapped_column(str_enum(WebhookOutcome, 50))
     payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -172,7 +229,7 @@ class SandboxPayment(IdMixin, Base):
     __tablename__ = "sandbox_payments"
 
     tx_ref: Mapped[str] = mapped_column(String(64), unique=True)
-    status: Mapped[str] = mapped_column(String(20))  # successful, declined
+    status: Mapped[GatewayPaymentStatus] = mapped_column(str_enum(GatewayPaymentStatus, 20))
     amount: Mapped[Decimal]
     currency_code: Mapped[str] = mapped_column(String(3))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

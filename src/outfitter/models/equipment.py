@@ -5,15 +5,60 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
-from outfitter.catalog.models import Country, Currency
-from outfitter.core.tenancy import CompanyOwned
-from outfitter.db.base import Base, IdMixin, TimestampMixin, utcnow
-from outfitter.people.models import Employee
+from outfitter.db.base import Base, CompanyOwned, IdMixin, TimestampMixin, str_enum, utcnow
+from outfitter.models.catalog import Country, Currency
+from outfitter.models.people import Employee
+
+
+class EquipmentStatus(StrEnum):
+    """Where a device is in its life; `equipment.lifecycle` holds the moves between them."""
+
+    ASSIGNED = "Assigned"
+    UNASSIGNED = "Unassigned"
+    SOLD = "Sold"
+    IN_STORAGE = "In_Storage"
+    ARCHIVED = "Archived"
+
+
+class EquipmentSource(StrEnum):
+    EXTERNAL = "External"  # registered by the company
+    PLATFORM = "Platform"  # bought through our catalog
+
+
+class EquipmentState(StrEnum):
+    """The device's condition."""
+
+    BRAND_NEW = "Brand_New"
+    USED = "Used"
+
+
+class EquipmentType(StrEnum):
+    """The types a client may give a device. `Equipment.type` stays an open string: a device bought
+    from the catalog takes its category's type, or the category's own name when it has none."""
+
+    LAPTOP = "Laptop"
+    WORKSTATION = "Workstation"
+    LAPTOP_WORKSTATION = "Laptop/Workstation"  # as a list filter, also matches Laptop and Workstation
+    PHONES = "Phones"
+    ACCESSORIES = "Accessories"
+    TABLET = "Tablet"
+
+
+class EquipmentEvent(StrEnum):
+    """What a history entry records: the device's registration, then each move of its status."""
+
+    EQUIPMENT_ADDED = "equipment_added"
+    ASSIGNED = "assigned"
+    UNASSIGNED = "unassigned"
+    MOVED_TO_STORAGE = "moved_to_storage"
+    SOLD = "sold"
+    ARCHIVED = "archived"
 
 
 def fold_spec(value: object) -> str | None:
@@ -73,10 +118,10 @@ class Equipment(IdMixin, TimestampMixin, CompanyOwned, Base):
     year: Mapped[str | None] = mapped_column(String(4))
     make: Mapped[str | None] = mapped_column(String(100))
     model: Mapped[str | None] = mapped_column(String(200))
-    type: Mapped[str | None] = mapped_column(String(50))
-    state: Mapped[str | None] = mapped_column(String(20))  # condition: Brand_New, Used
-    source: Mapped[str] = mapped_column(String(20))  # External, Platform
-    status: Mapped[str] = mapped_column(String(20))
+    type: Mapped[str | None] = mapped_column(String(50))  # an EquipmentType, or a catalog category
+    state: Mapped[EquipmentState | None] = mapped_column(str_enum(EquipmentState, 20))
+    source: Mapped[EquipmentSource] = mapped_column(str_enum(EquipmentSource, 20))
+    status: Mapped[EquipmentStatus] = mapped_column(str_enum(EquipmentStatus, 20))
     purchase_date: Mapped[datetime | None]
     purchase_price: Mapped[Decimal | None]
     currency_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("currencies.id"))
@@ -131,7 +176,7 @@ class EquipmentHistory(IdMixin, CompanyOwned, Base):
     __table_args__ = (Index("ix_equipment_history_equipment_date", "equipment_id", "event_date", "seq"),)
 
     equipment_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("equipment.id", ondelete="CASCADE"))
-    event_type: Mapped[str] = mapped_column(String(50))
+    event_type: Mapped[EquipmentEvent] = mapped_column(str_enum(EquipmentEvent, 50))
     event_date: Mapped[datetime] = mapped_column(default=utcnow)
     seq: Mapped[int] = mapped_column(default=0)  # orders events written in the same instant
     assignee_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("employees.id", ondelete="SET NULL"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
-from outfitter.db.models import metadata
+from outfitter.models import metadata
 
 config = context.config
 
@@ -23,5 +23,5 @@ def run_migrations(connection: Connection) -> None:
 
 connection = config.attributes.get("connection")
 if connection is None:
-    raise RuntimeError("run migrations through outfitter.db.migrate, which passes a connection")
+    raise RuntimeError("run migrations through outfitter.migrations, which passes a connection")
 run_migrations(connection)

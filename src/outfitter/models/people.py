@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from enum import StrEnum
 
 from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from outfitter.catalog.models import Country
-from outfitter.core.tenancy import CompanyOwned
-from outfitter.db.base import Base, IdMixin, TimestampMixin
+from outfitter.db.base import Base, CompanyOwned, IdMixin, TimestampMixin, str_enum
+from outfitter.models.catalog import Country
 
-MEMBERSHIP_ACTIVE = "Active"
+
+class MembershipStatus(StrEnum):
+    ACTIVE = "Active"
+    INACTIVE = "Inactive"  # ended: the employee left the department, or the department was deleted
 
 
 class Employee(IdMixin, TimestampMixin, CompanyOwned, Base):
@@ -68,7 +71,9 @@ class UserDepartment(IdMixin, TimestampMixin, CompanyOwned, Base):
     department_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("departments.id", ondelete="CASCADE"), index=True
     )
-    status: Mapped[str] = mapped_column(String(20), default=MEMBERSHIP_ACTIVE)
+    status: Mapped[MembershipStatus] = mapped_column(
+        str_enum(MembershipStatus, 20), default=MembershipStatus.ACTIVE
+    )
     deleted_at: Mapped[datetime | None]
 
     department: Mapped[Department] = relationship(back_populates="memberships", lazy="raise")

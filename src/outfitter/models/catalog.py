@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import uuid
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from outfitter.db.base import Base, IdMixin, TimestampMixin
+from outfitter.db.base import Base, IdMixin, TimestampMixin, str_enum
 
-ACTIVE = "Active"
-AVAILABLE = "Available"
+
+class CurrencyStatus(StrEnum):
+    ACTIVE = "Active"
+
+
+class AssetStatus(StrEnum):
+    """Of an asset and of each specification: only Available ones are listed and can be ordered."""
+
+    AVAILABLE = "Available"
+    UNAVAILABLE = "Unavailable"  # withdrawn by a catalog import
 
 
 class Currency(IdMixin, TimestampMixin, Base):
@@ -23,7 +32,9 @@ class Currency(IdMixin, TimestampMixin, Base):
     name: Mapped[str] = mapped_column(String(100))
     symbol: Mapped[str] = mapped_column(String(16))
     minor_units: Mapped[int]
-    status: Mapped[str] = mapped_column(String(20), default=ACTIVE)
+    status: Mapped[CurrencyStatus] = mapped_column(
+        str_enum(CurrencyStatus, 20), default=CurrencyStatus.ACTIVE
+    )
 
     @property
     def quantum(self) -> Decimal:
@@ -65,7 +76,7 @@ class Asset(IdMixin, TimestampMixin, Base):
     category_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("categories.id"), index=True)
     asset_code: Mapped[str | None] = mapped_column(String(100))
     images: Mapped[list[str]] = mapped_column(JSON, default=list)
-    status: Mapped[str] = mapped_column(String(20), default=AVAILABLE)
+    status: Mapped[AssetStatus] = mapped_column(str_enum(AssetStatus, 20), default=AssetStatus.AVAILABLE)
 
     category: Mapped[Category] = relationship(lazy="raise")
     model_ref: Mapped[AssetModel] = relationship(lazy="raise")
@@ -86,7 +97,7 @@ class AssetSpecification(IdMixin, TimestampMixin, Base):
     spec_key: Mapped[str] = mapped_column(String(1000))  # canonical JSON of `spec`, for idempotent imports
     spec: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     images: Mapped[list[str]] = mapped_column(JSON, default=list)
-    status: Mapped[str] = mapped_column(String(20), default=AVAILABLE)
+    status: Mapped[AssetStatus] = mapped_column(str_enum(AssetStatus, 20), default=AssetStatus.AVAILABLE)
 
     asset: Mapped[Asset] = relationship(back_populates="specifications", lazy="raise")
     prices: Mapped[list[AssetPricing]] = relationship(back_populates="specification", lazy="raise")

@@ -1,4 +1,9 @@
-"""Schema migrations (Alembic) and the seed step that loads reference data."""
+"""Schema migrations (Alembic) and the seed step that loads reference data.
+
+This package is Alembic's script directory too (env.py, script.py.mako, versions/). It sits above
+the domains: the environment compares against every table of `outfitter.models`, and `upgrade`
+seeds the countries and currencies (catalog) and the default fee schedules (payments).
+"""
 
 from __future__ import annotations
 
@@ -11,20 +16,20 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-MIGRATIONS = Path(__file__).parent / "migrations"
+from outfitter.catalog.reference import sync_reference_data
+from outfitter.payments.fees import ensure_default_fee_schedules
+
+SCRIPTS = Path(__file__).parent
 
 
 def alembic_config() -> Config:
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("script_location", str(SCRIPTS))
     return config
 
 
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest revision, then load any missing countries, currencies and fees."""
-    from outfitter.catalog.reference import sync_reference_data
-    from outfitter.payments.fees import ensure_default_fee_schedules
-
     config = alembic_config()
     with engine.begin() as connection:
         config.attributes["connection"] = connection

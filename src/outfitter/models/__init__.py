@@ -1,0 +1,97 @@
+"""Every table, one module per domain, each with the StrEnums of the values its columns hold.
+
+The models import only `outfitter.db`; every domain package imports its tables (and any other
+domain's it reads) from here, so the domains never import each other for a table. Importing this
+package registers every table on `Base.metadata`, which the migrations compare against.
+"""
+
+from outfitter.db.base import Base
+from outfitter.models.catalog import (
+    Asset,
+    AssetModel,
+    AssetPricing,
+    AssetSpecification,
+    AssetStatus,
+    Category,
+    Country,
+    Currency,
+    CurrencyStatus,
+)
+from outfitter.models.equipment import (
+    Equipment,
+    EquipmentEvent,
+    EquipmentHistory,
+    EquipmentSource,
+    EquipmentState,
+    EquipmentStatus,
+    EquipmentType,
+    fold_spec,
+)
+from outfitter.models.payments import (
+    EquipmentReservation,
+    FeeSchedule,
+    GatewayPaymentStatus,
+    Order,
+    OrderItem,
+    OrderStatus,
+    PaymentMethod,
+    SandboxPayment,
+    Transaction,
+    TransactionItem,
+    TransactionKind,
+    TransactionStatus,
+    Wallet,
+    WalletEntry,
+    WalletEntryKind,
+    WebhookEvent,
+    WebhookOutcome,
+)
+from outfitter.models.people import Department, Employee, MembershipStatus, UserDepartment
+from outfitter.models.tenants import ApiToken, Company, IdempotencyRecord
+
+metadata = Base.metadata
+
+__all__ = [
+    "ApiToken",
+    "Asset",
+    "AssetModel",
+    "AssetPricing",
+    "AssetSpecification",
+    "AssetStatus",
+    "Category",
+    "Company",
+    "Country",
+    "Currency",
+    "CurrencyStatus",
+    "Department",
+    "Employee",
+    "Equipment",
+    "EquipmentEvent",
+    "EquipmentHistory",
+    "EquipmentReservation",
+    "EquipmentSource",
+    "EquipmentState",
+    "EquipmentStatus",
+    "EquipmentType",
+    "FeeSchedule",
+    "GatewayPaymentStatus",
+    "IdempotencyRecord",
+    "MembershipStatus",
+    "Order",
+    "OrderItem",
+    "OrderStatus",
+    "PaymentMethod",
+    "SandboxPayment",
+    "Transaction",
+    "TransactionItem",
+    "TransactionKind",
+    "TransactionStatus",
+    "UserDepartment",
+    "Wallet",
+    "WalletEntry",
+    "WalletEntryKind",
+    "WebhookEvent",
+    "WebhookOutcome",
+    "fold_spec",
+    "metadata",
+]

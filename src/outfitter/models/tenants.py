@@ -1,0 +1,49 @@
+"""Companies (the tenants), their API tokens, and the stored answers of idempotent requests."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, LargeBinary, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from outfitter.db.base import Base, IdMixin, TimestampMixin, utcnow
+
+
+class Company(IdMixin, TimestampMixin, Base):
+    __tablename__ = "companies"
+
+    name: Mapped[str] = mapped_column(String(200))
+
+
+class ApiToken(IdMixin, TimestampMixin, Base):
+    __tablename__ = "api_tokens"
+
+    company_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("companies.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    # SHA-256 of the token; the token itself is shown once and never stored.
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    scopes: Mapped[str] = mapped_column(String(100))  # space separated, e.g. "read write"
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+    last_used_at: Mapped[datetime | None]
+
+    @property
+    def scope_list(self) -> list[str]:
+        return self.scopes.split()
+
+
+class IdempotencyRecord(IdMixin, Base):
+    """The first answer to a POST sent with an Idempotency-Key, replayed for 24 hours. Scoped by the
+    hash of the bearer token that sent it; `status_code` is null while the first request runs."""
+
+    __tablename__ = "idempotency_records"
+    __table_args__ = (UniqueConstraint("token_hash", "key"),)
+
+    token_hash: Mapped[str] = mapped_column(String(64))
+    key: Mapped[str] = mapped_column(String(200))
+    request_hash: Mapped[str] = mapped_column(String(64))
+    status_code: Mapped[int | None]
+    response_body: Mapped[bytes | None] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
