@@ -11,7 +11,7 @@ requests/s, p50 and p99 latency and wrk's error count, one row per case:
     c  last page
     d  single retrieve: GET /api/v2/client/equipment/{id}
 
-The server runs with OUTFITTER_RATE_LIMIT=off and OUTFITTER_EMBEDDED_WORKER=false; its whole process
+The server runs with OUTFITTER_RATE_LIMIT=off; its whole process
 group is stopped at the end, also on errors and Ctrl-C. Needs wrk (apt-get install wrk) and the data.
 
     .venv/bin/python bench/http_throughput.py [--root .] [--state /tmp/perf/state.json]
@@ -88,7 +88,6 @@ def outfitter_serve(root: Path, database_url: str, workers: int) -> Iterator[str
         **os.environ,
         "OUTFITTER_DATABASE_URL": database_url,
         "OUTFITTER_RATE_LIMIT": "off",
-        "OUTFITTER_EMBEDDED_WORKER": "false",
     }
     argv = [str(root / ".venv" / "bin" / "outfitter"), "serve", "--host", "127.0.0.1", "--port", str(port)]
     argv += ["--workers", str(workers)]

@@ -15,9 +15,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from outfitter.core.handlers import RETRY_AFTER_SECONDS, outage_message
 from outfitter.core.middleware import header_value, send_error
-from outfitter.core.models import IdempotencyRecord
 from outfitter.core.tokens import hash_token
 from outfitter.db.base import utcnow
+from outfitter.models import IdempotencyRecord
 
 logger = logging.getLogger("outfitter")
 
