@@ -2,19 +2,27 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The service's own dependencies, and on top of them the test tools (only `make test` needs them).
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint install clean migration-initial
+.PHONY: run test lint install install-dev clean migration-initial
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e .
 	touch $(STAMP)
 
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP)
+
 install: $(STAMP)
+
+install-dev: $(DEV_STAMP)
 
 ## Serve on the embedded default: SQLite, demo data, a printed token.
 run: install
@@ -22,10 +30,10 @@ run: install
 	$(BIN)/outfitter serve --host 127.0.0.1 --port 8000
 
 ## Lint, type-check, then the whole suite (SQLite always; PostgreSQL when reachable, required in CI).
-test: install lint
+test: install-dev lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
@@ -35,7 +43,7 @@ clean:
 	rm -rf $(VENV) outfitter.db .pytest_cache .mypy_cache .ruff_cache
 
 ## Before the first release only: rewrite the initial migration from the models.
-migration-initial: install
+migration-initial: install-dev
 	rm -f src/outfitter/migrations/versions/0001_initial_schema.py /tmp/outfitter-migration.db
 	$(BIN)/python -c "from outfitter.migrations import autogenerate; from outfitter.db.session import make_engine; autogenerate(make_engine('sqlite:////tmp/outfitter-migration.db'), 'initial schema', rev_id='0001')"
 	$(BIN)/ruff format src/outfitter/migrations/versions

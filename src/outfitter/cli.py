@@ -7,15 +7,17 @@ import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from outfitter.config import get_settings
+from outfitter.core.money import MAX_AMOUNT, storable
 from outfitter.core.tenancy import TenantSession, across_companies, bind_company
 from outfitter.db.session import make_engine
 
@@ -125,6 +127,69 @@ def company_create(name: str, as_json: JsonFlag = False) -> None:
     emit(as_json, payload, f"created company {payload['name']} with id {payload['id']}")
 
 
+@company_app.command("list")
+def company_list(as_json: JsonFlag = False) -> None:
+    """List the companies, oldest first, with how many live tokens each has."""
+    from outfitter.models import ApiToken, Company
+
+    with unit_of_work() as session:
+        live_tokens = (
+            select(func.count())
+            .where(ApiToken.company_id == Company.id, ApiToken.revoked_at.is_(None))
+            .scalar_subquery()
+        )
+        rows = session.execute(
+            select(Company.id, Company.name, Company.created_at, live_tokens).order_by(Company.created_at)
+        ).all()
+        companies = [
+            {"id": str(id_), "name": name, "created_at": created.isoformat(), "live_tokens": tokens}
+            for id_, name, created, tokens in rows
+        ]
+    lines = [
+        f"{c['id']}  {c['name']}  (created {c['created_at']}, {c['live_tokens']} live token(s))"
+        for c in companies
+    ]
+    emit(as_json, {"companies": companies}, "\n".join(lines) or "no companies yet")
+
+
+@token_app.command("list")
+def token_list(
+    company_id: Annotated[str | None, typer.Argument(help="Only this company's")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """List tokens: id, company, scopes, expiry, last use, revocation. Never the token itself,
+    which only its hash stands for."""
+    from outfitter.models import ApiToken
+
+    statement = select(ApiToken).order_by(ApiToken.created_at)
+    if company_id is not None:
+        statement = statement.where(ApiToken.company_id == parse_id(company_id, "COMPANY_ID"))
+    with unit_of_work() as session:
+        tokens: list[dict[str, Any]] = [
+            {
+                "id": str(token.id),
+                "company_id": str(token.company_id),
+                "name": token.name,
+                "scopes": token.scope_list,
+                "created_at": token.created_at.isoformat(),
+                "expires_at": _iso(token.expires_at),
+                "last_used_at": _iso(token.last_used_at),
+                "revoked_at": _iso(token.revoked_at),
+            }
+            for token in session.scalars(statement)
+        ]
+    lines = [
+        f"{t['id']}  company {t['company_id']}  {' '.join(t['scopes'])}  expires {t['expires_at'] or 'never'}"
+        f"  last used {t['last_used_at'] or 'never'}{'  REVOKED' if t['revoked_at'] else ''}"
+        for t in tokens
+    ]
+    emit(as_json, {"tokens": tokens}, "\n".join(lines) or "no tokens")
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
 @token_app.command("create")
 def token_create(
     company_id: str,
@@ -203,7 +268,7 @@ def demo() -> None:
     base = settings.public_url.rstrip("/")
     typer.echo(
         f"Demo company {company.id} is ready.\n"
-        f"Token: {issued.token}\n"
+        f"Token: {issued.token} (id {issued.record.id}; revoke it with 'outfitter token revoke')\n"
         f"Try:   curl -H 'Authorization: Bearer {issued.token}' "
         f"'{base}/api/v2/client/assets?country_id=NG&currency_code=NGN'\n"
         f"Docs:  {base}/api/v2/docs"
@@ -228,6 +293,8 @@ def parse_amount(value: str) -> Decimal:
         fail(f"AMOUNT must be a decimal number, got {value!r}")
     if not amount.is_finite() or amount <= 0:
         fail("AMOUNT must be greater than zero")
+    if not storable(amount):
+        fail(f"AMOUNT must be below {MAX_AMOUNT:,}")
     return amount
 
 
@@ -240,7 +307,8 @@ app.add_typer(fees_app, name="fees")
 app.add_typer(payments_app, name="payments")
 
 
-@wallet_app.command("credit")
+# "-5" is an amount to refuse in words, not an unknown option.
+@wallet_app.command("credit", context_settings={"ignore_unknown_options": True})
 def wallet_credit(company_id: str, currency: str, amount: str, as_json: JsonFlag = False) -> None:
     """Add credit to a company's wallet in CURRENCY (written to its ledger)."""
     from outfitter.core.errors import DomainError

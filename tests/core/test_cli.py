@@ -66,6 +66,9 @@ def test_default_token_has_both_scopes_and_no_expiry() -> None:
         (("token", "create", "00000000-0000-0000-0000-000000000000"), "no company with id"),
         (("token", "revoke", "00000000-0000-0000-0000-000000000000"), "no token with id"),
         (("company", "create", "   "), "the company name is empty"),
+        (("token", "list", "not-a-uuid"), "COMPANY_ID must be a UUID"),
+        (("wallet", "credit", "00000000-0000-0000-0000-000000000000", "NGN", "-5"), "greater than zero"),
+        (("wallet", "credit", "00000000-0000-0000-0000-000000000000", "NGN", "9" * 23), "must be below"),
     ],
 )
 def test_bad_input_exits_non_zero_with_one_line_error(args: tuple[str, ...], message: str) -> None:
@@ -146,7 +149,10 @@ def test_catalog_import_withdraws_unavailable_assets_and_refuses_unknown_statuse
 def test_demo_prints_a_working_token(client: TestClient) -> None:
     code, out, _ = run("demo")
     assert code == 0, out
-    token = next(line.split()[-1] for line in out.splitlines() if line.startswith("Token:"))
+    token_line = next(line for line in out.splitlines() if line.startswith("Token:"))
+    token = token_line.split()[1]
+    listed = json.loads(run("token", "list", "--json")[1])["tokens"]
+    assert f"(id {listed[-1]['id']};" in token_line  # the id to revoke it by
     response = client.get(
         "/api/v2/client/assets",
         params={"country_id": "NG", "currency_code": "NGN"},
@@ -155,3 +161,40 @@ def test_demo_prints_a_working_token(client: TestClient) -> None:
     assert response.status_code == 200
     assert response.json()["data"]["total"] == 21
     assert "curl -H 'Authorization: Bearer " in out
+
+
+def test_company_and_token_lists_show_everything_but_the_token() -> None:
+    company = json.loads(run("company", "create", "Listed Ltd", "--json")[1])
+    token = json.loads(run("token", "create", company["id"], "--scope", "read", "--json")[1])
+    run("token", "revoke", json.loads(run("token", "create", company["id"], "--json")[1])["id"])
+
+    code, out, _ = run("company", "list", "--json")
+    assert code == 0
+    listed = next(entry for entry in json.loads(out)["companies"] if entry["id"] == company["id"])
+    assert listed["name"] == "Listed Ltd" and listed["live_tokens"] == 1
+
+    code, out, _ = run("token", "list", company["id"], "--json")
+    assert code == 0 and token["token"] not in out
+    tokens = json.loads(out)["tokens"]
+    first = tokens[0]
+    assert (first["id"], first["scopes"], first["revoked_at"]) == (token["id"], ["read"], None)
+    assert len(tokens) == 2 and tokens[1]["revoked_at"] is not None
+    assert set(tokens[0]) == {
+        "id",
+        "company_id",
+        "name",
+        "scopes",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    }
+    code, out, _ = run("token", "list", company["id"])
+    assert code == 0 and "REVOKED" in out and token["token"] not in out
+
+
+def test_a_wallet_credit_that_would_overflow_the_balance_is_refused() -> None:
+    company = json.loads(run("company", "create", "Rich Ltd", "--json")[1])
+    assert run("wallet", "credit", company["id"], "NGN", "999999999999")[0] == 0
+    code, _, err = run("wallet", "credit", company["id"], "NGN", "1")
+    assert code == 1 and "would take the NGN balance to 1,000,000,000,000 or more" in err

@@ -105,3 +105,17 @@ def test_a_405_names_every_method_of_the_path(api: Api, path: str, method: str, 
     response = api.request(method, path, json={})
     assert_error(response, 405, allowed)
     assert response.headers["allow"] == allowed
+
+
+@pytest.mark.parametrize("price", ["9999999999999", "1000000000000", 1e300])
+def test_a_price_beyond_what_any_database_stores_is_422(api: Api, price: object) -> None:
+    """On SQLite amounts are integer millionths: 9,999,999,999,999 once overflowed into a 500."""
+    created = api.post("/client/equipment", {"title": "MacBook", "purchase_price": price})
+    assert "purchase_price" in assert_error(created, 422)["errors"]
+    device = api.post("/client/equipment", {"title": "MacBook", "purchase_price": "999999999999.99"})
+    assert device.status_code == 201, device.text
+    patched = api.patch(f"/client/equipment/{device.json()['data']['id']}", {"purchase_price": price})
+    assert "purchase_price" in assert_error(patched, 422)["errors"]
+    assert api.get(f"/client/equipment/{device.json()['data']['id']}").json()["data"]["purchase_price"] == (
+        "999999999999.99"
+    )

@@ -136,7 +136,8 @@ def test_credit_short_is_402_and_nothing_is_written(api: Api, db: Session) -> No
     response = api.post(
         "/client/transactions/initiate", card_body(employee, pricing, payment_method="Credit")
     )
-    assert_error(response, 402, "not enough credit")
+    message = assert_error(response, 402, "not enough credit")["message"]
+    assert "the wallet holds 1000.00 NGN" in message  # written in the currency's minor units
     assert count(db, Transaction) == 0 and count(db, Equipment) == 0 and count(db, WalletEntry) == 1
     no_wallet = api.post(
         "/client/transactions/initiate",

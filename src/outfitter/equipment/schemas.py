@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from outfitter.core.money import MAX_AMOUNT, storable
 from outfitter.core.schemas import DecimalString, OneOf, Page, Schema, Timestamp
 from outfitter.models import (
     CurrencyStatus,
@@ -34,8 +35,6 @@ CreateStatus = Annotated[
     EquipmentStatus,
     OneOf(EquipmentStatus.UNASSIGNED, EquipmentStatus.IN_STORAGE, EquipmentStatus.ASSIGNED),
 ]
-
-MAX_PRICE = Decimal("1e15")
 
 
 # --- responses -------------------------------------------------------------------------------
@@ -183,8 +182,8 @@ def parse_price(value: object) -> Decimal | None:
         amount = Decimal(str(value).strip())
     except InvalidOperation:
         raise ValueError("Give the price as a decimal string such as '1299.99'.") from None
-    if not amount.is_finite() or amount < 0 or amount >= MAX_PRICE:
-        raise ValueError("The price must be a non-negative amount below 10^15.")
+    if not storable(amount) or amount < 0:
+        raise ValueError(f"The price must be a non-negative amount below {MAX_AMOUNT:,}.")
     if amount != amount.quantize(Decimal("0.000001")):
         raise ValueError("The price has more than six decimal places.")
     return amount

@@ -17,11 +17,11 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import resolve_currency
 from outfitter.core.errors import InsufficientCredit, ValidationFailed
-from outfitter.core.money import round_money
+from outfitter.core.money import MAX_AMOUNT, round_money, storable
 from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.db.session import insert_if_absent
-from outfitter.models import Wallet, WalletEntry, WalletEntryKind
+from outfitter.models import Currency, Wallet, WalletEntry, WalletEntryKind
 
 
 def _ensure_wallet(session: Session, currency_code: str) -> None:
@@ -45,7 +45,8 @@ def _change(
     description: str,
     transaction_id: uuid.UUID | None,
 ) -> WalletEntry | None:
-    """Add `amount` (negative to debit) to the wallet; None when a debit would overdraw it."""
+    """Add `amount` (negative to debit) to the wallet; None when a debit would overdraw it or a
+    credit would take the balance past what can be stored (core.money.MAX_AMOUNT)."""
     statement = (
         update(Wallet)
         .where(Wallet.currency_code == currency_code)
@@ -54,6 +55,8 @@ def _change(
     )
     if amount < 0:
         statement = statement.where(Wallet.balance >= -amount)
+    else:
+        statement = statement.where(Wallet.balance < MAX_AMOUNT - amount)
     row = session.execute(statement, execution_options={"synchronize_session": False}).one_or_none()
     if row is None:
         return None
@@ -76,13 +79,18 @@ def credit_wallet(session: Session, currency_code: str, amount: Decimal, descrip
     currency = resolve_currency(session, currency_code, "currency")
     if not amount.is_finite() or amount <= 0:
         raise ValidationFailed.field("amount", "The amount must be greater than zero.")
+    if not storable(amount):
+        raise ValidationFailed.field("amount", f"The amount must be below {MAX_AMOUNT:,}.")
     if round_money(amount, currency.minor_units) != amount:
         raise ValidationFailed.field(
             "amount", f"{currency.code} amounts have at most {currency.minor_units} decimal places."
         )
     _ensure_wallet(session, currency.code)
     entry = _change(session, currency.code, amount, WalletEntryKind.CREDIT, description, None)
-    assert entry is not None  # credits always apply
+    if entry is None:
+        raise ValidationFailed.field(
+            "amount", f"This credit would take the {currency.code} balance to {MAX_AMOUNT:,} or more."
+        )
     return entry
 
 
@@ -97,9 +105,12 @@ def debit_wallet(
     entry = _change(session, currency_code, -amount, WalletEntryKind.DEBIT, description, transaction_id)
     if entry is None:
         balance = session.scalar(select(Wallet.balance).where(Wallet.currency_code == currency_code))
+        minor_units = session.scalars(
+            select(Currency.minor_units).where(Currency.code == currency_code)
+        ).one()
         raise InsufficientCredit(
-            f"Not enough credit: this costs {format(amount, 'f')} {currency_code} and the wallet holds "
-            f"{format(balance or Decimal(0), 'f')} {currency_code}."
+            f"Not enough credit: this costs {round_money(amount, minor_units):f} {currency_code} and the "
+            f"wallet holds {round_money(balance or Decimal(0), minor_units):f} {currency_code}."
         )
     return entry
 
