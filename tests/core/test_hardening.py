@@ -119,3 +119,11 @@ def test_a_price_beyond_what_any_database_stores_is_422(api: Api, price: object)
     assert api.get(f"/client/equipment/{device.json()['data']['id']}").json()["data"]["purchase_price"] == (
         "999999999999.99"
     )
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
+def test_a_time_outside_the_storable_years_is_422(api: Api, when: str) -> None:
+    response = api.post("/client/equipment", {"title": "MacBook", "purchase_date": when})
+    assert assert_error(response, 422)["errors"]["purchase_date"] == [
+        "The time falls outside the years 1 to 9999 once converted to UTC."
+    ]

@@ -50,5 +50,10 @@ def test_pay_in_a_browser(api: Api, db: Session, live_server: LiveServer) -> Non
                 assert page.url == f"{redirect_url}&status=successful&tx_ref={data['tx_ref']}"
             finally:
                 browser.close()
+        # What the client's landing page does: verify (the webhook may still be on its way).
+        assert (
+            client.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]["status"]
+            == "Fulfilled"
+        )
         orders = client.get("/client/orders").json()["data"]
     assert orders["total"] == 1 and orders["data"][0]["tx_ref"] == data["tx_ref"]

@@ -104,10 +104,44 @@ def test_pay_sends_the_webhook_then_redirects_and_the_order_exists(
     assert verified["message"] == "Transaction verified successfully."
     assert verified["data"]["status"] == "Fulfilled" and "link" not in verified["data"]
     assert verified["data"]["total_amount"] == f"{data['total_amount']:.2f}"
-    # Paying again changes nothing: the page says so, and a second POST re-sends the same event.
+    # Paying a settled transaction is a 409 page (decisions 12) and changes nothing.
     assert "Fulfilled" in client.get(str(data["link"])).text
-    assert client.post(f"{data['link']}/pay", follow_redirects=False).status_code == 303
+    again = client.post(f"{data['link']}/pay", follow_redirects=False)
+    assert again.status_code == 409 and "This payment is Fulfilled" in again.text
     assert count(db, Order) == 1 and count(db, Equipment) == 2
+
+
+def test_the_done_page_shows_the_real_status_not_the_query_string(
+    api: Api, db: Session, client: TestClient, sandbox: SandboxGateway
+) -> None:
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    body = card_body(employee, pricing)
+    del body["redirect_url"]
+    data = api.post("/client/transactions/initiate", body).json()["data"]
+    done = f"/sandbox/checkout/{data['tx_ref']}/done"
+    assert "Not paid" in client.get(f"{done}?status=successful").text
+    declined = client.post(f"{data['link']}/decline", follow_redirects=False)
+    assert declined.headers["location"].startswith(done)
+    page = client.get(f"{done}?status=successful").text
+    assert "Payment declined" in page and "Payment successful" not in page
+
+
+def test_a_second_pay_while_pending_resends_the_notice_once(
+    api: Api, db: Session, client: TestClient, sandbox: SandboxGateway
+) -> None:
+    sent: list[str] = []
+    sandbox.sender, deliver = (
+        (lambda url, body, headers: sent.append(headers["webhook-id"]) or 503),
+        sandbox.sender,
+    )
+    data, _, _ = start(api, db)
+    assert client.post(f"{data['link']}/pay", follow_redirects=False).status_code == 303
+    assert client.post(f"{data['link']}/pay", follow_redirects=False).status_code == 303
+    assert len(sent) == 2 and sent[0] == sent[1]  # the same event (webhook-id), once per click
+    sandbox.sender = deliver
+    assert client.post(f"{data['link']}/pay", follow_redirects=False).status_code == 303
+    assert count(db, Order) == 1
 
 
 def test_decline_fails_the_transaction_and_releases_storage(

@@ -20,6 +20,18 @@ def format_timestamp(value: datetime) -> str:
     return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
+def as_utc(value: datetime) -> datetime:
+    """Any time a client gives, in UTC (no offset means UTC): the one place that refuses a time
+    that exists only with its offset (year 1 at +14:00, year 9999 at -14:00), which no column
+    stores and no arithmetic survives."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("The time falls outside the years 1 to 9999 once converted to UTC.") from None
+
+
 Timestamp = Annotated[datetime, PlainSerializer(format_timestamp, return_type=str)]
 DecimalString = Annotated[Decimal, PlainSerializer(lambda value: format(value, "f"), return_type=str)]
 DecimalNumber = Annotated[Decimal, PlainSerializer(float, return_type=float)]

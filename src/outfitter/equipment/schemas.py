@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from outfitter.core.money import MAX_AMOUNT, storable
-from outfitter.core.schemas import DecimalString, OneOf, Page, Schema, Timestamp
+from outfitter.core.schemas import DecimalString, OneOf, Page, Schema, Timestamp, as_utc
 from outfitter.models import (
     CurrencyStatus,
     EquipmentEvent,
@@ -165,9 +165,7 @@ def parse_purchase_date(value: object) -> datetime | None:
             ) from None
     else:
         raise ValueError("Give the purchase date as a string.")
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    parsed = parsed.astimezone(UTC)
+    parsed = as_utc(parsed)
     if parsed > datetime.now(UTC):
         raise ValueError("A purchase date cannot be in the future.")
     return parsed

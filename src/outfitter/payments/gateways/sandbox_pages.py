@@ -1,9 +1,10 @@
 """The sandbox gateway's checkout page, as a payer's browser sees it. The sandbox stands for a
 gateway outside the service, so it reads any company's transaction (`across_companies`).
 
-Pay and Decline record the payer's choice in the sandbox's own book, commit, and only then send
-the signed webhook to the service (unless OUTFITTER_SANDBOX_WEBHOOKS=off), and redirect (303) to
-the transaction's redirect_url with `status` and `tx_ref`.
+Pay and Decline record the payer's choice in the sandbox's own book, commit, and redirect (303) to
+the transaction's redirect_url with `status` and `tx_ref`; the signed webhook to the service
+(unless OUTFITTER_SANDBOX_WEBHOOKS=off) leaves in the background once the redirect is sent, as a
+real gateway's notice arrives on its own time, so the page the payer lands on verifies.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.background import BackgroundTask
 
 from outfitter.core.tenancy import across_companies
 from outfitter.db.base import utcnow
@@ -117,6 +119,8 @@ def checkout_page(tx_ref: str, request: Request) -> Response:
 
 
 def _act(request: Request, tx_ref: str, outcome: GatewayPaymentStatus) -> Response:
+    """Record the payer's choice once; a settled or expired transaction is a 409 page. The
+    webhook leaves in the background after the redirect is sent, once per click, never inside it."""
     factory: sessionmaker[Session] = request.app.state.sessionmaker
     gateway = _sandbox(request)
     try:
@@ -124,13 +128,13 @@ def _act(request: Request, tx_ref: str, outcome: GatewayPaymentStatus) -> Respon
             transaction = _transaction(session, tx_ref)
             if transaction is None:
                 return _not_found()
+            refusal = _refusal(transaction)
+            if refusal:
+                return _html("message.html", 409, title="Cannot pay", message=refusal)
             payment = session.scalars(
                 select(SandboxPayment).where(SandboxPayment.tx_ref == tx_ref)
             ).one_or_none()
-            if payment is None:
-                refusal = _refusal(transaction)
-                if refusal:
-                    return _html("message.html", 409, title="Cannot pay", message=refusal)
+            if payment is None:  # otherwise an earlier click's notice has not arrived: send it again
                 payment = new_sandbox_payment(
                     tx_ref, outcome, transaction.total_amount, transaction.currency_code
                 )
@@ -142,10 +146,11 @@ def _act(request: Request, tx_ref: str, outcome: GatewayPaymentStatus) -> Respon
             redirect_url = session.scalars(
                 select(Transaction.redirect_url).where(Transaction.tx_ref == tx_ref)
             ).one()
-    # Committed: now the notice may leave the process. Sent before the redirect, so the payer lands
-    # on a page whose order already exists (when webhooks are on and the service is reachable).
-    gateway.send_webhook(payment)
-    return RedirectResponse(_redirect_target(redirect_url, tx_ref, payment.status), status_code=303)
+    return RedirectResponse(
+        _redirect_target(redirect_url, tx_ref, payment.status),
+        status_code=303,
+        background=BackgroundTask(gateway.send_webhook, payment),
+    )
 
 
 def _redirect_target(redirect_url: str | None, tx_ref: str, status: GatewayPaymentStatus) -> str:
@@ -168,6 +173,16 @@ def decline(tx_ref: str, request: Request) -> Response:
 
 
 @router.get("/{tx_ref}/done", response_class=HTMLResponse)
-def done(tx_ref: str, status: str = "") -> Response:
-    title = "Payment successful" if status == GatewayPaymentStatus.SUCCESSFUL else "Payment declined"
+def done(tx_ref: str, request: Request) -> Response:
+    """What the sandbox's own book says of the payment; the query string is only where the
+    browser came from, and proves nothing."""
+    factory: sessionmaker[Session] = request.app.state.sessionmaker
+    with across_companies(factory()) as session:
+        if _transaction(session, tx_ref) is None:
+            return _not_found()
+        status = session.scalar(select(SandboxPayment.status).where(SandboxPayment.tx_ref == tx_ref))
+    title = {
+        GatewayPaymentStatus.SUCCESSFUL: "Payment successful",
+        GatewayPaymentStatus.DECLINED: "Payment declined",
+    }.get(status, "Not paid")  # type: ignore[arg-type]
     return _html("message.html", title=title, message=f"Transaction {tx_ref}: you may close this page.")
