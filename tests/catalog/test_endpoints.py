@@ -7,8 +7,11 @@ import uuid
 from decimal import Decimal
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select, update
+from sqlalchemy.orm import Session
 
+from outfitter.catalog.reference import sync_reference_data
+from outfitter.models import Currency
 from tests.factories import Api, assert_error, load_demo_catalog
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
@@ -208,3 +211,15 @@ def test_countries_and_currencies_come_from_iso_data(api: Api) -> None:
     yen = next(currency for currency in currencies if currency["code"] == "JPY")
     assert yen["minor_units"] == 0 and yen["status"] == "Active" and yen["symbol"]
     assert set(yen) == {"id", "code", "name", "symbol", "minor_units", "status"}
+    # Minor units as ISO 4217 publishes them, where CLDR differs (it says 0 for IQD and RSD).
+    units = {currency["code"]: currency["minor_units"] for currency in currencies}
+    assert (units["IQD"], units["RSD"], units["NGN"], units["KWD"]) == (3, 2, 2, 3)
+
+
+def test_reference_sync_corrects_minor_units_seeded_from_cldr(engine: Engine) -> None:
+    with Session(engine) as session, session.begin():
+        session.execute(update(Currency).where(Currency.code == "IQD").values(minor_units=0))
+    with Session(engine) as session, session.begin():
+        sync_reference_data(session)
+    with Session(engine) as session:
+        assert session.scalars(select(Currency.minor_units).where(Currency.code == "IQD")).one() == 3

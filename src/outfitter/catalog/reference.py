@@ -1,8 +1,11 @@
-"""ISO 3166-1 countries and ISO 4217 currencies, from pycountry and Babel (CLDR), never typed by hand;
-and the lookups that accept a country as its id, its name or its alpha-2 code."""
+"""ISO 3166-1 countries and ISO 4217 currencies, never typed by hand: pycountry for the countries,
+Babel (CLDR) for names, symbols and each country's legal tender, and the iso4217 package (ISO's own
+published table) for minor units, where CLDR differs (IQD: ISO 3, CLDR 0). Also the lookups that
+accept a country as its id, its name or its alpha-2 code."""
 
 from __future__ import annotations
 
+import iso4217
 import pycountry
 from babel import UnknownLocaleError
 from babel.numbers import (
@@ -29,6 +32,15 @@ def _local_symbol(code: str, territory: str | None) -> str:
     return get_currency_symbol(code, "en")
 
 
+def minor_units(code: str) -> int:
+    """Decimal places of a currency per ISO 4217; CLDR's for the few ISO lists as N.A. (gold...)."""
+    try:
+        exponent = iso4217.Currency(code).exponent
+    except ValueError:  # not in ISO's current table
+        exponent = None
+    return int(exponent) if exponent is not None else int(get_currency_precision(code))
+
+
 def sync_reference_data(session: Session) -> tuple[int, int]:
     """Insert the countries and currencies that are missing; idempotent. Returns (countries, currencies)
     added. Countries with no current legal tender (Antarctica) are left out: nobody can be paid there."""
@@ -48,11 +60,13 @@ def sync_reference_data(session: Session) -> tuple[int, int]:
             code=code,
             name=get_currency_name(code, locale="en"),
             symbol=_local_symbol(code, home_territory.get(code)),
-            minor_units=get_currency_precision(code),
+            minor_units=minor_units(code),
         )
         for code in sorted(codes - known_currencies)
     ]
     session.add_all(new_currencies)
+    for currency in session.scalars(select(Currency).where(Currency.code.in_(known_currencies))):
+        currency.minor_units = minor_units(currency.code)  # databases seeded from CLDR: corrected
 
     known_countries = set(session.scalars(select(Country.code)))
     new_countries = [

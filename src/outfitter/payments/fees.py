@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 
-from babel.numbers import get_currency_precision
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from outfitter.catalog.reference import minor_units
 from outfitter.core.errors import ValidationFailed
 from outfitter.core.money import percent_of, round_money
 from outfitter.models import FeeSchedule, PaymentMethod
@@ -105,9 +105,9 @@ def compute_charges(
 
 @lru_cache(maxsize=512)
 def minor_units_of(currency_code: str) -> int:
-    """Decimal places of a currency (ISO 4217, via CLDR, the source of the currencies table):
-    2 for NGN and USD, 0 for JPY; CLDR answers 2 for a code it does not know."""
-    return int(get_currency_precision(currency_code))
+    """Decimal places of a currency per ISO 4217 (the currencies table's source): 2 for NGN and
+    USD, 0 for JPY, 3 for IQD."""
+    return minor_units(currency_code)
 
 
 def to_minor_units(amount: Decimal, currency_code: str) -> Decimal:
