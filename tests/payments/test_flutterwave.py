@@ -35,6 +35,16 @@ class FlutterwaveStandIn:
     def __init__(self) -> None:
         self.payments: dict[str, dict[str, Any]] = {}
         self.next_id = 1000
+        self.created: list[dict[str, Any]] = []  # the bodies of POST /payments
+        self.outages = 0  # the next N requests answer 503
+        self.timeouts = 0  # the next N requests time out
+
+    def fail(self, tx_ref: str) -> dict[str, Any]:
+        """A declined card: Flutterwave keeps the checkout open for another try."""
+        payment = self.payments[tx_ref]
+        self.next_id += 1
+        payment.update(id=self.next_id, status="failed")
+        return payment
 
     def pay(self, tx_ref: str, amount: str | None = None, currency: str | None = None) -> dict[str, Any]:
         payment = self.payments[tx_ref]
@@ -48,11 +58,18 @@ class FlutterwaveStandIn:
         return payment
 
     def handle(self, request: httpx.Request) -> httpx.Response:
+        if self.timeouts:
+            self.timeouts -= 1
+            raise httpx.ReadTimeout("the stand-in did not answer", request=request)
+        if self.outages:
+            self.outages -= 1
+            return httpx.Response(503, json={"status": "error", "message": "Service unavailable"})
         if request.headers.get("authorization") != f"Bearer {SECRET}":
             return httpx.Response(401, json={"status": "error", "message": "Invalid authorization key"})
         if request.method == "POST" and request.url.path == "/v3/payments":
             body = json.loads(request.content)
             assert {"tx_ref", "amount", "currency", "customer"} <= set(body)
+            self.created.append(body)
             self.payments[body["tx_ref"]] = {
                 "tx_ref": body["tx_ref"],
                 "amount": body["amount"],
@@ -94,7 +111,8 @@ def flutterwave_app(database_url: str, engine: Engine, standin: FlutterwaveStand
     )
     application = create_app(settings)
     client = httpx.Client(transport=httpx.MockTransport(standin.handle))
-    registry_of(application.state).put(FlutterwaveGateway(BASE, SECRET, HASH, client=client))
+    gateway = FlutterwaveGateway(BASE, SECRET, HASH, client=client, backoff_seconds=0.01)
+    registry_of(application.state).put(gateway)
     yield application
     application.state.engine.dispose()
 
@@ -151,3 +169,80 @@ def test_a_short_flutterwave_payment_fails(fw: Api, db: Session, standin: Flutte
     lying = {**payment, "amount": Decimal(str(data["total_amount"]))}
     assert webhook(fw, lying).json()["data"]["outcome"] == "failed"
     assert count(db, Order) == 0
+
+
+def _initiate(fw: Api, db: Session) -> dict[str, Any]:
+    employee = add_employee(db, fw.company_id)
+    response = fw.post(
+        "/client/transactions/initiate", card_body(employee, prices(fw)[0]["asset_pricing"]["id"])
+    )
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()["data"]
+    return data
+
+
+def test_the_checkout_session_ends_within_the_time_to_live(
+    fw: Api, db: Session, standin: FlutterwaveStandIn
+) -> None:
+    _initiate(fw, db)
+    created = standin.created[-1]
+    assert created["session_duration"] == 24 * 60  # the default time to live, in minutes
+    assert created["max_retry_attempt"] >= 1
+
+
+def test_a_failed_attempt_is_not_final_and_a_successful_retry_fulfils(
+    fw: Api, db: Session, standin: FlutterwaveStandIn
+) -> None:
+    """The money-losing case: a verify between a failed card and a successful retry once marked the
+    transaction Failed, and the retry's payment was then answered already_settled."""
+    data = _initiate(fw, db)
+    failed = standin.fail(data["tx_ref"])
+    assert webhook(fw, failed).json()["data"]["outcome"] == "pending"
+    assert fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]["status"] == "Pending"
+    retried = standin.pay(data["tx_ref"])
+    assert webhook(fw, retried).json()["data"]["outcome"] == "fulfilled"
+    assert count(db, Order) == 1
+
+
+def test_a_pending_or_wrong_currency_payment_gives_no_order(
+    fw: Api, db: Session, standin: FlutterwaveStandIn
+) -> None:
+    data = _initiate(fw, db)
+    standin.payments[data["tx_ref"]].update(id=1, status="pending")
+    assert fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]["status"] == "Pending"
+    standin.pay(data["tx_ref"], currency="USD")
+    verified = fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]
+    assert verified["status"] == "Failed" and count(db, Order) == 0
+
+
+@pytest.mark.parametrize("trouble", ["outages", "timeouts"])
+def test_timeouts_and_5xx_are_retried(
+    fw: Api, db: Session, standin: FlutterwaveStandIn, trouble: str
+) -> None:
+    data = _initiate(fw, db)
+    standin.pay(data["tx_ref"])
+    setattr(standin, trouble, 2)  # two failures, then an answer: within the three attempts
+    assert fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]["status"] == "Fulfilled"
+    setattr(standin, trouble, 3)  # every attempt fails: the initiate is refused, nothing is written
+    employee = add_employee(db, fw.company_id, first="Grace")
+    refused = fw.post(
+        "/client/transactions/initiate", card_body(employee, prices(fw)[0]["asset_pricing"]["id"])
+    )
+    assert_error(refused, 502)
+
+
+def test_a_bad_key_is_an_error_not_an_unpaid_transaction(
+    flutterwave_app: FastAPI, fw: Api, db: Session, standin: FlutterwaveStandIn
+) -> None:
+    data = _initiate(fw, db)
+    standin.pay(data["tx_ref"])
+    client = httpx.Client(transport=httpx.MockTransport(standin.handle))
+    gateway = registry_of(flutterwave_app.state).get("flutterwave")
+    registry_of(flutterwave_app.state).put(FlutterwaveGateway(BASE, "FLWSECK-wrong", HASH, client=client))
+    try:
+        verified = fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]
+        assert verified["status"] == "Pending"  # the gateway's word is missing, not negative
+    finally:
+        assert gateway is not None
+        registry_of(flutterwave_app.state).put(gateway)
+    assert fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]["status"] == "Fulfilled"

@@ -300,6 +300,7 @@ def _register_with_gateway(work: ClientWork, draft: _Draft, gateways: GatewayReg
                 customer_name=auth.company_name,
                 customer_email=f"billing+{auth.company_id.hex[:12]}@customers.outfitter.example",
                 description=draft.description,
+                session_minutes=gateways.settings.transaction_ttl_hours * 60,
             )
         )
     except GatewayError as exc:

@@ -27,6 +27,7 @@ class CheckoutRequest:
     customer_name: str
     customer_email: str
     description: str
+    session_minutes: int  # how long the checkout may take payments: no longer than the time to live
 
 
 @dataclass(frozen=True)

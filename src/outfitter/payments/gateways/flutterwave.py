@@ -1,12 +1,19 @@
 """Flutterwave's v3 API: create a hosted payment (`POST /payments`, answer `data.link`), verify by
 reference (`GET /transactions/verify_by_reference?tx_ref=`), and webhooks signed by the `verif-hash`
-header, which carries the secret hash set on the Flutterwave dashboard."""
+header, which carries the secret hash set on the Flutterwave dashboard.
+
+As Flutterwave documents its hosted checkout: a payer whose card fails may retry in the same
+checkout session, so a `failed` (or `cancelled`) attempt is not final. We read it as pending, and
+bound the session by the transaction's time to live (`session_duration`), after which the
+transaction expires: no success can come after it. Timeouts and 5xx are retried with backoff; a
+verify that finds no transaction for the reference is told apart from every other refusal."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import json
+import time
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -22,28 +29,52 @@ from outfitter.payments.gateways import (
     WebhookNotice,
 )
 
-# Flutterwave's statuses of a transaction, as ours; any other ("pending"...) is still pending.
-_STATUSES = {
-    "successful": GatewayPaymentStatus.SUCCESSFUL,
-    "failed": GatewayPaymentStatus.DECLINED,
-    "cancelled": GatewayPaymentStatus.DECLINED,
-    "error": GatewayPaymentStatus.DECLINED,
-}
+# Only a successful charge settles; failed, cancelled or pending attempts may still be followed by
+# a successful retry in the same checkout session (see the module docstring).
+_SUCCESSFUL = "successful"
+ATTEMPTS = 3  # for timeouts, connection errors and 5xx answers
+BACKOFF_SECONDS = 0.5  # doubled after each attempt
+MAX_RETRY_ATTEMPT = 5  # card retries Flutterwave allows the payer within one checkout session
+_NOT_FOUND = ("no transaction", "not found")
 
 
 class FlutterwaveGateway:
     name = "flutterwave"
 
     def __init__(
-        self, base_url: str, secret_key: str, webhook_hash: str, client: httpx.Client | None = None
+        self,
+        base_url: str,
+        secret_key: str,
+        webhook_hash: str,
+        client: httpx.Client | None = None,
+        backoff_seconds: float = BACKOFF_SECONDS,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.secret_key = secret_key
         self.webhook_hash = webhook_hash
         self.client = client or httpx.Client(timeout=20.0)
+        self.backoff_seconds = backoff_seconds
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.secret_key}"}
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """The request, retried with backoff on timeouts, connection errors and 5xx answers."""
+        delay = self.backoff_seconds
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                response = self.client.request(
+                    method, f"{self.base_url}{path}", headers=self._headers(), **kwargs
+                )
+            except httpx.HTTPError as exc:
+                if attempt == ATTEMPTS:
+                    raise GatewayError(f"Flutterwave is unreachable: {type(exc).__name__}") from exc
+            else:
+                if response.status_code < 500 or attempt == ATTEMPTS:
+                    return response
+            time.sleep(delay)
+            delay *= 2
+        raise AssertionError("unreachable")
 
     def _json(self, response: httpx.Response) -> dict[str, Any]:
         try:
@@ -65,10 +96,10 @@ class FlutterwaveGateway:
         }
         if checkout.redirect_url:
             payload["redirect_url"] = checkout.redirect_url
-        try:
-            response = self.client.post(f"{self.base_url}/payments", json=payload, headers=self._headers())
-        except httpx.HTTPError as exc:
-            raise GatewayError(f"Flutterwave is unreachable: {type(exc).__name__}") from exc
+        # The checkout stops taking payments before the transaction's time to live ends.
+        payload["session_duration"] = max(1, min(checkout.session_minutes, 1440))
+        payload["max_retry_attempt"] = MAX_RETRY_ATTEMPT
+        response = self._send("POST", "/payments", json=payload)
         body = self._json(response)
         data = body.get("data")
         link = data.get("link") if isinstance(data, dict) else None
@@ -101,21 +132,17 @@ class FlutterwaveGateway:
         )
 
     def fetch_payment(self, tx_ref: str) -> GatewayPayment | None:
-        try:
-            response = self.client.get(
-                f"{self.base_url}/transactions/verify_by_reference",
-                params={"tx_ref": tx_ref},
-                headers=self._headers(),
-            )
-        except httpx.HTTPError as exc:
-            raise GatewayError(f"Flutterwave is unreachable: {type(exc).__name__}") from exc
-        if response.status_code in (400, 404):
-            return None  # Flutterwave knows no transaction with that reference yet
+        response = self._send("GET", "/transactions/verify_by_reference", params={"tx_ref": tx_ref})
         body = self._json(response)
+        message = str(body.get("message", ""))
+        if response.status_code in (400, 404) and any(words in message.lower() for words in _NOT_FOUND):
+            return None  # Flutterwave knows no charge for that reference yet
         data = body.get("data")
         if response.status_code >= 300 or not isinstance(data, dict):
-            raise GatewayError(f"Flutterwave could not verify {tx_ref}: {body.get('message')}")
-        status = _STATUSES.get(str(data.get("status", "")).lower(), GatewayPaymentStatus.PENDING)
+            # A bad key, a refusal, a malformed answer: not "unpaid", an error to retry later.
+            raise GatewayError(f"Flutterwave could not verify {tx_ref}: {response.status_code} {message}")
+        successful = str(data.get("status", "")).lower() == _SUCCESSFUL
+        status = GatewayPaymentStatus.SUCCESSFUL if successful else GatewayPaymentStatus.PENDING
         try:
             amount = Decimal(str(data.get("amount")))
         except InvalidOperation as exc:
