@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from outfitter.config import get_settings
 from outfitter.core.money import MAX_AMOUNT, storable
 from outfitter.core.tenancy import TenantSession, across_companies, bind_company
+from outfitter.db.base import utcnow
 from outfitter.db.session import make_engine
 
 app = typer.Typer(
@@ -433,6 +434,55 @@ def fees_set(
         session.flush()
         payload = _schedule_payload(schedule)
     emit(as_json, payload, " ".join(f"{key}={value}" for key, value in payload.items()))
+
+
+@payments_app.command("anomalies")
+def payments_anomalies(
+    include_resolved: Annotated[bool, typer.Option("--all", help="Resolved ones too")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Money a gateway took that no order accounts for: late payments (fulfil or refund them) and
+    overpayments (refund the excess). Mark one done with `payments resolve`."""
+    from outfitter.models import PaymentAnomaly
+
+    statement = select(PaymentAnomaly).order_by(PaymentAnomaly.created_at)
+    if not include_resolved:
+        statement = statement.where(PaymentAnomaly.resolved_at.is_(None))
+    with unit_of_work() as session:
+        anomalies: list[dict[str, Any]] = [
+            {
+                "id": str(anomaly.id),
+                "company_id": str(anomaly.company_id),
+                "tx_ref": anomaly.tx_ref,
+                "kind": str(anomaly.kind),
+                "amount": format(anomaly.amount.normalize(), "f"),
+                "currency": anomaly.currency_code,
+                "gateway_reference": anomaly.gateway_reference,
+                "created_at": anomaly.created_at.isoformat(),
+                "resolved_at": _iso(anomaly.resolved_at),
+            }
+            for anomaly in session.scalars(statement)
+        ]
+    lines = [
+        f"{a['id']}  {a['kind']}  {a['tx_ref']}  {a['amount']} {a['currency']}  "
+        f"(company {a['company_id']}, gateway {a['gateway_reference'] or '-'}, {a['created_at']})"
+        for a in anomalies
+    ]
+    emit(as_json, {"anomalies": anomalies}, "\n".join(lines) or "no payment anomalies")
+
+
+@payments_app.command("resolve")
+def payments_resolve(anomaly_id: str) -> None:
+    """Mark a payment anomaly handled (refunded or fulfilled by hand)."""
+    from outfitter.models import PaymentAnomaly
+
+    anomaly_uuid = parse_id(anomaly_id, "ANOMALY_ID")
+    with unit_of_work() as session:
+        anomaly = session.get(PaymentAnomaly, anomaly_uuid)
+        if anomaly is None:
+            fail(f"no payment anomaly with id {anomaly_id}")
+        anomaly.resolved_at = anomaly.resolved_at or utcnow()
+    typer.echo(f"payment anomaly {anomaly_id} resolved")
 
 
 @payments_app.command("reconcile")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -13,12 +14,15 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
+from typer.testing import CliRunner
 
 from outfitter.app import create_app
-from outfitter.config import Settings
-from outfitter.models import Order
+from outfitter.cli import app as cli
+from outfitter.config import Settings, get_settings
+from outfitter.db.base import utcnow
+from outfitter.models import Order, Transaction
 from outfitter.payments.gateways import registry_of
 from outfitter.payments.gateways.flutterwave import FlutterwaveGateway
 from tests.factories import Api, assert_error
@@ -246,3 +250,62 @@ def test_a_bad_key_is_an_error_not_an_unpaid_transaction(
         assert gateway is not None
         registry_of(flutterwave_app.state).put(gateway)
     assert fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]["status"] == "Fulfilled"
+
+
+def _anomalies(monkeypatch: pytest.MonkeyPatch, database_url: str, *args: str) -> list[dict[str, Any]]:
+    """`outfitter payments anomalies --json`, as an operator runs it."""
+    monkeypatch.setenv("OUTFITTER_DATABASE_URL", database_url)
+    get_settings.cache_clear()
+    try:
+        result = CliRunner().invoke(cli, ["payments", "anomalies", "--json", *args])
+    finally:
+        get_settings.cache_clear()
+    assert result.exit_code == 0, result.output
+    anomalies: list[dict[str, Any]] = json.loads(result.stdout)["anomalies"]
+    return anomalies
+
+
+def test_a_payment_after_the_transaction_expired_is_recorded_not_lost(
+    fw: Api, db: Session, standin: FlutterwaveStandIn, monkeypatch: pytest.MonkeyPatch, database_url: str
+) -> None:
+    data = _initiate(fw, db)
+    transaction = db.scalars(select(Transaction).where(Transaction.tx_ref == data["tx_ref"])).one()
+    transaction.expires_at = utcnow() - timedelta(minutes=1)
+    db.commit()
+    assert fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]["status"] == "Expired"
+
+    payment = standin.pay(data["tx_ref"])  # the payer finished just as it expired
+    assert webhook(fw, payment).json()["data"]["outcome"] == "already_settled"
+    redelivered = fw.client.post(
+        "/api/v2/webhooks/payments/flutterwave",
+        json={"event": "charge.completed.retry", "data": {**payment, "amount": float(payment["amount"])}},
+        headers={"verif-hash": HASH},
+    )
+    assert redelivered.json()["data"]["outcome"] == "already_settled"
+    anomalies = _anomalies(monkeypatch, database_url)
+    assert len(anomalies) == 1  # once per payment, however often it is told
+    late = anomalies[0]
+    assert (late["kind"], late["tx_ref"], late["gateway_reference"]) == (
+        "late_payment",
+        data["tx_ref"],
+        str(payment["id"]),
+    )
+    assert Decimal(late["amount"]) == Decimal(str(data["total_amount"])) and late["currency"] == "NGN"
+    assert count(db, Order) == 0
+
+    monkeypatch.setenv("OUTFITTER_DATABASE_URL", database_url)
+    get_settings.cache_clear()
+    assert CliRunner().invoke(cli, ["payments", "resolve", late["id"]]).exit_code == 0
+    assert _anomalies(monkeypatch, database_url) == []
+    assert len(_anomalies(monkeypatch, database_url, "--all")) == 1
+
+
+def test_an_overpayment_fulfils_and_records_the_excess(
+    fw: Api, db: Session, standin: FlutterwaveStandIn, monkeypatch: pytest.MonkeyPatch, database_url: str
+) -> None:
+    data = _initiate(fw, db)
+    paid = Decimal(f"{data['total_amount']:.2f}") + Decimal("100.00")
+    payment = standin.pay(data["tx_ref"], amount=str(paid))
+    assert webhook(fw, payment).json()["data"]["outcome"] == "fulfilled"
+    [over] = _anomalies(monkeypatch, database_url)
+    assert over["kind"] == "overpayment" and Decimal(over["amount"]) == Decimal("100")

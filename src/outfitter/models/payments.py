@@ -210,6 +210,28 @@ class WalletEntry(IdMixin, CompanyOwned, Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class PaymentAnomalyKind(StrEnum):
+    LATE_PAYMENT = "late_payment"  # paid after the transaction left Pending: to fulfil or refund
+    OVERPAYMENT = "overpayment"  # paid more than was due: the excess is to refund
+
+
+class PaymentAnomaly(IdMixin, CompanyOwned, Base):
+    """Money a gateway took that no order accounts for, kept for an operator (`outfitter payments
+    anomalies`): never lost, never silently accepted."""
+
+    __tablename__ = "payment_anomalies"
+    __table_args__ = (UniqueConstraint("transaction_id", "kind", "gateway_reference"),)
+
+    transaction_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("transactions.id", ondelete="CASCADE"))
+    tx_ref: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[PaymentAnomalyKind] = mapped_column(str_enum(PaymentAnomalyKind, 20))
+    amount: Mapped[Decimal]  # what was paid (late) or paid beyond the total (over)
+    currency_code: Mapped[str] = mapped_column(String(3))
+    gateway_reference: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    resolved_at: Mapped[datetime | None]
+
+
 class WebhookEvent(IdMixin, Base):
     __tablename__ = "webhook_events"
     __table_args__ = (UniqueConstraint("gateway", "event_key"),)

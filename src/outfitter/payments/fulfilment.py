@@ -12,12 +12,14 @@ import logging
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from decimal import Decimal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.repository import CatalogRepository
 from outfitter.db.base import utcnow
+from outfitter.db.session import insert_if_absent
 from outfitter.equipment import lifecycle
 from outfitter.models import (
     AssetPricing,
@@ -32,6 +34,8 @@ from outfitter.models import (
     Order,
     OrderItem,
     OrderStatus,
+    PaymentAnomaly,
+    PaymentAnomalyKind,
     Transaction,
     TransactionItem,
     TransactionKind,
@@ -54,23 +58,62 @@ TYPE_FOR_CATEGORY: dict[str, EquipmentType] = {
 def settle(
     session: Session, transaction_id: uuid.UUID, payment: GatewayPayment | None, now: datetime | None = None
 ) -> Transaction:
-    """Lock the transaction and apply what the gateway said; a no-op once it left Pending."""
+    """Lock the transaction and apply what the gateway said. Once it left Pending nothing changes,
+    but a successful payment that no order accounts for is recorded for an operator."""
     now = now or utcnow()
     transaction = lock_transaction(session, transaction_id)
+    paid = payment is not None and payment.status == GatewayPaymentStatus.SUCCESSFUL
     if transaction.status != TransactionStatus.PENDING:
+        if paid and payment is not None and _unaccounted(transaction, payment):
+            _record_anomaly(session, transaction, PaymentAnomalyKind.LATE_PAYMENT, payment.amount, payment)
         return transaction
-    if payment is not None and payment.status == GatewayPaymentStatus.SUCCESSFUL:
+    if paid and payment is not None:
         problem = payment_problem(transaction, payment)
         if problem:
             logger.warning("transaction %s fails: %s", transaction.tx_ref, problem)
             finish(session, transaction, TransactionStatus.FAILED, problem, now)
         else:
             fulfil(session, transaction, payment.reference, now)
+            if payment.amount > transaction.total_amount:
+                excess = payment.amount - transaction.total_amount
+                _record_anomaly(session, transaction, PaymentAnomalyKind.OVERPAYMENT, excess, payment)
     elif payment is not None and payment.status == GatewayPaymentStatus.DECLINED:
         finish(session, transaction, TransactionStatus.FAILED, "The payment was declined.", now)
     elif now >= transaction.expires_at:
         finish(session, transaction, TransactionStatus.EXPIRED, "Not paid within its time to live.", now)
     return transaction
+
+
+def _unaccounted(transaction: Transaction, payment: GatewayPayment) -> bool:
+    """A payment for this tx_ref other than the one that fulfilled it (if any)."""
+    return payment.tx_ref == transaction.tx_ref and (payment.reference or "") != (
+        transaction.gateway_reference or ""
+    )
+
+
+def _record_anomaly(
+    session: Session,
+    transaction: Transaction,
+    kind: PaymentAnomalyKind,
+    amount: Decimal,
+    payment: GatewayPayment,
+) -> None:
+    """Once per payment and kind, however often the gateway tells us."""
+    logger.warning("transaction %s: %s of %s %s", transaction.tx_ref, kind, amount, payment.currency)
+    values = {
+        "id": uuid.uuid4(),
+        "company_id": transaction.company_id,
+        "transaction_id": transaction.id,
+        "tx_ref": transaction.tx_ref,
+        "kind": kind,
+        "amount": amount,
+        "currency_code": payment.currency[:3],
+        "gateway_reference": (payment.reference or "")[:200],
+        "created_at": utcnow(),
+    }
+    session.execute(
+        insert_if_absent(session, PaymentAnomaly, values, ["transaction_id", "kind", "gateway_reference"])
+    )
 
 
 def payment_problem(transaction: Transaction, payment: GatewayPayment) -> str | None:

@@ -144,11 +144,12 @@ def receive_webhook(
             "webhook %s from %s names unknown tx_ref %r", notice.event_key, gateway_name, notice.tx_ref
         )
         outcome = WebhookOutcome.UNKNOWN_TX_REF
-    elif transaction.status != TransactionStatus.PENDING:
-        outcome = WebhookOutcome.ALREADY_SETTLED
     else:
         bind_company(session, transaction.company_id)  # from here on it acts as that company
-        outcome = WebhookOutcome.settled_as(settle(session, transaction.id, payment).status)
+        was_pending = transaction.status == TransactionStatus.PENDING
+        # Also when it left Pending: settle records a payment that no order accounts for.
+        settled = settle(session, transaction.id, payment)
+        outcome = WebhookOutcome.settled_as(settled.status) if was_pending else WebhookOutcome.ALREADY_SETTLED
     session.execute(update(WebhookEvent).where(WebhookEvent.id == event_id).values(outcome=outcome))
     return outcome
 
