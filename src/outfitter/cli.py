@@ -86,6 +86,18 @@ def db_upgrade() -> None:
     typer.echo("database is up to date")
 
 
+@app.callback()
+def check_settings() -> None:
+    """A bad OUTFITTER_* setting is one line before any command runs, not a traceback (and not one
+    in every worker of `serve`)."""
+    from pydantic import ValidationError
+
+    try:
+        get_settings()
+    except ValidationError as exc:
+        fail("invalid configuration: " + "; ".join(_setting_error(error) for error in exc.errors()))
+
+
 def _setting_error(error: Any) -> str:
     message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
     name = "_".join(str(part) for part in error.get("loc", ()))
@@ -99,15 +111,9 @@ def serve(
     workers: Annotated[int, typer.Option(help="Worker processes")] = 1,
 ) -> None:
     """Serve the HTTP API (uvicorn; TCP_NODELAY on every connection, workers end with this process)."""
-    from pydantic import ValidationError
-
     from outfitter.server import ServeError
     from outfitter.server import serve as run_server
 
-    try:
-        get_settings()  # a bad OUTFITTER_* setting is one line here, not a traceback in every worker
-    except ValidationError as exc:
-        fail("invalid configuration: " + "; ".join(_setting_error(error) for error in exc.errors()))
     try:
         run_server(host, port, workers)
     except ServeError as exc:
@@ -509,3 +515,14 @@ def payments_reconcile(as_json: JsonFlag = False) -> None:
         payload,
         f"checked {summary.checked} pending transaction(s); {outcomes}; unreachable: {summary.unreachable}",
     )
+
+
+def main() -> None:
+    """The `outfitter` command: a database out of reach is one line too, whatever the command."""
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    try:
+        app()
+    except (OperationalError, InterfaceError) as exc:
+        typer.echo(f"error: the database cannot be reached: {str(exc.orig).splitlines()[0]}", err=True)
+        raise SystemExit(1) from None

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 
 class Settings(BaseSettings):
@@ -48,6 +50,12 @@ class Settings(BaseSettings):
             value = "postgresql://" + value[len("postgres://") :]
         if value.startswith("postgresql://"):
             value = "postgresql+psycopg://" + value[len("postgresql://") :]
+        if not value.startswith(("sqlite", "postgresql+psycopg://")):
+            raise ValueError("expected a sqlite:/// or postgresql:// URL")
+        try:
+            make_url(value)
+        except ArgumentError:
+            raise ValueError("not a database URL") from None
         return value
 
     @model_validator(mode="after")

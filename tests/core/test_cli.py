@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -198,3 +201,30 @@ def test_a_wallet_credit_that_would_overflow_the_balance_is_refused() -> None:
     assert run("wallet", "credit", company["id"], "NGN", "999999999999")[0] == 0
     code, _, err = run("wallet", "credit", company["id"], "NGN", "1")
     assert code == 1 and "would take the NGN balance to 1,000,000,000,000 or more" in err
+
+
+@pytest.mark.parametrize("url", ["", "mysql://somewhere/db"])
+def test_a_bad_database_url_is_one_line_for_every_command(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("OUTFITTER_DATABASE_URL", url)
+    get_settings.cache_clear()
+    for command in (["company", "list"], ["db", "upgrade"], ["demo"]):
+        code, _, err = run(*command)
+        assert code == 1 and err.startswith("error: invalid configuration: OUTFITTER_DATABASE_URL")
+        assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("url", ["postgresql://127.0.0.1:1/nothing", "postgresql://[no-such-host/db"])
+def test_a_database_out_of_reach_is_one_line(url: str) -> None:
+    """Through the installed `outfitter` command, as an operator meets it."""
+    command = Path(sys.executable).parent / "outfitter"
+    for args in (["company", "list"], ["db", "upgrade"]):
+        done = subprocess.run(
+            [str(command), *args],
+            env={**os.environ, "OUTFITTER_DATABASE_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.startswith("error: the database cannot be reached: ")
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
