@@ -7,7 +7,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, PlainSerializer
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, PlainSerializer, WithJsonSchema
 from pydantic_core import CoreSchema, core_schema
 
 T = TypeVar("T")
@@ -20,7 +20,12 @@ def format_timestamp(value: datetime) -> str:
     return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
-Timestamp = Annotated[datetime, PlainSerializer(format_timestamp, return_type=str)]
+# Documented as what it is on the wire: a date-time string (the serializer alone says only "string").
+Timestamp = Annotated[
+    datetime,
+    PlainSerializer(format_timestamp, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
+]
 DecimalString = Annotated[Decimal, PlainSerializer(lambda value: format(value, "f"), return_type=str)]
 DecimalNumber = Annotated[Decimal, PlainSerializer(float, return_type=float)]
 
@@ -74,7 +79,7 @@ def ok(data: Any, message: str) -> dict[str, Any]:
     return {"success": True, "message": message, "data": data}
 
 
-_ERROR_DESCRIPTIONS = {
+ERROR_DESCRIPTIONS = {
     400: "Malformed JSON",
     401: "Missing, unknown, expired or revoked token",
     402: "Not enough wallet credit",
@@ -85,10 +90,13 @@ _ERROR_DESCRIPTIONS = {
     415: "Body is not JSON",
     422: "Validation failed; `errors` maps each field path to its messages",
     429: "Rate limited; see Retry-After",
+    500: "An unexpected error; the message carries the request id",
+    502: "The payment gateway did not answer",
+    503: "The database is unreachable or busy; see Retry-After",
 }
 
 
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI error responses for an endpoint; authentication and rate limiting apply to every one."""
-    wanted = sorted({401, 403, 429, *codes})
-    return {code: {"model": ErrorEnvelope, "description": _ERROR_DESCRIPTIONS[code]} for code in wanted}
+    """OpenAPI error responses of an endpoint's own rules (404 of a lookup, 409, 402...); the ones
+    every operation shares (401, 403, 422, 429, 500, 503...) are added by `core.openapi`."""
+    return {code: {"model": ErrorEnvelope, "description": ERROR_DESCRIPTIONS[code]} for code in sorted(codes)}

@@ -41,7 +41,9 @@ MAX_PRICE = Decimal("1e15")
 # --- responses -------------------------------------------------------------------------------
 
 
-class CurrencyOut(Schema):
+class EquipmentCurrencyOut(Schema):
+    """The equipment's currency (catalog.schemas.CurrencyOut is the reference-data one)."""
+
     id: uuid.UUID
     name: str
     code: str
@@ -101,7 +103,7 @@ class EquipmentBase(Schema):
     hash_code: str | None
     asset_order_id: uuid.UUID | None
     catalog: dict[str, Any] | None
-    currency: CurrencyOut | None
+    currency: EquipmentCurrencyOut | None
     image_url: str | None
     serial_number: str | None
     other_details: str
