@@ -7,7 +7,15 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, PlainSerializer, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    PlainSerializer,
+    WithJsonSchema,
+)
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
 T = TypeVar("T")
@@ -28,6 +36,36 @@ Timestamp = Annotated[
 ]
 DecimalString = Annotated[Decimal, PlainSerializer(lambda value: format(value, "f"), return_type=str)]
 DecimalNumber = Annotated[Decimal, PlainSerializer(float, return_type=float)]
+
+
+class Documented:
+    """Adds what a validator enforces to a type's JSON schema, validation unchanged:
+    `Annotated[str, AfterValidator(_email), Documented(format="email")]`. Unlike `Field`, it also
+    works inside a union (`Email | None`): it documents the branch it annotates."""
+
+    def __init__(self, **keywords: Any) -> None:
+        self.keywords = keywords
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {**handler(schema), **self.keywords}
+
+
+class NotNull:
+    """Documents an optional field that may be left out but not sent as null (the service refuses
+    null with a 422): its schema loses the `null` branch that its `X | None` type gives it."""
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        documented = dict(handler(schema))
+        branches = [branch for branch in documented.pop("anyOf", []) if branch.get("type") != "null"]
+        if len(branches) == 1:
+            documented.update(branches[0])
+        elif branches:
+            documented["anyOf"] = branches
+        return documented
 
 
 class OneOf:

@@ -7,9 +7,9 @@ from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
-from outfitter.core.schemas import DecimalString, OneOf, Page, Schema, Timestamp
+from outfitter.core.schemas import DecimalString, Documented, OneOf, Page, Schema, Timestamp
 from outfitter.models import (
     CurrencyStatus,
     EquipmentEvent,
@@ -36,6 +36,17 @@ CreateStatus = Annotated[
 ]
 
 MAX_PRICE = Decimal("1e15")
+# What parse_price accepts: a decimal string (up to six decimal places) or a whole number, >= 0.
+PRICE_SCHEMA = WithJsonSchema(
+    {
+        "anyOf": [
+            {"type": "string", "pattern": r"^\s*[0-9]{1,15}(\.[0-9]{1,6})?\s*$"},
+            {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999},
+            {"type": "null"},
+        ]
+    }
+)
+NOT_BLANK = Documented(pattern=r"\S")  # titles are stripped before their length is checked
 
 
 # --- responses -------------------------------------------------------------------------------
@@ -211,8 +222,8 @@ class EquipmentFields(BaseModel):
     type: EquipmentType | None = None
     state: EquipmentState | None = None
     serial_number: str | None = Field(default=None, max_length=200)
-    purchase_date: datetime | None = None
-    purchase_price: Decimal | None = None
+    purchase_date: datetime | None = Field(default=None, description="Not in the future")
+    purchase_price: Annotated[Decimal | None, PRICE_SCHEMA] = None
     currency: str | None = Field(default=None, max_length=3, description="ISO 4217 code")
     country: str | None = Field(default=None, max_length=100, description="Country id, name or code")
     specs: SpecsIn | None = None
@@ -238,10 +249,10 @@ class EquipmentFields(BaseModel):
 
 
 class EquipmentCreate(EquipmentFields):
-    title: str = Field(min_length=1, max_length=300)
+    title: Annotated[str, NOT_BLANK] = Field(min_length=1, max_length=300)
     status: CreateStatus = EquipmentStatus.UNASSIGNED
 
 
 class EquipmentPatch(EquipmentFields):
-    title: str | None = Field(default=None, min_length=1, max_length=300)
+    title: Annotated[str, NOT_BLANK] | None = Field(default=None, min_length=1, max_length=300)
     status: EquipmentStatus | None = None

@@ -7,10 +7,15 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from outfitter.core.schemas import DecimalNumber, DecimalString, OneOf, Schema, Timestamp
+from outfitter.core.schemas import DecimalNumber, DecimalString, Documented, OneOf, Schema, Timestamp
 from outfitter.models import OrderStatus, PaymentMethod, TransactionStatus, WalletEntryKind, WebhookOutcome
 
 MAX_QUANTITY = 100
+# What _check_redirect_url accepts, documented.
+RedirectUrl = Annotated[
+    str,
+    Documented(format="uri", pattern="^[Hh][Tt][Tt][Pp][Ss]?://", minLength=10),
+]
 
 
 def _check_redirect_url(value: str | None) -> str | None:
@@ -37,7 +42,7 @@ class InitiateRequest(BaseModel):
 
     payment_method: PaymentMethod
     employee_country_id: str = Field(max_length=100)
-    redirect_url: str | None = Field(default=None, max_length=2000)
+    redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
     orders: dict[str, list[PricingOrder]] = Field(min_length=1)
 
     @model_validator(mode="before")
@@ -76,7 +81,7 @@ class StorageInitiateRequest(BaseModel):
 
     payment_method: PaymentMethod
     employee_country_id: str = Field(max_length=100)
-    redirect_url: str | None = Field(default=None, max_length=2000)
+    redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
     orders: dict[str, list[str]] = Field(min_length=1)
 
     @field_validator("orders", mode="before")
