@@ -8,12 +8,14 @@ A check is left out only for an operation where it cannot hold by design; each e
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import schemathesis
 from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.errors import Flaky, Unsatisfiable
 from schemathesis.checks import CHECKS, load_all_checks
@@ -70,6 +72,49 @@ def schema(app: FastAPI, api: Api, engine: Engine) -> Any:
         allow_extra_parameters=False,
     )
     return loaded
+
+
+def test_the_document_is_a_contract(client: TestClient) -> None:
+    document = client.get("/api/v2/openapi.json").json()
+    schemas = document["components"]["schemas"]
+    assert "HTTPValidationError" not in schemas and "ValidationError" not in schemas
+    assert all(re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) for name in schemas)
+    assert not [name for name in schemas if "outfitter" in name or "__" in name]
+    assert len({schema.get("title", name) for name, schema in schemas.items()}) == len(schemas)
+    assert schemas["OrderOut"]["properties"]["created_at"] == {
+        "type": "string",
+        "format": "date-time",
+        "title": "Created At",
+    }
+    ids: list[str] = []
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            name = operation["operationId"]
+            ids.append(name)
+            assert re.fullmatch(r"[a-z]+(_[a-z]+)*", name) and "api" not in name.split("_"), name
+            responses = {int(code): answer for code, answer in operation["responses"].items()}
+            expected = {422, 500, 503}
+            if operation.get("security"):
+                assert operation["security"] == [{"bearerAuth": []}]
+                expected |= {401, 403, 429}
+            if "{" in path:
+                expected.add(404)
+            if "requestBody" in operation:
+                expected |= {400, 413, 415}
+            assert expected <= set(responses), (method, path, expected - set(responses))
+            for code, answer in responses.items():
+                if code >= 400 and path != "/readyz":
+                    assert answer["content"]["application/json"]["schema"] == {
+                        "$ref": "#/components/schemas/ErrorEnvelope"
+                    }, (method, path, code)
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "path" and parameter["name"] not in {"tx_ref", "gateway"}:
+                    assert parameter["schema"]["format"] == "uuid", (path, parameter)
+    assert len(ids) == len(set(ids))
+    assert {"list_equipment", "verify_transaction", "initiate_transaction"} <= set(ids)
+    assets = document["paths"]["/api/v2/client/assets"]["get"]["parameters"]
+    required = {parameter["name"] for parameter in assets if parameter.get("required")}
+    assert required == {"country_id", "currency_code"}
 
 
 def run_operation(operation: Any, mode: GenerationMode, api: Api) -> tuple[int, str | None]:

@@ -113,7 +113,7 @@ def test_a_whole_purchase_through_the_generated_client(
         client=client, country_id="NG", currency_code="NGN", per_page=100
     )
     assert assets.status_code == 200 and isinstance(
-        assets.parsed, models.EnvelopePageAssetSpecificationListItem
+        assets.parsed, models.AssetSpecificationListItemPageEnvelope
     )
     listed = assets.parsed.data.data
     assert listed and listed[0].created_at.tzinfo is not None  # a date-time, not a plain string
@@ -122,11 +122,11 @@ def test_a_whole_purchase_through_the_generated_client(
     asset = _operation("catalog", "get_asset").sync_detailed(
         listed[0].asset_id, client=client, country_id="NG", currency_code="NGN"
     )
-    assert isinstance(asset.parsed, models.EnvelopeAssetOut), asset.content
+    assert isinstance(asset.parsed, models.AssetOutEnvelope), asset.content
     for operation, model in (
-        ("list_countries", models.EnvelopelistCountryOut),
-        ("list_currencies", models.EnvelopelistCurrencyOut),
-        ("list_categories", models.EnvelopelistNamedOut),
+        ("list_countries", models.CountryOutListEnvelope),
+        ("list_currencies", models.CurrencyOutListEnvelope),
+        ("list_categories", models.NamedOutListEnvelope),
     ):
         answer = _operation("catalog", operation).sync_detailed(client=client)
         assert isinstance(answer.parsed, model), (operation, answer.content)
@@ -134,7 +134,7 @@ def test_a_whole_purchase_through_the_generated_client(
     created = _operation("people", "create_employee").sync_detailed(
         client=client, body=models.EmployeeCreate.from_dict(employee_body())
     )
-    assert created.status_code == 201 and isinstance(created.parsed, models.EnvelopeEmployeeOut)
+    assert created.status_code == 201 and isinstance(created.parsed, models.EmployeeOutEnvelope)
     employee_id = str(created.parsed.data.id)
 
     add_credit(db, api.company_id, "NGN", "100000000")
@@ -147,20 +147,20 @@ def test_a_whole_purchase_through_the_generated_client(
     )
     initiated = _operation("payments", "initiate_transaction").sync_detailed(client=client, body=body)
     assert initiated.status_code == 200, initiated.content
-    assert isinstance(initiated.parsed, models.EnvelopeTransactionInitiatedOut)
+    assert isinstance(initiated.parsed, models.TransactionInitiatedOutEnvelope)
     transaction = initiated.parsed.data
     assert transaction.status == models.TransactionStatus.FULFILLED and transaction.link is None
 
     verified = _operation("payments", "verify_transaction").sync_detailed(transaction.tx_ref, client=client)
-    assert isinstance(verified.parsed, models.EnvelopeTransactionOut), verified.content
+    assert isinstance(verified.parsed, models.TransactionOutEnvelope), verified.content
     assert verified.parsed.data.status == models.TransactionStatus.FULFILLED
 
     order = _operation("payments", "get_order").sync_detailed(str(transaction.order_id), client=client)
-    assert isinstance(order.parsed, models.EnvelopeOrderOut), order.content
+    assert isinstance(order.parsed, models.OrderOutEnvelope), order.content
     for operation, model in (
-        ("list_orders", models.EnvelopePageOrderOut),
-        ("list_transactions", models.EnvelopePageTransactionOut),
-        ("get_wallet", models.EnvelopeWalletOut),
+        ("list_orders", models.OrderOutPageEnvelope),
+        ("list_transactions", models.TransactionOutPageEnvelope),
+        ("get_wallet", models.WalletOutEnvelope),
     ):
         answer = _operation("payments", operation).sync_detailed(client=client)
         assert isinstance(answer.parsed, model), (operation, answer.content)
@@ -170,10 +170,10 @@ def test_a_whole_purchase_through_the_generated_client(
     assert page.parsed.total == 1
     equipment_id = str(page.parsed.data.data[0].id)
     one = _operation("equipment", "get_equipment").sync_detailed(equipment_id, client=client)
-    assert isinstance(one.parsed, models.EnvelopeEquipmentOut), one.content
+    assert isinstance(one.parsed, models.EquipmentOutEnvelope), one.content
     assert one.parsed.data.assignee.id == created.parsed.data.id
     employee = _operation("people", "get_employee").sync_detailed(employee_id, client=client)
-    assert isinstance(employee.parsed, models.EnvelopeEmployeeOut), employee.content
+    assert isinstance(employee.parsed, models.EmployeeOutEnvelope), employee.content
 
 
 def test_error_answers_parse_as_the_error_envelope(

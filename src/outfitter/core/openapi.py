@@ -14,12 +14,16 @@ in front of it, so that no status the server can answer is missing from the docu
 - 500 and 503 (the database is out of reach) everywhere.
 
 FastAPI's own `HTTPValidationError` and `ValidationError` components, which nothing answers,
-are removed. A parameter the service requires although its Python default is None (because an
-undocumented alias may stand in for it) is marked required with `required_in_document`.
+are removed, and components are named by their titles (`OrderOutPageEnvelope`, see
+`core.schemas.Envelope`) rather than Pydantic's `Envelope_Page_OrderOut__`.
+
+A parameter the service requires although its Python default is None (because an undocumented
+alias may stand in for it) is marked required with `required_in_document`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -75,7 +79,39 @@ def complete(document: dict[str, Any]) -> dict[str, Any]:
     for name in _UNUSED_COMPONENTS:
         if f"#/components/schemas/{name}'" not in text:
             schemas.pop(name, None)
+    _name_by_title(document)
     return document
+
+
+def _name_by_title(document: dict[str, Any]) -> None:
+    schemas: dict[str, Any] = document.get("components", {}).get("schemas", {})
+    titles = [schema.get("title") for schema in schemas.values()]
+    renames = {
+        name: schema["title"]
+        for name, schema in schemas.items()
+        if isinstance(schema.get("title"), str)
+        and schema["title"] != name
+        and re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", schema["title"])
+        and titles.count(schema["title"]) == 1
+        and schema["title"] not in schemas
+    }
+    if not renames:
+        return
+    document["components"]["schemas"] = {renames.get(name, name): schema for name, schema in schemas.items()}
+    prefix = "#/components/schemas/"
+
+    def rewrite(node: Any) -> None:
+        if isinstance(node, dict):
+            reference = node.get("$ref")
+            if isinstance(reference, str) and reference.startswith(prefix):
+                node["$ref"] = prefix + renames.get(reference[len(prefix) :], reference[len(prefix) :])
+            for value in node.values():
+                rewrite(value)
+        elif isinstance(node, list):
+            for value in node:
+                rewrite(value)
+
+    rewrite(document)
 
 
 def _complete_operation(method: str, operation: dict[str, Any]) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Any, Generic, TypeVar
+from types import UnionType
+from typing import Annotated, Any, Generic, TypeVar, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -92,13 +93,37 @@ class Schema(BaseModel):
     model_config = ConfigDict(from_attributes=True, populate_by_name=True)
 
 
-class Envelope(Schema, Generic[T]):
+def component_name(annotation: Any) -> str:
+    """A readable name for a type argument: EmployeeOut, EmployeeOutList, StringMap..."""
+    origin, arguments = get_origin(annotation), get_args(annotation)
+    if origin is list:
+        return f"{component_name(arguments[0])}List"
+    if origin is dict:
+        return f"{component_name(arguments[1])}Map"
+    if origin in (Union, UnionType):
+        return "Or".join(component_name(argument) for argument in arguments)
+    if annotation is str:
+        return "String"
+    return str(getattr(annotation, "__name__", annotation))
+
+
+class _Named:
+    """Generic models named like `OrderOutPageEnvelope` in the OpenAPI document, not
+    `Envelope_Page_OrderOut__`: names a generated client can use as they are."""
+
+    @classmethod
+    def model_parametrized_name(cls, params: tuple[Any, ...]) -> str:
+        base = cls.__name__.split("[")[0]
+        return "".join(component_name(param) for param in params) + base
+
+
+class Envelope(_Named, Schema, Generic[T]):
     success: bool = True
     message: str
     data: T
 
 
-class Page(Schema, Generic[T]):
+class Page(_Named, Schema, Generic[T]):
     data: list[T]
     total: int
     per_page: int
