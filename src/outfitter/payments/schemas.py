@@ -43,7 +43,7 @@ class InitiateRequest(BaseModel):
     payment_method: PaymentMethod
     employee_country_id: str = Field(max_length=100)
     redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
-    orders: dict[str, list[PricingOrder]] = Field(min_length=1)
+    orders: dict[str, Annotated[list[PricingOrder], Documented(minItems=1)]] = Field(min_length=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -82,7 +82,7 @@ class StorageInitiateRequest(BaseModel):
     payment_method: PaymentMethod
     employee_country_id: str = Field(max_length=100)
     redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
-    orders: dict[str, list[str]] = Field(min_length=1)
+    orders: dict[str, Annotated[list[str], Documented(minItems=1)]] = Field(min_length=1)
 
     @field_validator("orders", mode="before")
     @classmethod
