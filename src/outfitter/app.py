@@ -23,8 +23,9 @@ from outfitter.core.errors import error_body
 from outfitter.core.handlers import RETRY_AFTER_SECONDS, install_error_handlers, route_methods
 from outfitter.core.idempotency import IdempotencyMiddleware
 from outfitter.core.middleware import BodyLimitMiddleware, NulGuardMiddleware, RequestContextMiddleware
+from outfitter.core.openapi import install_contract, operation_id
 from outfitter.core.ratelimit import RateLimiter
-from outfitter.core.schemas import Envelope, ErrorEnvelope, ok
+from outfitter.core.schemas import Envelope, Schema, ok
 from outfitter.core.tenancy import TenantSession
 from outfitter.db.session import make_engine, make_sessionmaker
 from outfitter.equipment.router import router as equipment_router
@@ -64,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # served by _add_docs, from local assets
         redoc_url=None,
         lifespan=lifespan,
+        generate_unique_id_function=operation_id,
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -91,6 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(sandbox_router)
     _add_docs(app)
     _add_health_checks(app)
+    install_contract(app)
     return app
 
 
@@ -114,6 +117,14 @@ def _add_docs(app: FastAPI) -> None:
         )
 
 
+class NotReady(Schema):
+    """/readyz's 503: the error envelope, with each dependency's state in `data`."""
+
+    success: bool = False
+    message: str
+    data: dict[str, str]
+
+
 def _add_health_checks(app: FastAPI) -> None:
     @app.get(
         "/healthz", response_model=Envelope[dict[str, str]], tags=["operations"], summary="Process is up"
@@ -124,7 +135,7 @@ def _add_health_checks(app: FastAPI) -> None:
     @app.get(
         "/readyz",
         response_model=Envelope[dict[str, str]],
-        responses={503: {"model": ErrorEnvelope, "description": "The database is unreachable"}},
+        responses={503: {"model": NotReady, "description": "The database is unreachable"}},
         tags=["operations"],
         summary="Each dependency's state; 503 while the database is unreachable",
     )

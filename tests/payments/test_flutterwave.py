@@ -5,6 +5,7 @@ currency, tx_ref; webhooks carry the `verif-hash` header."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
@@ -40,6 +41,7 @@ class FlutterwaveStandIn:
         self.payments: dict[str, dict[str, Any]] = {}
         self.next_id = 1000
         self.created: list[dict[str, Any]] = []  # the bodies of POST /payments
+        self.verified_by: list[str] = []  # "reference" or "id", per verification asked
         self.outages = 0  # the next N requests answer 503
         self.timeouts = 0  # the next N requests time out
 
@@ -84,7 +86,20 @@ class FlutterwaveStandIn:
             return httpx.Response(
                 200, json={"status": "success", "message": "Hosted Link", "data": {"link": link}}
             )
+        by_id = re.fullmatch(r"/v3/transactions/(\d+)/verify", request.url.path)
+        if request.method == "GET" and by_id:
+            self.verified_by.append("id")
+            charge = next((p for p in self.payments.values() if str(p.get("id")) == by_id[1]), None)
+            if charge is None:
+                return httpx.Response(
+                    404, json={"status": "error", "message": "No transaction was found for this id"}
+                )
+            data = {**charge, "amount": float(charge["amount"]), "charged_amount": float(charge["amount"])}
+            return httpx.Response(
+                200, json={"status": "success", "message": "Transaction fetched", "data": data}
+            )
         if request.method == "GET" and request.url.path == "/v3/transactions/verify_by_reference":
+            self.verified_by.append("reference")
             payment = self.payments.get(request.url.params.get("tx_ref", ""))
             if payment is None or "id" not in payment:
                 return httpx.Response(
@@ -309,3 +324,20 @@ def test_an_overpayment_fulfils_and_records_the_excess(
     assert webhook(fw, payment).json()["data"]["outcome"] == "fulfilled"
     [over] = _anomalies(monkeypatch, database_url)
     assert over["kind"] == "overpayment" and Decimal(over["amount"]) == Decimal("100")
+
+
+def test_webhooks_verify_by_the_charge_id_and_check_its_tx_ref(
+    fw: Api, db: Session, standin: FlutterwaveStandIn
+) -> None:
+    data = _initiate(fw, db)
+    other = _initiate(fw, db)
+    paid_other = standin.pay(other["tx_ref"])
+    # A notice for our tx_ref naming another transaction's charge: that charge pays for nothing here.
+    mixed = {**standin.payments[data["tx_ref"]], "id": paid_other["id"], "status": "successful"}
+    assert webhook(fw, mixed).json()["data"]["outcome"] == "pending"
+    assert standin.verified_by[-1] == "id"
+    payment = standin.pay(data["tx_ref"])
+    assert webhook(fw, payment).json()["data"]["outcome"] == "fulfilled"
+    assert standin.verified_by[-1] == "id"
+    fw.get(f"/client/transactions/{other['tx_ref']}/verify")
+    assert standin.verified_by[-1] == "reference"  # verify and reconciliation go by reference

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -219,3 +220,26 @@ def test_storage_by_credit_assigns_the_devices(api: Api, db: Session) -> None:
     assert events == ["assigned"]
     assert count(db, EquipmentReservation) == 0
     assert api.get("/client/wallet").json()["data"]["balances"][0]["balance"] == "0.00"
+
+
+@pytest.mark.parametrize(
+    "path", ["/client/transactions/initiate", "/clients/transactions/initiate", "/transactions/initiate"]
+)
+def test_initiate_answers_at_each_of_its_three_paths(api: Api, db: Session, path: str) -> None:
+    """The interface's heading writes `/transactions/initiate` under /api/v2 (decisions 12)."""
+    employee = add_employee(db, api.company_id)
+    response = api.post(path, card_body(employee, prices(api)[0]["asset_pricing"]["id"]))
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["status"] == "Pending"
+
+
+@pytest.mark.parametrize("quantity", [True, "2", 1.5, 0, 1001])
+def test_a_quantity_is_a_whole_number_not_a_boolean_or_a_string(
+    api: Api, db: Session, quantity: object
+) -> None:
+    employee = add_employee(db, api.company_id)
+    body = card_body(employee, prices(api)[0]["asset_pricing"]["id"])
+    body["orders"][str(employee)][0]["quantity"] = quantity
+    errors = assert_error(api.post("/client/transactions/initiate", body), 422)["errors"]
+    assert f"orders.{employee}.0.quantity" in errors
+    assert count(db, Transaction) == 0

@@ -56,9 +56,9 @@ class HeldGateway:
     def verify_webhook(self, body: bytes, headers: Any) -> Any:
         return self.real.verify_webhook(body, headers)
 
-    def fetch_payment(self, tx_ref: str) -> GatewayPayment | None:
+    def fetch_payment(self, tx_ref: str, charge_id: str | None = None) -> GatewayPayment | None:
         self._hold()
-        return self.real.fetch_payment(tx_ref)
+        return self.real.fetch_payment(tx_ref, charge_id)
 
 
 @pytest.fixture

@@ -9,18 +9,27 @@ from fastapi import APIRouter, Query
 from outfitter.catalog import service
 from outfitter.catalog.repository import CatalogRepository
 from outfitter.catalog.schemas import AssetOut, AssetSpecificationListItem, CountryOut, CurrencyOut, NamedOut
+from outfitter.core.openapi import id_path, required_in_document
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, Page, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute
 
 router = APIRouter(prefix="/client", tags=["catalog"], route_class=UnitOfWorkRoute)
 
+# Both are required (service.resolve_market answers 422 naming the missing one); they default to
+# None only so that the older names `country` and `currency` may stand in for them. The aliases
+# are left out of the document, so that a client (or a fuzzer) knows one name per parameter.
 CountryQuery = Annotated[
-    str | None, Query(description="The employee's country: its id, name or two-letter code")
+    str | None,
+    Query(description="The employee's country: its id, name or two-letter code (alias: `country`)"),
 ]
-CurrencyQuery = Annotated[str | None, Query(description="ISO 4217 code of the currency the company pays in")]
-CountryAlias = Annotated[str | None, Query(description="Alias of country_id")]
-CurrencyAlias = Annotated[str | None, Query(description="Alias of currency_code")]
+CurrencyQuery = Annotated[
+    str | None,
+    Query(description="ISO 4217 code of the currency the company pays in (alias: `currency`)"),
+]
+CountryAlias = Annotated[str | None, Query(include_in_schema=False)]
+CurrencyAlias = Annotated[str | None, Query(include_in_schema=False)]
+MARKET_REQUIRED = required_in_document("country_id", "currency_code")
 
 
 @router.get(
@@ -28,6 +37,7 @@ CurrencyAlias = Annotated[str | None, Query(description="Alias of currency_code"
     response_model=Envelope[Page[AssetSpecificationListItem]],
     response_model_by_alias=True,
     responses=error_responses(422),
+    openapi_extra=MARKET_REQUIRED,
     summary="List the specifications priced for a country and currency",
 )
 def list_assets(
@@ -69,10 +79,11 @@ def list_models(client: ReadAccess) -> dict[str, object]:
     "/assets/{asset_id}",
     response_model=Envelope[AssetOut],
     responses=error_responses(404, 422),
+    openapi_extra=MARKET_REQUIRED,
     summary="Retrieve one asset with its specifications priced for a country and currency",
 )
 def get_asset(
-    asset_id: str,
+    asset_id: Annotated[str, id_path("The asset's id")],
     client: ReadAccess,
     country_id: CountryQuery = None,
     currency_code: CurrencyQuery = None,

@@ -5,7 +5,7 @@ request session:
 
     def get_equipment(equipmentId: str, client: ReadAccess) -> ...       # a company's token, `read`
     def update_equipment(..., client: WriteAccess) -> ...                 # a company's token, `write`
-    def payment_webhook(..., work: AcrossCompanies) -> ...                # no token: every company
+    def receive_payment_webhook(..., work: AcrossCompanies) -> ...        # no token: every company
 
 The dependencies only read headers (401 for a missing token comes first, with no database work).
 `UnitOfWorkRoute`, the route class of every API router, then runs the rest in ONE worker thread:

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from outfitter.core.openapi import id_path
 from outfitter.core.pagination import PageResult, Pagination
 from outfitter.core.schemas import Envelope, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
@@ -22,6 +23,7 @@ from outfitter.models import EquipmentStatus
 router = APIRouter(prefix="/client", tags=["equipment"], route_class=UnitOfWorkRoute)
 
 FETCHED = "Equipment fetched successfully."
+EquipmentId = Annotated[str, id_path("The equipment's id")]
 
 
 def _page_answer(records: list[dict[str, Any]], page: PageResult[Any]) -> dict[str, Any]:
@@ -94,7 +96,7 @@ def create_equipment(client: WriteAccess, body: EquipmentCreate) -> dict[str, An
     responses=error_responses(404),
     summary="Retrieve one equipment with its extended fields (archived ones too)",
 )
-def get_equipment(equipmentId: str, client: ReadAccess) -> dict[str, Any]:
+def get_equipment(equipmentId: EquipmentId, client: ReadAccess) -> dict[str, Any]:
     return ok(service.get_equipment(client.session, equipmentId), FETCHED)
 
 
@@ -104,7 +106,7 @@ def get_equipment(equipmentId: str, client: ReadAccess) -> dict[str, Any]:
     responses=error_responses(404, 409, 422),
     summary="Edit equipment fields, move its status or change its assignee",
 )
-def update_equipment(equipmentId: str, client: WriteAccess, body: EquipmentPatch) -> dict[str, Any]:
+def update_equipment(equipmentId: EquipmentId, client: WriteAccess, body: EquipmentPatch) -> dict[str, Any]:
     equipment = service.update_equipment(client.session, client.auth, equipmentId, body)
     return ok(equipment, "Equipment updated successfully.")
 
@@ -115,6 +117,6 @@ def update_equipment(equipmentId: str, client: WriteAccess, body: EquipmentPatch
     responses=error_responses(404),
     summary="Archive one equipment (a second delete is 404)",
 )
-def delete_equipment(equipmentId: str, client: WriteAccess) -> dict[str, Any]:
+def delete_equipment(equipmentId: EquipmentId, client: WriteAccess) -> dict[str, Any]:
     equipment = service.archive_equipment(client.session, client.auth, equipmentId)
     return ok(equipment, "Equipment deleted successfully.")

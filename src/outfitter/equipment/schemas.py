@@ -7,10 +7,10 @@ from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from outfitter.core.money import MAX_AMOUNT, storable
-from outfitter.core.schemas import DecimalString, OneOf, Page, Schema, Timestamp, as_utc
+from outfitter.core.schemas import DecimalString, Documented, OneOf, Page, Schema, Timestamp, as_utc
 from outfitter.models import (
     CurrencyStatus,
     EquipmentEvent,
@@ -36,11 +36,25 @@ CreateStatus = Annotated[
     OneOf(EquipmentStatus.UNASSIGNED, EquipmentStatus.IN_STORAGE, EquipmentStatus.ASSIGNED),
 ]
 
+# What parse_price accepts: a decimal string (up to six decimal places) or a whole number, >= 0,
+# below core.money.MAX_AMOUNT (10^12).
+PRICE_SCHEMA = WithJsonSchema(
+    {
+        "anyOf": [
+            {"type": "string", "pattern": r"^\s*[0-9]{1,12}(\.[0-9]{1,6})?\s*$"},
+            {"type": "integer", "minimum": 0, "maximum": int(MAX_AMOUNT) - 1},
+            {"type": "null"},
+        ]
+    }
+)
+NOT_BLANK = Documented(pattern=r"\S")  # titles are stripped before their length is checked
 
 # --- responses -------------------------------------------------------------------------------
 
 
-class CurrencyOut(Schema):
+class EquipmentCurrencyOut(Schema):
+    """The equipment's currency (catalog.schemas.CurrencyOut is the reference-data one)."""
+
     id: uuid.UUID
     name: str
     code: str
@@ -100,7 +114,7 @@ class EquipmentBase(Schema):
     hash_code: str | None
     asset_order_id: uuid.UUID | None
     catalog: dict[str, Any] | None
-    currency: CurrencyOut | None
+    currency: EquipmentCurrencyOut | None
     image_url: str | None
     serial_number: str | None
     other_details: str
@@ -206,8 +220,8 @@ class EquipmentFields(BaseModel):
     type: EquipmentType | None = None
     state: EquipmentState | None = None
     serial_number: str | None = Field(default=None, max_length=200)
-    purchase_date: datetime | None = None
-    purchase_price: Decimal | None = None
+    purchase_date: datetime | None = Field(default=None, description="Not in the future")
+    purchase_price: Annotated[Decimal | None, PRICE_SCHEMA] = None
     currency: str | None = Field(default=None, max_length=3, description="ISO 4217 code")
     country: str | None = Field(default=None, max_length=100, description="Country id, name or code")
     specs: SpecsIn | None = None
@@ -233,10 +247,10 @@ class EquipmentFields(BaseModel):
 
 
 class EquipmentCreate(EquipmentFields):
-    title: str = Field(min_length=1, max_length=300)
+    title: Annotated[str, NOT_BLANK] = Field(min_length=1, max_length=300)
     status: CreateStatus = EquipmentStatus.UNASSIGNED
 
 
 class EquipmentPatch(EquipmentFields):
-    title: str | None = Field(default=None, min_length=1, max_length=300)
+    title: Annotated[str, NOT_BLANK] | None = Field(default=None, min_length=1, max_length=300)
     status: EquipmentStatus | None = None

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from outfitter.core.openapi import id_path
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, ErrorEnvelope, Page, error_responses, ok
 from outfitter.core.unit_of_work import AcrossCompanies, ReadAccess, UnitOfWorkRoute, WriteAccess
@@ -62,6 +63,14 @@ StatusFilter = Annotated[TransactionStatus | None, Query(description="Only trans
     response_model=Envelope[TransactionInitiatedOut],
     responses={**error_responses(402, 409, 422), **_GATEWAY_DOWN},
     summary="Start a transaction for catalog assets (the guide's path)",
+    operation_id="initiate_transaction_guide_alias",  # one function, three paths: three ids
+)
+@router.post(
+    "/transactions/initiate",
+    response_model=Envelope[TransactionInitiatedOut],
+    responses={**error_responses(402, 409, 422), **_GATEWAY_DOWN},
+    summary="Start a transaction for catalog assets (the interface's heading path)",
+    operation_id="initiate_transaction_interface_path",
 )
 def initiate_transaction(body: InitiateRequest, request: Request, client: WriteAccess) -> dict[str, object]:
     transaction = initiate.initiate_catalog(client, body, registry_of(request.app.state))
@@ -122,7 +131,7 @@ def list_orders(client: ReadAccess, pagination: Pagination) -> dict[str, object]
     responses=error_responses(404),
     summary="Retrieve one order with its items and the equipment made",
 )
-def get_order(orderId: str, client: ReadAccess) -> dict[str, object]:
+def get_order(orderId: Annotated[str, id_path("The order's id")], client: ReadAccess) -> dict[str, object]:
     return ok(service.get_order(client.session, orderId), "Order fetched successfully.")
 
 
@@ -142,7 +151,7 @@ def get_wallet(client: ReadAccess) -> dict[str, object]:
     responses=_WEBHOOK_RESPONSES,
     summary="Payment notices from a gateway (no bearer token: the gateway's signature is checked)",
 )
-def payment_webhook(
+def receive_payment_webhook(
     gateway: str, request: Request, body: RawBody, work: AcrossCompanies
 ) -> dict[str, object]:
     outcome = service.receive_webhook(work, gateway, body, request.headers, registry_of(request.app.state))

@@ -5,12 +5,17 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
-from outfitter.core.schemas import DecimalNumber, DecimalString, OneOf, Schema, Timestamp
+from outfitter.core.schemas import DecimalNumber, DecimalString, Documented, OneOf, Schema, Timestamp
 from outfitter.models import OrderStatus, PaymentMethod, TransactionStatus, WalletEntryKind, WebhookOutcome
 
 MAX_QUANTITY = 100
+# What _check_redirect_url accepts, documented.
+RedirectUrl = Annotated[
+    str,
+    Documented(format="uri", pattern="^[Hh][Tt][Tt][Pp][Ss]?://", minLength=10),
+]
 
 
 def _check_redirect_url(value: str | None) -> str | None:
@@ -26,7 +31,8 @@ class PricingOrder(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     asset_pricing_id: str = Field(max_length=100)
-    quantity: int = Field(default=1, ge=1, le=MAX_QUANTITY)
+    # Strict: true and "2" are not quantities (decisions 12).
+    quantity: StrictInt = Field(default=1, ge=1, le=MAX_QUANTITY)
 
 
 class InitiateRequest(BaseModel):
@@ -37,8 +43,8 @@ class InitiateRequest(BaseModel):
 
     payment_method: PaymentMethod
     employee_country_id: str = Field(max_length=100)
-    redirect_url: str | None = Field(default=None, max_length=2000)
-    orders: dict[str, list[PricingOrder]] = Field(min_length=1)
+    redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
+    orders: dict[str, Annotated[list[PricingOrder], Documented(minItems=1)]] = Field(min_length=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -76,8 +82,8 @@ class StorageInitiateRequest(BaseModel):
 
     payment_method: PaymentMethod
     employee_country_id: str = Field(max_length=100)
-    redirect_url: str | None = Field(default=None, max_length=2000)
-    orders: dict[str, list[str]] = Field(min_length=1)
+    redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
+    orders: dict[str, Annotated[list[str], Documented(minItems=1)]] = Field(min_length=1)
 
     @field_validator("orders", mode="before")
     @classmethod

@@ -129,7 +129,7 @@ def receive_webhook(
         logger.warning("webhook from %s refused: %s", gateway_name, exc)
         raise BadSignature("The webhook signature is missing, wrong or too old.") from exc
     try:
-        payment = gateway.fetch_payment(notice.tx_ref) if notice.tx_ref else None
+        payment = gateway.fetch_payment(notice.tx_ref, notice.charge_id) if notice.tx_ref else None
     except GatewayError as exc:
         # Nothing is recorded, so the gateway's retry of this notice is processed.
         raise GatewayUnavailable(f"The gateway could not confirm the payment: {exc}") from exc

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 
+from outfitter.core.openapi import id_path
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, Page, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
@@ -22,8 +23,8 @@ from outfitter.people.schemas import (
 
 router = APIRouter(prefix="/client", tags=["people"], route_class=UnitOfWorkRoute)
 
-UserId = Annotated[str, Path(alias="userId", description="The employee's id")]
-DepartmentId = Annotated[str, Path(alias="departmentId", description="The department's id")]
+UserId = Annotated[str, id_path("The employee's id", alias="userId")]
+DepartmentId = Annotated[str, id_path("The department's id", alias="departmentId")]
 
 
 @router.get(
@@ -64,7 +65,7 @@ def create_employee(body: EmployeeCreate, client: WriteAccess) -> dict[str, obje
     responses=error_responses(409, 422),
     summary="Create up to 1,000 employees at once, all or nothing",
 )
-def create_employees(body: EmployeeBulkCreate, client: WriteAccess) -> dict[str, object]:
+def create_employees_in_bulk(body: EmployeeBulkCreate, client: WriteAccess) -> dict[str, object]:
     created, count = bulk.create_employees(client.session, body.employees)
     noun = "employee" if count == 1 else "employees"
     return ok(created, f"{count} {noun} created successfully.")

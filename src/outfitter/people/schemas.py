@@ -8,9 +8,17 @@ import uuid
 from typing import Annotated, Any
 
 from email_validator import EmailNotValidError, validate_email
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+)
 
-from outfitter.core.schemas import DecimalString, Schema, Timestamp
+from outfitter.core.schemas import DecimalString, Documented, NotNull, Schema, Timestamp
 from outfitter.models import EquipmentStatus, MembershipStatus, OrderStatus
 
 _PHONE = re.compile(r"^\+?[0-9][0-9 ()\-.]{3,48}$")
@@ -29,29 +37,53 @@ def _phone(value: str) -> str:
     return value
 
 
+# Values are stripped before their length is checked: one character other than a space is needed.
+NOT_BLANK = Documented(pattern=r"\S")
+
+
 def _text(max_length: int) -> Any:
     return StringConstraints(strip_whitespace=True, min_length=1, max_length=max_length)
 
 
-Name = Annotated[str, _text(100)]
-Email = Annotated[str, _text(320), AfterValidator(_email)]
-Phone = Annotated[str, _text(50), AfterValidator(_phone)]
-Address = Annotated[str, _text(500)]
-CountryRef = Annotated[str, _text(100)]
-Text200 = Annotated[str, _text(200)]
-Text100 = Annotated[str, _text(100)]
-Text50 = Annotated[str, _text(50)]
+Name = Annotated[str, _text(100), NOT_BLANK]
+Email = Annotated[str, _text(320), NOT_BLANK, AfterValidator(_email), Documented(format="email")]
+# The documented pattern is _PHONE with no space at the end (the server strips it first).
+Phone = Annotated[
+    str, _text(50), AfterValidator(_phone), Documented(pattern=r"^\+?[0-9][0-9 ()\-.]{2,47}[0-9()\-.]$")
+]
+Address = Annotated[str, _text(500), NOT_BLANK]
+CountryRef = Annotated[str, _text(100), NOT_BLANK]
+Text200 = Annotated[str, _text(200), NOT_BLANK]
+Text100 = Annotated[str, _text(100), NOT_BLANK]
+Text50 = Annotated[str, _text(50), NOT_BLANK]
 
 
 def _blank_to_none(value: Any) -> Any:
     return None if isinstance(value, str) and not value.strip() else value
 
 
-# Nullable fields: null or a blank string leaves them empty.
-OptionalEmail = Annotated[Email | None, BeforeValidator(_blank_to_none)]
-Optional200 = Annotated[Text200 | None, BeforeValidator(_blank_to_none)]
-Optional100 = Annotated[Text100 | None, BeforeValidator(_blank_to_none)]
-Optional50 = Annotated[Text50 | None, BeforeValidator(_blank_to_none)]
+def _nullable(*branches: dict[str, Any]) -> WithJsonSchema:
+    return WithJsonSchema({"anyOf": [*branches, {"type": "null"}]})
+
+
+# Nullable fields: null or a blank string leaves them empty (so a blank string is documented too).
+OptionalEmail = Annotated[
+    Email | None,
+    BeforeValidator(_blank_to_none),
+    _nullable(
+        {"type": "string", "format": "email", "maxLength": 320},
+        {"type": "string", "pattern": r"^\s*$"},
+    ),
+]
+Optional200 = Annotated[
+    Text200 | None, BeforeValidator(_blank_to_none), _nullable({"type": "string", "maxLength": 200})
+]
+Optional100 = Annotated[
+    Text100 | None, BeforeValidator(_blank_to_none), _nullable({"type": "string", "maxLength": 100})
+]
+Optional50 = Annotated[
+    Text50 | None, BeforeValidator(_blank_to_none), _nullable({"type": "string", "maxLength": 50})
+]
 
 
 class Body(BaseModel):
@@ -76,23 +108,26 @@ class EmployeeCreate(Body):
 
 class EmployeeBulkCreate(Body):
     employees: list[Any] = Field(
+        json_schema_extra={"minItems": 1},
         description="An array holding arrays of employees (the interface's shape), or a flat array; "
-        "at most 1,000 employees in all"
+        "at most 1,000 employees in all",
     )
 
 
 class EmployeePatch(Body):
     """Only the fields the interface lists; null clears the nullable ones."""
 
-    first_name: Name | None = None
-    last_name: Name | None = None
+    first_name: Annotated[Name | None, NotNull()] = None
+    last_name: Annotated[Name | None, NotNull()] = None
     personal_email: OptionalEmail = None
-    phone: Phone | None = None
-    country: CountryRef | None = Field(None, description="The country's id, name or two-letter code")
+    phone: Annotated[Phone | None, NotNull()] = None
+    country: Annotated[CountryRef | None, NotNull()] = Field(
+        None, description="The country's id, name or two-letter code"
+    )
     landmark: Optional200 = None
     job_title: Optional200 = None
     tax_number: Optional100 = None
-    address: Address | None = None
+    address: Annotated[Address | None, NotNull()] = None
     employment_type: Optional50 = None
 
 

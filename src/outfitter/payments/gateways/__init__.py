@@ -48,6 +48,7 @@ class WebhookNotice:
     event_key: str
     tx_ref: str | None
     payload: dict[str, Any]
+    charge_id: str | None = None  # the gateway's id of the charge, when the notice names one
 
 
 class GatewayError(Exception):
@@ -65,9 +66,10 @@ class Gateway(Protocol):
         """Check the signature (raises InvalidSignature) and read the notice."""
         ...
 
-    def fetch_payment(self, tx_ref: str) -> GatewayPayment | None:
-        """Ask the gateway about the payment of `tx_ref`; None when it knows of none. Never called
-        inside a database transaction of ours: it may wait on the network."""
+    def fetch_payment(self, tx_ref: str, charge_id: str | None = None) -> GatewayPayment | None:
+        """Ask the gateway about the payment of `tx_ref` (by the charge a webhook named, when it
+        named one); None when it knows of none. Never called inside a database transaction of
+        ours: it may wait on the network."""
         ...
 
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import time
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -28,6 +30,8 @@ from outfitter.payments.gateways import (
     InvalidSignature,
     WebhookNotice,
 )
+
+logger = logging.getLogger("outfitter.payments")
 
 # Only a successful charge settles; failed, cancelled or pending attempts may still be followed by
 # a successful retry in the same checkout session (see the module docstring).
@@ -127,12 +131,22 @@ class FlutterwaveGateway:
             event_key = f"{event}:{data['id']}:{data.get('status')}"
         else:
             event_key = "sha256:" + hashlib.sha256(body).hexdigest()
+        charge = data.get("id")
+        charge_id = str(charge) if isinstance(charge, int | str) and not isinstance(charge, bool) else None
         return WebhookNotice(
-            event_key=event_key[:200], tx_ref=tx_ref if isinstance(tx_ref, str) else None, payload=data
+            event_key=event_key[:200],
+            tx_ref=tx_ref if isinstance(tx_ref, str) else None,
+            payload=data,
+            charge_id=charge_id,
         )
 
-    def fetch_payment(self, tx_ref: str) -> GatewayPayment | None:
-        response = self._send("GET", "/transactions/verify_by_reference", params={"tx_ref": tx_ref})
+    def fetch_payment(self, tx_ref: str, charge_id: str | None = None) -> GatewayPayment | None:
+        """By the charge's id when a webhook named one (Flutterwave's advice: the id is what was
+        charged), else by reference (verify, reconciliation)."""
+        if charge_id is not None:
+            response = self._send("GET", f"/transactions/{quote(charge_id, safe='')}/verify")
+        else:
+            response = self._send("GET", "/transactions/verify_by_reference", params={"tx_ref": tx_ref})
         body = self._json(response)
         message = str(body.get("message", ""))
         if response.status_code in (400, 404) and any(words in message.lower() for words in _NOT_FOUND):
@@ -147,6 +161,11 @@ class FlutterwaveGateway:
             amount = Decimal(str(data.get("amount")))
         except InvalidOperation as exc:
             raise GatewayError("Flutterwave answered an amount that is not a number") from exc
+        if charge_id is not None and data.get("tx_ref") != tx_ref:
+            logger.warning(
+                "Flutterwave charge %s is for %r, not %r: ignored", charge_id, data.get("tx_ref"), tx_ref
+            )
+            return None
         return GatewayPayment(
             tx_ref=str(data.get("tx_ref", "")),
             status=status,

@@ -68,7 +68,7 @@ class SandboxGateway:
             event_key=event_key, tx_ref=tx_ref if isinstance(tx_ref, str) else None, payload=payload
         )
 
-    def fetch_payment(self, tx_ref: str) -> GatewayPayment | None:
+    def fetch_payment(self, tx_ref: str, charge_id: str | None = None) -> GatewayPayment | None:
         # The gateway's own book, read in its own short transaction, as a remote gateway would.
         with self.sessions() as session:
             payment = session.scalars(

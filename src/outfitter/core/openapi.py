@@ -1,0 +1,145 @@
+"""The OpenAPI document as a contract tools can trust (decisions 12).
+
+Routers declare what is particular to an operation: its success model, the domain errors it
+raises (`error_responses(404, 409)`), the formats of its parameters. `contract_openapi` then
+completes, in one place, what every operation shares because of the middleware and the handlers
+in front of it, so that no status the server can answer is missing from the document:
+
+- 422 is always the error envelope (`core.handlers` never sends FastAPI's `{"detail": [...]}`);
+  any operation can answer it, if only for a NUL character in a query parameter.
+- 404 on operations with a path parameter (a malformed id is 404, never 422).
+- 400 (malformed JSON or Content-Length), 413 (too large) and 415 (not JSON) on operations that
+  take a body; on a POST also 409 (an Idempotency-Key reused with another body).
+- 401, 403 and 429 on operations that need a bearer token.
+- 500 and 503 (the database is out of reach) everywhere.
+
+FastAPI's own `HTTPValidationError` and `ValidationError` components, which nothing answers,
+are removed, and components are named by their titles (`OrderOutPageEnvelope`, see
+`core.schemas.Envelope`) rather than Pydantic's `Envelope_Page_OrderOut__`.
+
+A parameter the service requires although its Python default is None (because an undocumented
+alias may stand in for it) is marked required with `required_in_document`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI, Path
+from fastapi.routing import APIRoute
+
+from outfitter.core.schemas import ERROR_DESCRIPTIONS
+
+ERROR_ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}
+_UNUSED_COMPONENTS = ("HTTPValidationError", "ValidationError")
+_REQUIRED_IN_DOCUMENT = "x-required-in-document"
+_BODY_METHODS = {"post", "put", "patch"}
+_HEADERS = {
+    401: {"WWW-Authenticate": "The scheme to authenticate with: Bearer"},
+    429: {"Retry-After": "Seconds until the next request is allowed"},
+    503: {"Retry-After": "Seconds after which to retry"},
+}
+
+
+def id_path(description: str, alias: str | None = None) -> Any:
+    """A path id: documented as a UUID; anything else names no record and answers 404."""
+    return Path(alias=alias, description=description, json_schema_extra={"format": "uuid"})
+
+
+def required_in_document(*names: str) -> dict[str, Any]:
+    """`openapi_extra` for query parameters that the service requires (422 when missing) but that
+    are optional in the signature, because an alias kept for old clients may stand in for them."""
+    return {_REQUIRED_IN_DOCUMENT: list(names)}
+
+
+def operation_id(route: APIRoute) -> str:
+    """The endpoint function's name (`list_equipment`), not FastAPI's name-path-method."""
+    return route.name
+
+
+def install_contract(app: FastAPI) -> None:
+    generate: Callable[[], dict[str, Any]] = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = complete(generate())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def complete(document: dict[str, Any]) -> dict[str, Any]:
+    for operations in document.get("paths", {}).values():
+        for method, operation in operations.items():
+            _complete_operation(method, operation)
+    schemas = document.get("components", {}).get("schemas", {})
+    text = str(document["paths"])
+    for name in _UNUSED_COMPONENTS:
+        if f"#/components/schemas/{name}'" not in text:
+            schemas.pop(name, None)
+    _name_by_title(document)
+    return document
+
+
+def _name_by_title(document: dict[str, Any]) -> None:
+    schemas: dict[str, Any] = document.get("components", {}).get("schemas", {})
+    titles = [schema.get("title") for schema in schemas.values()]
+    renames = {
+        name: schema["title"]
+        for name, schema in schemas.items()
+        if isinstance(schema.get("title"), str)
+        and schema["title"] != name
+        and re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", schema["title"])
+        and titles.count(schema["title"]) == 1
+        and schema["title"] not in schemas
+    }
+    if not renames:
+        return
+    document["components"]["schemas"] = {renames.get(name, name): schema for name, schema in schemas.items()}
+    prefix = "#/components/schemas/"
+
+    def rewrite(node: Any) -> None:
+        if isinstance(node, dict):
+            reference = node.get("$ref")
+            if isinstance(reference, str) and reference.startswith(prefix):
+                node["$ref"] = prefix + renames.get(reference[len(prefix) :], reference[len(prefix) :])
+            for value in node.values():
+                rewrite(value)
+        elif isinstance(node, list):
+            for value in node:
+                rewrite(value)
+
+    rewrite(document)
+
+
+def _complete_operation(method: str, operation: dict[str, Any]) -> None:
+    required = set(operation.pop(_REQUIRED_IN_DOCUMENT, ()))
+    parameters = operation.get("parameters", [])
+    for parameter in parameters:
+        if parameter["name"] in required:
+            parameter["required"] = True
+            # Sent, it must name something: an empty value is refused like a missing one.
+            parameter["schema"] = {"type": "string", "minLength": 1}
+    codes = {422, 500, 503}
+    if any(parameter["in"] == "path" for parameter in parameters):
+        codes.add(404)
+    if method in _BODY_METHODS:
+        codes |= {400, 413, 415}
+    if method == "post":
+        codes.add(409)
+    if operation.get("security"):
+        codes |= {401, 403, 429}
+    responses = operation.setdefault("responses", {})
+    for code in sorted(codes):
+        answer = responses.setdefault(str(code), {"description": ERROR_DESCRIPTIONS[code]})
+        if code == 422 and answer.get("description") == "Validation Error":  # FastAPI's own
+            answer["description"] = ERROR_DESCRIPTIONS[422]
+        if code == 422 or "content" not in answer:  # a route's own model (readyz's 503) stays
+            answer["content"] = {"application/json": {"schema": ERROR_ENVELOPE}}
+        for header, description in _HEADERS.get(code, {}).items():
+            answer.setdefault("headers", {})[header] = {
+                "description": description,
+                "schema": {"type": "string"},
+            }
