@@ -44,11 +44,13 @@ REFERS_TO_RECORDS = {
     "create_employees_in_bulk": "each employee's country_id must name a country",
     "update_employee": "country must name a country",
     "create_department": "head_id and member_ids must name employees",
+    "update_department": "head_id and member_ids must name employees",
     "create_equipment": "assignee_id, currency and country must name records",
     "update_equipment": "assignee_id, currency and country must name records",
     "list_equipment": "country must name a country",
     "initiate_transaction": "orders name employees and asset prices; employee_country_id a country",
     "initiate_transaction_guide_alias": "as initiate_transaction",
+    "initiate_transaction_interface_path": "as initiate_transaction",
     "initiate_onboard_from_storage": "orders name employees and storage equipment",
 }
 
