@@ -157,3 +157,23 @@ def test_other_database_errors_stay_500(raising_app: FastAPI, kind: str) -> None
     body = assert_error(response, 500, "Internal error")
     assert "Retry-After" not in response.headers
     assert "SELECT" not in body["message"] and "INSERT" not in body["message"]
+
+
+def test_a_killed_backend_fails_one_request_with_503_then_the_pool_recovers(
+    postgres_only: None, database_url: str, engine: Engine
+) -> None:
+    """The pool does not ping before each request (a round trip per request): a connection that
+    PostgreSQL dropped meanwhile costs its request a 503 with Retry-After, never a 500, and the pool
+    then replaces its connections."""
+    settings = Settings(database_url=database_url, rate_limit="off", db_pool_size=1, db_pool_max_overflow=0)
+    app = create_app(settings)
+    with TestClient(app, base_url="http://testserver") as client:
+        api = CompanyFactory(engine, client).create("Restarted Ltd")
+        assert api.get("/client/assets/categories").status_code == 200
+        with app.state.engine.connect() as pooled:  # the pool's one connection
+            backend = pooled.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        with engine.connect() as admin:
+            admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
+        assert_unavailable(api.get("/client/assets/categories"), DATABASE_UNAVAILABLE)
+        assert api.get("/client/assets/categories").status_code == 200
+    app.state.engine.dispose()

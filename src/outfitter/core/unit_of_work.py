@@ -42,7 +42,6 @@ class UnitOfWork:
     def __init__(self, sessions: sessionmaker[Session]) -> None:
         self._sessions = sessions
         self._session: Session | None = None
-        self._wrote = False
 
     @property
     def session(self) -> Session:
