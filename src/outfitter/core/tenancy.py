@@ -162,7 +162,8 @@ class CompanyRepository(Generic[ModelT]):
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def scoped(self, *options: ORMOption) -> Select[ModelT]:
+    def select(self, *options: ORMOption) -> Select[ModelT]:
+        """The model's SELECT; no company filter here: the session adds it when it runs."""
         statement: Select[ModelT] = select(self.model)
         return statement.options(*options) if options else statement
 
@@ -172,7 +173,7 @@ class CompanyRepository(Generic[ModelT]):
         parsed = parse_uuid(record_id)
         if parsed is None:
             return None
-        statement = self.scoped(*options).where(self.model.id == parsed)
+        statement = self.select(*options).where(self.model.id == parsed)
         if for_update:
             statement = statement.with_for_update()
         return self.session.scalars(statement).unique().one_or_none()

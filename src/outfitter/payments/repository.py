@@ -23,14 +23,14 @@ class TransactionRepository(CompanyRepository[Transaction]):
 
     def get_by_ref(self, tx_ref: str) -> Transaction:
         transaction = self.session.scalars(
-            self.scoped(joinedload(Transaction.country)).where(Transaction.tx_ref == tx_ref)
+            self.select(joinedload(Transaction.country)).where(Transaction.tx_ref == tx_ref)
         ).one_or_none()
         if transaction is None:
             raise NotFound.record("Transaction")
         return transaction
 
     def listing(self, status: TransactionStatus | None) -> Select[Transaction]:
-        statement = self.scoped().order_by(Transaction.created_at.desc(), Transaction.id.desc())
+        statement = self.select().order_by(Transaction.created_at.desc(), Transaction.id.desc())
         if status is not None:
             statement = statement.where(Transaction.status == status)
         return statement
@@ -41,7 +41,7 @@ class OrderRepository(CompanyRepository[Order]):
     label = "Order"
 
     def listing(self) -> Select[Order]:
-        return self.scoped(joinedload(Order.country), selectinload(Order.items)).order_by(
+        return self.select(joinedload(Order.country), selectinload(Order.items)).order_by(
             Order.created_at.desc(), Order.id.desc()
         )
 

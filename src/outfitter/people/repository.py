@@ -1,4 +1,4 @@
-"""Every people query. Company data is read through `scoped()`; the related rows an employee or
+"""Every people query, scoped to the company by the session (core.tenancy); the related rows an employee or
 department response shows are loaded for a whole page at once, one statement per kind."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class EmployeeRepository(CompanyRepository[Employee]):
     def listing(
         self, country_id: uuid.UUID | None, department_id: uuid.UUID | None, search: str | None
     ) -> Select[Employee]:
-        statement = self.scoped(joinedload(Employee.country)).order_by(
+        statement = self.select(joinedload(Employee.country)).order_by(
             Employee.created_at.desc(), Employee.id.desc()
         )
         if country_id is not None:
@@ -72,7 +72,7 @@ class EmployeeRepository(CompanyRepository[Employee]):
     def by_ids(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
         if not ids:
             return {}
-        records = self.session.scalars(self.scoped().where(Employee.id.in_(ids)))
+        records = self.session.scalars(self.select().where(Employee.id.in_(ids)))
         return {record.id: record for record in records}
 
     def assigned_count(self, employee_id: uuid.UUID) -> int:
@@ -154,7 +154,7 @@ class DepartmentRepository(CompanyRepository[Department]):
 
     def live(self) -> Select[Department]:
         """Deleted departments are invisible everywhere."""
-        return self.scoped(joinedload(Department.head)).where(Department.deleted_at.is_(None))
+        return self.select(joinedload(Department.head)).where(Department.deleted_at.is_(None))
 
     def listing(self) -> Select[Department]:
         return self.live().order_by(Department.created_at.desc(), Department.id.desc())
