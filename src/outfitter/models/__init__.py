@@ -27,6 +27,7 @@ from outfitter.models.equipment import (
     EquipmentType,
     fold_spec,
 )
+from outfitter.models.events import Event, EventType
 from outfitter.models.payments import (
     EquipmentReservation,
     FeeSchedule,
@@ -75,6 +76,8 @@ __all__ = [
     "EquipmentState",
     "EquipmentStatus",
     "EquipmentType",
+    "Event",
+    "EventType",
     "FeeSchedule",
     "GatewayPaymentStatus",
     "IdempotencyRecord",

@@ -1,0 +1,93 @@
+"""Recording events: the one way a change a client can see announces itself.
+
+Services call `record_event` (or `record_events` for a batch) in the request's own session, next to
+the change, so the event commits with it or not at all: the unit of work commits once, after the
+answer is rendered, and rolls everything back on any failure. `data` is the subject as the API
+answers it after the change (before it, for `*.deleted`): pass the response schema's JSON form
+(`as_event_data(EmployeeOut, employee)`), never ORM objects.
+
+A batch is one INSERT, whatever its size, so bulk work stays a constant number of statements.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import TypeAdapter
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from outfitter.core.tenancy import company_of
+from outfitter.db.base import utcnow
+from outfitter.models.events import Event, EventType
+
+SYSTEM_ACTOR = "system"
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    type: EventType
+    subject_id: uuid.UUID
+    data: Mapping[str, Any]
+
+
+_adapters: dict[Any, TypeAdapter[Any]] = {}
+
+
+def as_event_data(schema: Any, value: Any) -> dict[str, Any]:
+    """`value` rendered through the API's response `schema`, as plain JSON values (the same
+    timestamps, decimal strings and field names a client reads)."""
+    adapter = _adapters.get(schema)
+    if adapter is None:
+        adapter = _adapters[schema] = TypeAdapter(schema)
+    rendered = adapter.dump_python(adapter.validate_python(value, from_attributes=True), mode="json")
+    assert isinstance(rendered, dict)
+    return rendered
+
+
+def record_event(
+    session: Session,
+    type: EventType,
+    subject_id: uuid.UUID,
+    data: Mapping[str, Any],
+    *,
+    actor: str | None = None,
+    company_id: uuid.UUID | None = None,
+) -> uuid.UUID:
+    """Write one event in `session`'s transaction and answer its id."""
+    return record_events(session, [NewEvent(type, subject_id, data)], actor=actor, company_id=company_id)[0]
+
+
+def record_events(
+    session: Session,
+    events: Sequence[NewEvent],
+    *,
+    actor: str | None = None,
+    company_id: uuid.UUID | None = None,
+) -> list[uuid.UUID]:
+    """Write `events` in one statement. The company is the bound session's; a session working
+    across companies (a gateway webhook, the worker) names it with `company_id`."""
+    if not events:
+        return []
+    company = company_id or company_of(session)
+    now = utcnow()
+    ids = [uuid.uuid4() for _ in events]
+    rows = [
+        {
+            "id": event_id,
+            "company_id": company,
+            "type": event.type,
+            "subject_type": event.type.subject_type,
+            "subject_id": event.subject_id,
+            "actor": actor or SYSTEM_ACTOR,
+            "created_at": now,
+            "data": dict(event.data),
+        }
+        for event_id, event in zip(ids, events, strict=True)
+    ]
+    session.flush()  # the changes the events describe come first
+    session.execute(insert(Event), rows)
+    return ids

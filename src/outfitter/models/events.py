@@ -1,0 +1,63 @@
+"""The activity log: one row per change a client can see, written in the change's own transaction."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from outfitter.db.base import Base, CompanyOwned, IdMixin, str_enum, utcnow
+
+
+class EventType(StrEnum):
+    """Every type of decisions.md section 13; `subject_type` is the part before the dot."""
+
+    EMPLOYEE_CREATED = "employee.created"
+    EMPLOYEE_UPDATED = "employee.updated"
+    EMPLOYEE_OFFBOARDED = "employee.offboarded"
+    DEPARTMENT_CREATED = "department.created"
+    DEPARTMENT_UPDATED = "department.updated"
+    DEPARTMENT_DELETED = "department.deleted"
+    EQUIPMENT_ADDED = "equipment.added"
+    EQUIPMENT_UPDATED = "equipment.updated"
+    EQUIPMENT_ASSIGNED = "equipment.assigned"
+    EQUIPMENT_UNASSIGNED = "equipment.unassigned"
+    EQUIPMENT_MOVED_TO_STORAGE = "equipment.moved_to_storage"
+    EQUIPMENT_SOLD = "equipment.sold"
+    EQUIPMENT_ARCHIVED = "equipment.archived"
+    TRANSACTION_INITIATED = "transaction.initiated"
+    TRANSACTION_FULFILLED = "transaction.fulfilled"
+    TRANSACTION_FAILED = "transaction.failed"
+    TRANSACTION_EXPIRED = "transaction.expired"
+    ORDER_CREATED = "order.created"
+    ORDER_UPDATED = "order.updated"
+    ORDER_COMPLETED = "order.completed"
+    WALLET_CREDITED = "wallet.credited"
+    WALLET_DEBITED = "wallet.debited"
+
+    @property
+    def subject_type(self) -> str:
+        return self.value.partition(".")[0]
+
+
+class Event(IdMixin, CompanyOwned, Base):
+    """`data` is the subject as the API answers it after the change (before it, for `*.deleted`)."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        # The activity log's order (newest first, id as the tie-break) and its filters.
+        Index("ix_events_company_created", "company_id", "created_at", "id"),
+        Index("ix_events_company_subject_created", "company_id", "subject_id", "created_at"),
+        Index("ix_events_company_type_created", "company_id", "type", "created_at"),
+    )
+
+    type: Mapped[EventType] = mapped_column(str_enum(EventType, 64))
+    subject_type: Mapped[str] = mapped_column(String(32))
+    subject_id: Mapped[uuid.UUID]
+    actor: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)

@@ -1,0 +1,55 @@
+"""`core.events`: an event commits with the change it describes, or not at all."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from outfitter.core.events import NewEvent, record_event, record_events
+from outfitter.core.tenancy import TenantScopeError, TenantSession, bind_company
+from outfitter.models import Event, EventType
+from tests.factories import Api
+
+
+def _events(engine: Engine) -> list[Event]:
+    with Session(engine) as session:
+        return list(session.scalars(select(Event).order_by(Event.type)))
+
+
+def test_a_committed_batch_is_one_row_per_event_of_the_bound_company(engine: Engine, api: Api) -> None:
+    subject = uuid.uuid4()
+    with TenantSession(engine) as session:
+        bind_company(session, api.company_id)
+        ids = record_events(
+            session,
+            [
+                NewEvent(EventType.EQUIPMENT_ADDED, subject, {"id": str(subject), "status": "Unassigned"}),
+                NewEvent(EventType.EQUIPMENT_ASSIGNED, subject, {"id": str(subject), "status": "Assigned"}),
+            ],
+            actor="ops",
+        )
+        session.commit()
+    events = _events(engine)
+    assert sorted(event.id for event in events) == sorted(ids)
+    assert [(e.type, e.subject_type, e.subject_id, e.actor, e.company_id) for e in events] == [
+        (EventType.EQUIPMENT_ADDED, "equipment", subject, "ops", api.company_id),
+        (EventType.EQUIPMENT_ASSIGNED, "equipment", subject, "ops", api.company_id),
+    ]
+    assert events[1].data == {"id": str(subject), "status": "Assigned"}
+
+
+def test_a_rolled_back_change_leaves_no_event(engine: Engine, api: Api) -> None:
+    with TenantSession(engine) as session:
+        bind_company(session, api.company_id)
+        record_event(session, EventType.EMPLOYEE_CREATED, uuid.uuid4(), {"id": "x"})
+        session.rollback()
+    with Session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(Event)) == 0
+
+
+def test_a_session_bound_to_no_company_must_name_one(engine: Engine) -> None:
+    with TenantSession(engine) as session, pytest.raises(TenantScopeError):
+        record_event(session, EventType.EMPLOYEE_CREATED, uuid.uuid4(), {})
