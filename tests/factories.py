@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.importer import import_catalog, load_catalog_file
@@ -83,3 +86,25 @@ def assert_error(response: httpx.Response, status: int, fragment: str | None = N
     if fragment is not None:
         assert fragment.lower() in body["message"].lower(), body["message"]
     return body
+
+
+@contextmanager
+def counting_statements(app: FastAPI) -> Iterator[list[str]]:
+    """The SQL of every statement the app sends while inside, through either driver: SQLAlchemy's
+    engine (the unit of work) and, on PostgreSQL, asyncpg (the read-only hot paths, core.reads)."""
+    statements: list[str] = []
+
+    def on_cursor(_connection: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
+        statements.append(statement)
+
+    engine = app.state.engine
+    reads = app.state.reads
+    event.listen(engine, "before_cursor_execute", on_cursor)
+    if reads is not None:
+        reads.statement_listeners.append(statements.append)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", on_cursor)
+        if reads is not None:
+            reads.statement_listeners.remove(statements.append)

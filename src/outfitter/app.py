@@ -10,7 +10,7 @@ from pathlib import Path
 
 import swagger_ui
 from anyio import to_thread
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -25,6 +25,7 @@ from outfitter.core.idempotency import IdempotencyMiddleware
 from outfitter.core.middleware import BodyLimitMiddleware, NulGuardMiddleware, RequestContextMiddleware
 from outfitter.core.openapi import install_contract, operation_id
 from outfitter.core.ratelimit import RateLimiter
+from outfitter.core.reads import AsyncpgReads
 from outfitter.core.schemas import Envelope, Schema, ok
 from outfitter.core.tenancy import TenantSession
 from outfitter.db.session import make_engine, make_sessionmaker
@@ -47,6 +48,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         pool_timeout=settings.db_pool_timeout,
     )
 
+    # PostgreSQL's read-only hot paths run on the event loop through asyncpg (core.reads).
+    reads = (
+        AsyncpgReads(settings.database_url, settings.db_pool_size, settings.db_pool_timeout)
+        if engine.dialect.name == "postgresql"
+        else None
+    )
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         # One worker thread per pooled connection: a request waits for a thread in the event
@@ -54,8 +62,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         to_thread.current_default_thread_limiter().total_tokens = (
             settings.db_pool_size + settings.db_pool_max_overflow
         )
-        yield
-        engine.dispose()
+        if reads is not None:
+            await reads.start()
+        try:
+            yield
+        finally:
+            if reads is not None:
+                await reads.close()
+            engine.dispose()
 
     app = FastAPI(
         title="Outfitter",
@@ -70,6 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine, TenantSession)
+    app.state.reads = reads
     app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.redis_url)
 
     install_error_handlers(app)
@@ -84,12 +99,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestContextMiddleware)
 
-    api = APIRouter(prefix=API_PREFIX)
-    domain_routers = (catalog_router, people_router, equipment_router, payments_router)
+    # Each router straight on the app, the hottest first: FastAPI matches a request by walking the
+    # routes in order, level by level, and that walk was a third of a single retrieve's CPU.
+    domain_routers = (equipment_router, people_router, catalog_router, payments_router)
     for domain_router in domain_routers:
-        api.include_router(domain_router)
+        app.include_router(domain_router, prefix=API_PREFIX)
     app.state.route_methods = route_methods(API_PREFIX, domain_routers)
-    app.include_router(api)
     app.include_router(sandbox_router)
     _add_docs(app)
     _add_health_checks(app)

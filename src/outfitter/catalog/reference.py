@@ -5,6 +5,10 @@ accept a country as its id, its name or its alpha-2 code."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
 import iso4217
 import pycountry
 from babel import UnknownLocaleError
@@ -14,10 +18,11 @@ from babel.numbers import (
     get_currency_symbol,
     get_territory_currencies,
 )
-from sqlalchemy import func, or_, select
+from sqlalchemy import bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import ValidationFailed
+from outfitter.core.reads import Read, ReadPlan
 from outfitter.core.tenancy import parse_uuid
 from outfitter.models import Country, Currency
 
@@ -83,6 +88,18 @@ def sync_reference_data(session: Session) -> tuple[int, int]:
     return len(new_countries), len(new_currencies)
 
 
+# A country is named by its id, its name in any case, or its alpha-2 code.
+_COUNTRY_NAMED = or_(
+    func.lower(Country.name) == bindparam("country_name"), Country.code == bindparam("country_code")
+)
+_COUNTRY_ID_BY_ID = select(Country.id).where(Country.id == bindparam("country_id"))
+_COUNTRY_ID_BY_NAME = select(Country.id).where(_COUNTRY_NAMED).limit(1)
+
+
+def _naming(value: str) -> dict[str, str]:
+    return {"country_name": value.lower(), "country_code": value.upper()}
+
+
 def find_country(session: Session, value: str) -> Country | None:
     value = value.strip()
     if not value:
@@ -90,20 +107,36 @@ def find_country(session: Session, value: str) -> Country | None:
     parsed = parse_uuid(value)
     if parsed is not None:
         return session.get(Country, parsed)
-    return session.scalars(
-        select(Country).where(or_(func.lower(Country.name) == value.lower(), Country.code == value.upper()))
-    ).first()
+    return session.scalars(select(Country).where(_COUNTRY_NAMED), _naming(value)).first()
 
 
 def resolve_country(session: Session, value: str | None, field: str) -> Country:
     """The country named by `value` (id, name or alpha-2 code), or 422 naming `field`."""
     country = find_country(session, value) if value is not None else None
     if country is None:
-        raise ValidationFailed.field(
-            field,
-            f"Unknown country {value!r}: give a country id, name or two-letter code (see /client/countries).",
-        )
+        raise _unknown_country(value, field)
     return country
+
+
+def country_id_plan(value: str, field: str) -> ReadPlan[uuid.UUID]:
+    """`resolve_country` as a read plan (core.reads) answering the country's id."""
+    value = value.strip()
+    parsed = parse_uuid(value)
+    rows: Sequence[Any] = ()
+    if parsed is not None:
+        rows = yield Read(_COUNTRY_ID_BY_ID, {"country_id": parsed}, scoped=False)
+    elif value:
+        rows = yield Read(_COUNTRY_ID_BY_NAME, _naming(value), scoped=False)
+    if not rows:
+        raise _unknown_country(value, field)
+    return rows[0].id  # type: ignore[no-any-return]
+
+
+def _unknown_country(value: str | None, field: str) -> ValidationFailed:
+    return ValidationFailed.field(
+        field,
+        f"Unknown country {value!r}: give a country id, name or two-letter code (see /client/countries).",
+    )
 
 
 def find_currency(session: Session, code: str) -> Currency | None:

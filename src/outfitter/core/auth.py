@@ -11,8 +11,9 @@ import hmac
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Executable, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import Forbidden, Unauthorized
@@ -62,12 +63,35 @@ _TOKEN_WITH_COMPANY = (
 )
 
 
+# Both times given: a statement compiled once for asyncpg (core.reads) runs no Python-side onupdate.
+STAMP_LAST_USED = (
+    update(ApiToken)
+    .where(ApiToken.id == bindparam("token_id"))
+    .values(last_used_at=bindparam("now"), updated_at=bindparam("now"))
+)
+
+
 def authenticate(session: Session, token: str, scope: str) -> AuthContext:
     """The token's company and rights, or 401 (unknown, revoked, expired) / 403 (scope)."""
+    statement, parameters, digest = token_lookup(token)
+    row = session.connection().execute(statement, parameters).one_or_none()
+    context, stamp = check_token(row, digest, scope)
+    if stamp is not None:
+        session.execute(STAMP_LAST_USED, stamp)
+    return context
+
+
+def token_lookup(token: str) -> tuple[Executable, dict[str, str], str]:
+    """The statement that finds a token's row, its parameters, and the digest to check it against.
+    Tokens belong to no tenant yet (this finds the tenant): a Core statement, without the ORM."""
     digest = hash_token(token)
-    # Tokens belong to no tenant yet (this finds the tenant): a Core statement, without the ORM.
-    row = session.connection().execute(_TOKEN_WITH_COMPANY, {"digest": digest}).one_or_none()
-    # The index finds the row; the comparison that decides is constant-time.
+    return _TOKEN_WITH_COMPANY, {"digest": digest}, digest
+
+
+def check_token(row: Any, digest: str, scope: str) -> tuple[AuthContext, dict[str, Any] | None]:
+    """Decide on a token's row (None when no row matched): its context, and the parameters of the
+    `last_used_at` stamp when it is due (at most once a minute), else None. 401 / 403 otherwise."""
+    # The index found the row; the comparison that decides is constant-time.
     if row is None or not hmac.compare_digest(row.token_hash, digest):
         raise Unauthorized("Invalid token.")
     now = utcnow()
@@ -77,12 +101,12 @@ def authenticate(session: Session, token: str, scope: str) -> AuthContext:
     scopes = frozenset(row.scopes.split())
     if scope not in scopes:
         raise Forbidden(f"This token lacks the '{scope}' scope needed for this request.")
-    if row.last_used_at is None or now - row.last_used_at > LAST_USED_RESOLUTION:
-        session.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
-    return AuthContext(
+    stale = row.last_used_at is None or now - row.last_used_at > LAST_USED_RESOLUTION
+    context = AuthContext(
         company_id=row.company_id,
         company_name=row.company_name,
         token_id=row.id,
         scopes=scopes,
         actor=row.name,
     )
+    return context, ({"token_id": row.id, "now": now} if stale else None)

@@ -23,6 +23,13 @@ class DomainError(Exception):
         self.headers = dict(headers) if headers else None
 
 
+# 503 for a database that cannot be reached and for a pool with no free connection: both pass, so
+# the client is told to come back. Retry-After is in seconds.
+RETRY_AFTER_SECONDS = 2
+DATABASE_UNAVAILABLE = "The database is unavailable right now; retry in a few seconds."
+POOL_EXHAUSTED = "Every database connection is busy right now; retry in a few seconds."
+
+
 class BadRequest(DomainError):
     status_code = 400
 
@@ -82,6 +89,15 @@ class ValidationFailed(DomainError):
 
 class RateLimited(DomainError):
     status_code = 429
+
+
+class ServiceUnavailable(DomainError):
+    """The database is out of reach, or every connection is busy: the client should come back."""
+
+    status_code = 503
+
+    def __init__(self, message: str = DATABASE_UNAVAILABLE) -> None:
+        super().__init__(message, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 
 def error_body(message: str, errors: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:

@@ -15,15 +15,17 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
-from outfitter.core.errors import DomainError, error_body
+from outfitter.core.errors import (
+    DATABASE_UNAVAILABLE,
+    POOL_EXHAUSTED,
+    RETRY_AFTER_SECONDS,
+    DomainError,
+    error_body,
+)
+
+__all__ = ["DATABASE_UNAVAILABLE", "POOL_EXHAUSTED", "RETRY_AFTER_SECONDS", "install_error_handlers"]
 
 logger = logging.getLogger("outfitter")
-
-# 503 for a database that cannot be reached and for a pool with no free connection: both pass, so
-# the client is told to come back. Retry-After is in seconds.
-RETRY_AFTER_SECONDS = 2
-DATABASE_UNAVAILABLE = "The database is unavailable right now; retry in a few seconds."
-POOL_EXHAUSTED = "Every database connection is busy right now; retry in a few seconds."
 
 _STATUS_MESSAGES = {
     404: "No such endpoint. The API lives under /api/v2; see /api/v2/docs.",

@@ -129,6 +129,14 @@ def company_rows(session: Session, statement: Select[Any], parameters: dict[str,
     )
 
 
+def scoped_for_company(
+    statement: Executable, parameters: dict[str, Any], company_id: uuid.UUID
+) -> tuple[Executable, dict[str, Any]]:
+    """`statement` and `parameters` scoped to `company_id` exactly as a bound session scopes them,
+    for a driver that runs compiled statements itself (core.reads)."""
+    return _scoped(statement), _with_tenant(parameters, company_id)
+
+
 def _with_tenant(parameters: Any, tenant: uuid.UUID) -> Any:
     if isinstance(parameters, list):
         return [{**each, _TENANT_PARAMETER: tenant} for each in parameters]

@@ -21,8 +21,9 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
+from anyio import to_thread
 from fastapi import Depends, Request, Security
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -31,9 +32,19 @@ from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 from starlette.responses import Response
 
-from outfitter.core.auth import AuthContext, authenticate, bearer_token
+from outfitter.core.auth import (
+    STAMP_LAST_USED,
+    AuthContext,
+    authenticate,
+    bearer_token,
+    check_token,
+    token_lookup,
+)
 from outfitter.core.ratelimit import RateLimiter
+from outfitter.core.reads import AsyncpgReads, Read, ReadPlan, run_in_session
 from outfitter.core.tenancy import TenantSession, across_companies, bind_company
+
+T = TypeVar("T")
 
 
 class UnitOfWork:
@@ -116,6 +127,52 @@ class ClientWork(UnitOfWork):
         self._limiter.hit(self._request_state, str(self._auth.token_id))
 
 
+class ClientReads:
+    """A client's read-only request, on the event loop: authenticate, rate-limit, then run one read
+    plan (core.reads) for the token's company. On PostgreSQL through asyncpg, with no worker thread
+    and no transaction to commit; on SQLite, or outside the event loop that started the pool (an
+    app run without its lifespan), through the same `ClientWork` as any request, in one worker
+    thread. Same plan, same answer, either way."""
+
+    def __init__(self, state: Any, token: str, scope: str, request_state: dict[str, Any]) -> None:
+        self._state = state
+        self._token = token
+        self._scope = scope
+        self._request_state = request_state
+
+    async def run(self, plan: ReadPlan[T]) -> T:
+        reads: AsyncpgReads | None = self._state.reads
+        if reads is None or not reads.serves_this_loop():
+            return await to_thread.run_sync(self._run_in_session, plan)
+        async with reads.connection() as connection:
+            statement, parameters, digest = token_lookup(self._token)
+            rows = await connection.fetch(Read(statement, parameters, scoped=False))
+            auth, stamp = check_token(rows[0] if rows else None, digest, self._scope)
+            if stamp is not None:
+                await connection.execute(STAMP_LAST_USED, stamp)
+            await self._hit_rate_limit(str(auth.token_id))
+            return await connection.run(plan, auth.company_id)
+
+    async def _hit_rate_limit(self, key: str) -> None:
+        limiter: RateLimiter = self._state.rate_limiter
+        if limiter.shared:  # Redis is across the network: never from the event loop
+            await to_thread.run_sync(limiter.hit, self._request_state, key)
+        else:
+            limiter.hit(self._request_state, key)
+
+    def _run_in_session(self, plan: ReadPlan[T]) -> T:
+        work = ClientWork(
+            self._state.sessionmaker, self._token, self._scope, self._state.rate_limiter, self._request_state
+        )
+        try:
+            work.open()
+            result = run_in_session(work.session, plan)
+            work.commit()  # only the token's last-used stamp, if it was due
+            return result
+        finally:
+            work.close()
+
+
 class CrossCompanyWork(UnitOfWork):
     """For the paths that legitimately act for any company (a gateway's webhook names a tx_ref,
     not a company): the session is declared `across_companies`."""
@@ -150,6 +207,13 @@ def _client_work(scope: str) -> Callable[..., Any]:
     return dependency
 
 
+async def _client_reads(
+    request: Request, _declared: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
+) -> ClientReads:
+    token = bearer_token(request.headers.get("authorization"))
+    return ClientReads(request.app.state, token, "read", request.scope.setdefault("state", {}))
+
+
 async def _cross_company_work(request: Request) -> CrossCompanyWork:
     return CrossCompanyWork(request.app.state.sessionmaker)
 
@@ -157,6 +221,8 @@ async def _cross_company_work(request: Request) -> CrossCompanyWork:
 ReadAccess = Annotated[ClientWork, Depends(_client_work("read"))]
 WriteAccess = Annotated[ClientWork, Depends(_client_work("write"))]
 AcrossCompanies = Annotated[CrossCompanyWork, Depends(_cross_company_work)]
+# A hot read-only endpoint that answers with one read plan: `async def`, `await reads.run(plan)`.
+ReadOnlyAccess = Annotated[ClientReads, Depends(_client_reads)]
 
 
 class JsonAnswer:
@@ -179,17 +245,28 @@ class JsonAnswer:
 
 
 class UnitOfWorkRoute(APIRoute):
-    """Runs a sync endpoint, its rendering and its commit in one worker thread (see the module)."""
+    """Runs a sync endpoint, its rendering and its commit in one worker thread (see the module);
+    an `async` one (a `ReadOnlyAccess` read) on the event loop, rendered the same way."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        if not inspect.iscoroutinefunction(endpoint):
-            answer = JsonAnswer(
-                kwargs.get("response_model"),
-                kwargs.get("status_code"),
-                kwargs.get("response_model_by_alias", True),
-            )
+        answer = JsonAnswer(
+            kwargs.get("response_model"),
+            kwargs.get("status_code"),
+            kwargs.get("response_model_by_alias", True),
+        )
+        if inspect.iscoroutinefunction(endpoint):
+            endpoint = _rendered(endpoint, answer)
+        else:
             endpoint = _in_one_unit_of_work(endpoint, answer)
         super().__init__(path, endpoint, **kwargs)
+
+
+def _rendered(endpoint: Callable[..., Any], answer: JsonAnswer) -> Callable[..., Any]:
+    @functools.wraps(endpoint)
+    async def handler(*args: Any, **kwargs: Any) -> Response:
+        return render(answer, await endpoint(*args, **kwargs))
+
+    return handler
 
 
 def _in_one_unit_of_work(endpoint: Callable[..., Any], answer: JsonAnswer) -> Callable[..., Response]:

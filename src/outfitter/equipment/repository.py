@@ -12,7 +12,8 @@ from sqlalchemy.orm import aliased
 
 from outfitter.core.errors import NotFound
 from outfitter.core.pagination import PageParams, PageResult
-from outfitter.core.tenancy import CompanyRepository, company_rows, parse_uuid
+from outfitter.core.reads import Read, ReadPlan, run_in_session
+from outfitter.core.tenancy import CompanyRepository, parse_uuid
 from outfitter.models import (
     Country,
     Currency,
@@ -229,46 +230,59 @@ def _page(shape: tuple[object, ...], backwards: bool) -> Select[Any]:
     )
 
 
+def page_rows(filters: EquipmentFilters, params: PageParams) -> ReadPlan[PageResult[Any]]:
+    """One page, newest first, with its exact total: a count, then the page's rows.
+
+    Unfiltered, the count is the company's rows minus its Archived ones: two index-only counts
+    cheaper than one that must look at every status. Pages in the back half are read from the
+    other end of the index (ascending, a short offset), so the last page costs what the first does.
+    """
+    shape, values = filters.shape(), filters.parameters()
+    count = _UNFILTERED_COUNT if not values else _count(shape)
+    total = (yield Read(count, values))[0][0] or 0
+    start = params.offset
+    end = min(start + params.per_page, total)
+    if start >= end:
+        return PageResult(items=[], total=total, params=params)
+    backwards = start > total - end
+    values |= {"offset": total - end if backwards else start, "limit": end - start}
+    rows = yield Read(_page(shape, backwards), values)
+    return PageResult(items=list(rows), total=total, params=params)
+
+
+def detail_row(equipment_id: uuid.UUID | str) -> ReadPlan[Any]:
+    """One device's row with everything the single-record answer shows: 404 for an unknown id
+    or another company's."""
+    parsed = parse_uuid(equipment_id)
+    rows = (yield Read(_DETAIL, {"equipment_id": parsed})) if parsed else ()
+    if not rows:
+        raise NotFound.record(EquipmentRepository.label)
+    return rows[0]
+
+
+def history_rows(equipment_ids: list[Any], *, full: bool) -> ReadPlan[dict[Any, list[Any]]]:
+    """Each device's history, oldest first; `full` adds the actor and payload."""
+    entries: dict[Any, list[Any]] = {equipment_id: [] for equipment_id in equipment_ids}
+    if equipment_ids:
+        statement = _FULL_HISTORY if full else _BRIEF_HISTORY
+        for entry in (yield Read(statement, {"equipment_ids": equipment_ids})):
+            entries[entry.equipment_id].append(entry)
+    return entries
+
+
 class EquipmentRepository(CompanyRepository[Equipment]):
     model = Equipment
     label = "Equipment"
 
     def page(self, filters: EquipmentFilters, params: PageParams) -> PageResult[Row[Any]]:
-        """One page, newest first, with its exact total: a count, then the page's rows.
-
-        Unfiltered, the count is the company's rows minus its Archived ones: two index-only counts
-        cheaper than one that must look at every status. Pages in the back half are read from the
-        other end of the index (ascending, a short offset), so the last page costs what the first does.
-        """
-        shape, values = filters.shape(), filters.parameters()
-        count = _UNFILTERED_COUNT if not values else _count(shape)
-        total = company_rows(self.session, count, values)[0][0] or 0
-        start = params.offset
-        end = min(start + params.per_page, total)
-        if start >= end:
-            return PageResult(items=[], total=total, params=params)
-        backwards = start > total - end
-        values |= {"offset": total - end if backwards else start, "limit": end - start}
-        rows = company_rows(self.session, _page(shape, backwards), values)
-        return PageResult(items=list(rows), total=total, params=params)
+        return run_in_session(self.session, page_rows(filters, params))
 
     def detail(self, equipment_id: uuid.UUID | str) -> Row[Any]:
-        """One device's row with everything the single-record answer shows: 404 for an unknown id
-        or another company's. Also reads what this request has just flushed."""
-        parsed = parse_uuid(equipment_id)
-        rows = company_rows(self.session, _DETAIL, {"equipment_id": parsed}) if parsed else ()
-        if not rows:
-            raise NotFound.record(self.label)
-        return rows[0]
+        """Also reads what this request has just flushed."""
+        return run_in_session(self.session, detail_row(equipment_id))  # type: ignore[no-any-return]
 
     def history(self, equipment_ids: list[uuid.UUID], *, full: bool) -> dict[uuid.UUID, list[Row[Any]]]:
-        """Each device's history, oldest first; `full` adds the actor and payload."""
-        entries: dict[uuid.UUID, list[Row[Any]]] = {equipment_id: [] for equipment_id in equipment_ids}
-        if equipment_ids:
-            statement = _FULL_HISTORY if full else _BRIEF_HISTORY
-            for entry in company_rows(self.session, statement, {"equipment_ids": equipment_ids}):
-                entries[entry.equipment_id].append(entry)
-        return entries
+        return run_in_session(self.session, history_rows(equipment_ids, full=full))
 
     def serial_taken(self, serial_number: str, except_id: uuid.UUID | None = None) -> bool:
         statement = select(Equipment.id).where(Equipment.serial_number == serial_number)

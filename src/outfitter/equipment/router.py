@@ -7,10 +7,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from outfitter.core.openapi import id_path
-from outfitter.core.pagination import PageResult, Pagination
+from outfitter.core.pagination import PageParams, Pagination
+from outfitter.core.reads import ReadPlan
 from outfitter.core.schemas import Envelope, error_responses, ok
-from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
+from outfitter.core.unit_of_work import ReadOnlyAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.equipment import service
+from outfitter.equipment.repository import EquipmentFilters
 from outfitter.equipment.schemas import (
     EquipmentCreate,
     EquipmentOut,
@@ -26,8 +28,11 @@ FETCHED = "Equipment fetched successfully."
 EquipmentId = Annotated[str, id_path("The equipment's id")]
 
 
-def _page_answer(records: list[dict[str, Any]], page: PageResult[Any]) -> dict[str, Any]:
+def _page_answer_plan(
+    filters: ReadPlan[EquipmentFilters], pagination: PageParams
+) -> ReadPlan[dict[str, Any]]:
     """Counters inside `data` and beside `success`: clients of either shape work."""
+    records, page = yield from service.list_plan((yield from filters), pagination)
     return {**ok(page.body(records), FETCHED), **page.counters()}
 
 
@@ -37,8 +42,8 @@ def _page_answer(records: list[dict[str, Any]], page: PageResult[Any]) -> dict[s
     responses=error_responses(422),
     summary="List the company's equipment (Archived only with status=Archived)",
 )
-def list_equipment(
-    client: ReadAccess,
+async def list_equipment(
+    reads: ReadOnlyAccess,
     pagination: Pagination,
     status: Annotated[EquipmentStatus | None, Query(description="Only this status")] = None,
     type: Annotated[
@@ -53,8 +58,7 @@ def list_equipment(
         str | None, Query(max_length=10_000, description="Serial numbers separated by commas, exact")
     ] = None,
 ) -> dict[str, Any]:
-    filters = service.resolve_filters(
-        client.session,
+    filters = service.filters_plan(
         status=status,
         type=type,
         memory=memory,
@@ -62,8 +66,7 @@ def list_equipment(
         country=country,
         serial_number=serial_number,
     )
-    records, page = service.list_equipment(client.session, filters, pagination)
-    return _page_answer(records, page)
+    return await reads.run(_page_answer_plan(filters, pagination))
 
 
 @router.get(
@@ -72,10 +75,9 @@ def list_equipment(
     responses=error_responses(422),
     summary="List the company's equipment held in storage",
 )
-def list_equipment_in_storage(client: ReadAccess, pagination: Pagination) -> dict[str, Any]:
-    filters = service.resolve_filters(client.session, status=EquipmentStatus.IN_STORAGE)
-    records, page = service.list_equipment(client.session, filters, pagination)
-    return _page_answer(records, page)
+async def list_equipment_in_storage(reads: ReadOnlyAccess, pagination: Pagination) -> dict[str, Any]:
+    filters = service.filters_plan(status=EquipmentStatus.IN_STORAGE)
+    return await reads.run(_page_answer_plan(filters, pagination))
 
 
 @router.post(
@@ -96,8 +98,8 @@ def create_equipment(client: WriteAccess, body: EquipmentCreate) -> dict[str, An
     responses=error_responses(404),
     summary="Retrieve one equipment with its extended fields (archived ones too)",
 )
-def get_equipment(equipmentId: EquipmentId, client: ReadAccess) -> dict[str, Any]:
-    return ok(service.get_equipment(client.session, equipmentId), FETCHED)
+async def get_equipment(equipmentId: EquipmentId, reads: ReadOnlyAccess) -> dict[str, Any]:
+    return ok(await reads.run(service.detail_plan(equipmentId)), FETCHED)
 
 
 @router.patch(

@@ -6,16 +6,22 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.reference import resolve_country, resolve_currency
+from outfitter.catalog.reference import country_id_plan, resolve_country, resolve_currency
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.pagination import PageParams, PageResult
+from outfitter.core.reads import ReadPlan, run_in_session
 from outfitter.equipment import lifecycle, presenters
-from outfitter.equipment.repository import EquipmentFilters, EquipmentRepository
+from outfitter.equipment.repository import (
+    EquipmentFilters,
+    EquipmentRepository,
+    detail_row,
+    history_rows,
+    page_rows,
+)
 from outfitter.equipment.schemas import (
     EquipmentCreate,
     EquipmentFields,
@@ -40,8 +46,11 @@ PLAIN_FIELDS = (
 )
 
 
-def resolve_filters(
-    session: Session,
+def resolve_filters(session: Session, **filters: Any) -> EquipmentFilters:
+    return run_in_session(session, filters_plan(**filters))
+
+
+def filters_plan(
     *,
     status: EquipmentStatus | None = None,
     type: EquipmentType | None = None,
@@ -49,9 +58,9 @@ def resolve_filters(
     storage: str | None = None,
     country: str | None = None,
     serial_number: str | None = None,
-) -> EquipmentFilters:
+) -> ReadPlan[EquipmentFilters]:
     """Query values as the list compares them; an unknown country is 422 naming query.country."""
-    country_id = resolve_country(session, country, "query.country").id if country else None
+    country_id = (yield from country_id_plan(country, "query.country")) if country else None
     serials = tuple(dict.fromkeys(part.strip() for part in (serial_number or "").split(",") if part.strip()))
     if len(serials) > MAX_SERIAL_FILTER:
         raise ValidationFailed.field(
@@ -67,17 +76,30 @@ def resolve_filters(
     )
 
 
-def list_equipment(
-    session: Session, filters: EquipmentFilters, params: PageParams
-) -> tuple[list[dict[str, Any]], PageResult[Row[Any]]]:
-    repository = EquipmentRepository(session)
-    page = repository.page(filters, params)
-    history = repository.history([row.id for row in page.items], full=False)
+def list_plan(
+    filters: EquipmentFilters, params: PageParams
+) -> ReadPlan[tuple[list[dict[str, Any]], PageResult[Any]]]:
+    """A page of list records: its rows, then their histories (three statements at most)."""
+    page = yield from page_rows(filters, params)
+    history = yield from history_rows([row.id for row in page.items], full=False)
     return [presenters.list_item(row, history[row.id]) for row in page.items], page
 
 
+def detail_plan(equipment_id: uuid.UUID | str) -> ReadPlan[dict[str, Any]]:
+    """The single-record answer: the device with its references, then its history."""
+    row = yield from detail_row(equipment_id)
+    history = yield from history_rows([row.id], full=True)
+    return presenters.detail(row, history[row.id])
+
+
+def list_equipment(
+    session: Session, filters: EquipmentFilters, params: PageParams
+) -> tuple[list[dict[str, Any]], PageResult[Any]]:
+    return run_in_session(session, list_plan(filters, params))
+
+
 def get_equipment(session: Session, equipment_id: str) -> dict[str, Any]:
-    return _detail(EquipmentRepository(session), equipment_id)
+    return run_in_session(session, detail_plan(equipment_id))
 
 
 def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> dict[str, Any]:
@@ -242,5 +264,4 @@ def _serial_conflict(serial_number: str) -> Conflict:
 
 
 def _detail(repository: EquipmentRepository, equipment_id: uuid.UUID | str) -> dict[str, Any]:
-    row = repository.detail(equipment_id)
-    return presenters.detail(row, repository.history([row.id], full=True)[row.id])
+    return run_in_session(repository.session, detail_plan(equipment_id))

@@ -1,0 +1,229 @@
+"""Read plans: a hot read written once, run by either driver.
+
+A read plan is a generator that yields `Read(statement, parameters)`, receives that statement's
+rows, and returns its result (see `equipment/repository.py`). Two drivers run the same plan:
+
+- `run_in_session` on a request's SQLAlchemy session (SQLite, and every read inside a write);
+- `AsyncpgReads` on the event loop through asyncpg (PostgreSQL's read-only hot paths), with no
+  worker thread and none of SQLAlchemy's per-statement execution machinery, which profiles showed
+  cost more than the database itself (docs/architecture.md has the figures).
+
+Tenancy stays structural on both: a scoped `Read` goes through `core.tenancy`'s scoping, the very
+option the session adds, so the compiled SQL carries `company_id = $n` and the company is always a
+bound parameter. Statements are compiled once for asyncpg and kept as long as the statement object
+lives (hot statements are module constants or cached per filter shape).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import logging
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import asyncpg
+from sqlalchemy import Executable, Row
+from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.compiler import SQLCompiler
+
+from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED, ServiceUnavailable
+from outfitter.core.tenancy import TenantScopeError, company_rows, scoped_for_company
+
+logger = logging.getLogger("outfitter")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Read:
+    """One statement of a plan. `scoped`: the statement reads company data and is scoped to the
+    request's company; False only for what belongs to no company (tokens, reference data)."""
+
+    statement: Executable
+    parameters: dict[str, Any] = field(default_factory=dict)
+    scoped: bool = True
+
+
+# A plan's rows have attribute access on both drivers (SQLAlchemy's Row, or a named tuple).
+ReadPlan = Generator[Read, Sequence[Any], T]
+
+
+def run_in_session(session: Session, plan: ReadPlan[T]) -> T:
+    """Run `plan` on a SQLAlchemy session: scoped reads as `company_rows` runs them."""
+    rows: Sequence[Row[Any]] | None = None
+    try:
+        while True:
+            read = plan.send(rows)  # type: ignore[arg-type]  # None starts the generator
+            if read.scoped:
+                rows = company_rows(session, read.statement, read.parameters)  # type: ignore[arg-type]
+            else:
+                rows = session.connection().execute(read.statement, read.parameters).all()
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+_DIALECT = asyncpg_dialect.dialect()  # type: ignore[no-untyped-call]
+
+
+class _Compiled:
+    """A statement compiled once for asyncpg, and the named-tuple class of its rows."""
+
+    def __init__(self, statement: Executable) -> None:
+        compiled = statement.compile(dialect=_DIALECT)  # type: ignore[attr-defined]
+        assert isinstance(compiled, SQLCompiler) and compiled.positiontup is not None
+        self.compiled = compiled
+        self.sql = str(compiled)
+        self.names = tuple(compiled.positiontup)
+        self.expanding = any(compiled.binds[name].expanding for name in self.names)
+        self.row_type: type[tuple[Any, ...]] | None = None
+
+    def sql_and_arguments(self, parameters: dict[str, Any]) -> tuple[str, list[Any]]:
+        if self.expanding:  # IN (...) of a list: the SQL depends on the list's length
+            state = self.compiled.construct_expanded_state(parameters)
+            return state.statement, list(state.positional_parameters)
+        values = self.compiled.construct_params(parameters)
+        return self.sql, [values[name] for name in self.names]
+
+    def rows(self, records: list[asyncpg.Record]) -> list[Any]:
+        if not records:
+            return []
+        if self.row_type is None:
+            self.row_type = collections.namedtuple("Row", list(records[0].keys()))  # type: ignore[misc]
+        make = self.row_type._make  # type: ignore[attr-defined]
+        return [make(record.values()) for record in records]
+
+
+_compiled: weakref.WeakKeyDictionary[Executable, _Compiled] = weakref.WeakKeyDictionary()
+
+
+def _compiled_form(statement: Executable) -> _Compiled:
+    form = _compiled.get(statement)
+    if form is None:
+        form = _compiled[statement] = _Compiled(statement)
+    return form
+
+
+async def _init_connection(connection: asyncpg.Connection) -> None:
+    # JSON columns arrive decoded, as psycopg gives them to SQLAlchemy on the other driver.
+    await connection.set_type_codec("json", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+# What says the database is out of reach; any other error is a bug, and a 500.
+_OUTAGES = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.TooManyConnectionsError,
+)
+
+
+APPLICATION_NAME = "outfitter-reads"  # how pg_stat_activity names these connections
+
+
+class AsyncpgReads:
+    """A pool of asyncpg connections (one pool per server process) for the read-only hot paths."""
+
+    def __init__(self, database_url: str, pool_size: int, acquire_timeout: float) -> None:
+        url = make_url(database_url).set(drivername="postgresql")
+        self._dsn = url.render_as_string(hide_password=False)
+        self._pool_size = pool_size
+        self._acquire_timeout = acquire_timeout
+        self._pool: asyncpg.Pool | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # Called with each statement's SQL before it is sent, as SQLAlchemy's before_cursor_execute
+        # is on the other driver (tests count statements per page with both).
+        self.statement_listeners: list[Callable[[str], object]] = []
+
+    def serves_this_loop(self) -> bool:
+        """Started, in the running event loop: an asyncpg pool belongs to the loop that made it."""
+        return self._pool is not None and self._loop is asyncio.get_running_loop()
+
+    async def start(self) -> None:
+        # No connection is opened yet (min_size 0): the server starts while the database is down.
+        self._loop = asyncio.get_running_loop()
+        self._pool = await asyncpg.create_pool(
+            self._dsn,
+            min_size=0,
+            max_size=self._pool_size,
+            init=_init_connection,
+            server_settings={"application_name": APPLICATION_NAME},
+        )
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[ReadConnection]:
+        """One pooled connection for one request. An outage (refused, lost, shutting down, no free
+        connection in time) is a 503 with Retry-After, as on the SQLAlchemy side (core.handlers)."""
+        if self._pool is None:
+            raise RuntimeError("AsyncpgReads.start() runs in the application's lifespan")
+        try:
+            async with self._pool.acquire(timeout=self._acquire_timeout) as connection:
+                try:
+                    yield ReadConnection(connection, self.statement_listeners)
+                except asyncpg.exceptions.InternalClientError as exc:
+                    # A backend killed while its connection sat idle can leave the connection's
+                    # protocol in a state it cannot leave: drop it (the pool opens a new one).
+                    connection.terminate()
+                    raise _unavailable(exc, DATABASE_UNAVAILABLE) from exc
+        except TimeoutError as exc:
+            raise _unavailable(exc, POOL_EXHAUSTED) from exc
+        except _OUTAGES as exc:
+            raise _unavailable(exc, DATABASE_UNAVAILABLE) from exc
+
+
+def _unavailable(exc: BaseException, message: str) -> ServiceUnavailable:
+    detail = (str(exc).splitlines() or [""])[0][:300]
+    logger.warning("answered 503 on a read: %s: %s", type(exc).__name__, detail)
+    return ServiceUnavailable(message)
+
+
+class ReadConnection:
+    """An acquired connection: runs a request's plans and statements, each in its own implicit
+    transaction (PostgreSQL's READ COMMITTED gives every statement its own snapshot anyway)."""
+
+    def __init__(self, connection: asyncpg.Connection, listeners: list[Callable[[str], object]]) -> None:
+        self._connection = connection
+        self._listeners = listeners
+
+    def _sent(self, sql: str) -> str:
+        for listener in self._listeners:
+            listener(sql)
+        return sql
+
+    async def run(self, plan: ReadPlan[T], company_id: uuid.UUID) -> T:
+        rows: list[Any] | None = None
+        try:
+            while True:
+                read = plan.send(rows)  # type: ignore[arg-type]  # None starts the generator
+                rows = await self.fetch(read, company_id)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    async def fetch(self, read: Read, company_id: uuid.UUID | None = None) -> list[Any]:
+        statement, parameters = read.statement, read.parameters
+        if read.scoped:
+            if company_id is None:
+                raise TenantScopeError("a scoped read needs the company it is scoped to")
+            statement, parameters = scoped_for_company(statement, parameters, company_id)
+        form = _compiled_form(statement)
+        sql, arguments = form.sql_and_arguments(parameters)
+        return form.rows(await self._connection.fetch(self._sent(sql), *arguments))
+
+    async def execute(self, statement: Executable, parameters: dict[str, Any]) -> None:
+        """A statement of no company (the token's last-used stamp)."""
+        sql, arguments = _compiled_form(statement).sql_and_arguments(parameters)
+        await self._connection.execute(self._sent(sql), *arguments)

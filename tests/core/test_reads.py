@@ -1,0 +1,178 @@
+"""The read-only hot paths (core.reads): on PostgreSQL they run on the event loop through asyncpg,
+and answer byte for byte what the SQLAlchemy session answers for the same read plan; an outage
+there is a 503 like anywhere else."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
+
+from outfitter.app import create_app
+from outfitter.config import Settings
+from outfitter.core.errors import POOL_EXHAUSTED, ServiceUnavailable
+from outfitter.core.handlers import DATABASE_UNAVAILABLE
+from outfitter.core.reads import APPLICATION_NAME, AsyncpgReads
+from tests.core.test_unavailable import ANY_TOKEN, assert_unavailable
+from tests.equipment.helpers import add_to_department, make_employee, register
+from tests.factories import Api, CompanyFactory, counting_statements
+
+
+@pytest.fixture
+def estate(api: Api, db: Session) -> dict[str, str]:
+    """A few devices of every kind the answers show: assigned (with a department), in storage,
+    archived, with specs and a serial number; and one of another company."""
+    ada = make_employee(db, api.company_id, "Ada", "Obi")
+    add_to_department(db, ada, "Engineering")
+    assigned = register(
+        api,
+        title="MacBook Pro",
+        type="Laptop",
+        serial_number="SN-1",
+        specs={"memory": "16 GB", "storage": "512GB", "color": "grey"},
+        purchase_price="2400.5",
+        currency="USD",
+        country="NG",
+        status="Assigned",
+        assignee_id=str(ada.id),
+    )
+    stored = register(api, title="Spare phone", type="Phones", status="In_Storage", country="KE")
+    archived = register(api, title="Old tablet", type="Tablet")
+    assert (
+        api.client.delete(f"/api/v2/client/equipment/{archived['id']}", headers=api.headers).status_code
+        == 200
+    )
+    return {"assigned": assigned["id"], "stored": stored["id"], "archived": archived["id"]}
+
+
+PATHS = [
+    "/api/v2/client/equipment",
+    "/api/v2/client/equipment?per_page=2&page=2",
+    "/api/v2/client/equipment?type=Laptop/Workstation&status=Assigned&memory=16gb&storage=512 GB",
+    "/api/v2/client/equipment?country=kenya",
+    "/api/v2/client/equipment?serial_number=SN-1,SN-404",
+    "/api/v2/client/equipment?status=Archived",
+    "/api/v2/client/equipment?country=Atlantis",
+    "/api/v2/client/equipment/in-storage",
+    "/api/v2/client/equipment/{assigned}",
+    "/api/v2/client/equipment/{stored}",
+    "/api/v2/client/equipment/{archived}",
+    "/api/v2/client/equipment/00000000-0000-4000-8000-000000000000",
+]
+
+
+def test_asyncpg_and_the_session_answer_the_same_bytes(
+    postgres_only: None, app: FastAPI, api: Api, estate: dict[str, str]
+) -> None:
+    # Outside `with`, the app runs without its lifespan: no asyncpg pool, the session serves.
+    through_session = TestClient(app, base_url="http://testserver", headers=api.headers)
+    with TestClient(app, base_url="http://testserver", headers=api.headers) as through_asyncpg:
+        for path in PATHS:
+            url = path.format(**estate)
+            with counting_statements(app) as statements:
+                fast = through_asyncpg.get(url)
+            assert statements and not any("BEGIN" in sql for sql in statements), url
+            slow = through_session.get(url)
+            assert fast.status_code == slow.status_code, url
+            assert fast.content == slow.content, url
+    assert through_asyncpg.get(PATHS[-2].format(**estate)).status_code == 200
+
+
+def test_on_postgresql_the_hot_reads_take_no_session_and_no_thread(
+    postgres_only: None, app: FastAPI, api: Api, estate: dict[str, str]
+) -> None:
+    sent_by_engine: list[str] = []
+    with counting_statements(app) as statements:
+        from sqlalchemy import event
+
+        def on_cursor(*args: object) -> None:
+            sent_by_engine.append(str(args[2]))
+
+        event.listen(app.state.engine, "before_cursor_execute", on_cursor)
+        try:
+            listed = api.get("/client/equipment")
+            one = api.get(f"/client/equipment/{estate['assigned']}")
+        finally:
+            event.remove(app.state.engine, "before_cursor_execute", on_cursor)
+    assert listed.status_code == 200 and one.status_code == 200
+    assert one.json()["data"]["assignee"]["department"] == "Engineering"
+    assert sent_by_engine == []
+    assert any("FROM equipment_history" in sql for sql in statements)
+
+
+def test_another_companys_device_is_not_found_through_asyncpg(
+    api: Api, other_api: Api, estate: dict[str, str]
+) -> None:
+    unknown = other_api.get("/client/equipment/00000000-0000-4000-8000-000000000000")
+    theirs = other_api.get(f"/client/equipment/{estate['assigned']}")
+    assert theirs.status_code == unknown.status_code == 404
+    assert theirs.json() == unknown.json()
+    assert other_api.get("/client/equipment").json()["data"]["total"] == 0
+
+
+@pytest.fixture
+def unreachable_postgres() -> Iterator[TestClient]:
+    app = create_app(Settings(database_url="postgresql://127.0.0.1:1/nothing", rate_limit="off"))
+    with TestClient(app, base_url="http://testserver") as client:
+        yield client
+
+
+def test_an_unreachable_database_is_503_on_the_hot_reads(
+    unreachable_postgres: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="outfitter"):
+        for path in ("/api/v2/client/equipment", "/api/v2/client/equipment/in-storage"):
+            assert_unavailable(unreachable_postgres.get(path, headers=ANY_TOKEN), DATABASE_UNAVAILABLE)
+    warnings = [record for record in caplog.records if "answered 503" in record.getMessage()]
+    assert len(warnings) == 2 and all(record.exc_info is None for record in warnings)
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_killed_backend_costs_a_hot_read_at_most_a_503_then_the_pool_recovers(
+    postgres_only: None, database_url: str, engine: Engine, attempt: int
+) -> None:
+    """asyncpg usually learns of the kill while the connection is idle and replaces it unseen; when
+    it learns too late, that one request is a 503, never a 500. Run a few times: it is a race."""
+    app = create_app(Settings(database_url=database_url, rate_limit="off", db_pool_size=1))
+    with TestClient(app, base_url="http://testserver") as client:
+        api = CompanyFactory(engine, client).create("Restarted Ltd")
+        assert api.get("/client/equipment").status_code == 200
+        with engine.connect() as admin:
+            killed = admin.execute(
+                text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND application_name = :name"
+                ),
+                {"name": APPLICATION_NAME},
+            ).scalar_one()
+        assert killed >= 1
+        after = api.get("/client/equipment")
+        if after.status_code != 200:
+            assert_unavailable(after, DATABASE_UNAVAILABLE)
+        assert api.get("/client/equipment").status_code == 200
+    app.state.engine.dispose()
+
+
+def test_an_exhausted_pool_is_503_pool_exhausted(postgres_only: None, database_url: str) -> None:
+    async def hold_the_only_connection() -> None:
+        reads = AsyncpgReads(database_url, pool_size=1, acquire_timeout=0.2)
+        await reads.start()
+        try:
+            async with reads.connection():
+                with pytest.raises(ServiceUnavailable) as refused:
+                    async with reads.connection():
+                        pass
+            assert refused.value.message == POOL_EXHAUSTED
+            assert refused.value.headers == {"Retry-After": "2"}
+            async with reads.connection():  # free again
+                pass
+        finally:
+            await reads.close()
+
+    asyncio.run(hold_the_only_connection())
