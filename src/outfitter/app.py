@@ -50,7 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # PostgreSQL's read-only hot paths run on the event loop through asyncpg (core.reads).
     reads = (
-        AsyncpgReads(settings.database_url, settings.db_pool_size, settings.db_pool_timeout)
+        AsyncpgReads(settings.database_url, settings.db_read_pool_size, settings.db_pool_timeout)
         if engine.dialect.name == "postgresql"
         else None
     )
