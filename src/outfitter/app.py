@@ -29,6 +29,7 @@ from outfitter.core.schemas import Envelope, Schema, ok
 from outfitter.core.tenancy import TenantSession
 from outfitter.db.session import make_engine, make_sessionmaker
 from outfitter.equipment.router import router as equipment_router
+from outfitter.events.router import router as events_router
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
 from outfitter.people.router import router as people_router
@@ -85,7 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestContextMiddleware)
 
     api = APIRouter(prefix=API_PREFIX)
-    domain_routers = (catalog_router, people_router, equipment_router, payments_router)
+    domain_routers = (catalog_router, people_router, equipment_router, payments_router, events_router)
     for domain_router in domain_routers:
         api.include_router(domain_router)
     app.state.route_methods = route_methods(API_PREFIX, domain_routers)

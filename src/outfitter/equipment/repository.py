@@ -167,14 +167,19 @@ def _first_department_name() -> ScalarSelect[str]:
     )
 
 
-# Built once: a constant statement keeps its compiled form and cache key between requests.
-_DETAIL = (
-    _with_references(
-        select(*_BASE_COLUMNS, *_DETAIL_COLUMNS, _first_department_name().label("assignee_department"))
+def _detail_rows(condition: ColumnElement[bool]) -> Select[Any]:
+    return (
+        _with_references(
+            select(*_BASE_COLUMNS, *_DETAIL_COLUMNS, _first_department_name().label("assignee_department"))
+        )
+        .outerjoin(_assignee_country, _assignee_country.id == Employee.country_id)
+        .where(condition)
     )
-    .outerjoin(_assignee_country, _assignee_country.id == Employee.country_id)
-    .where(Equipment.id == bindparam("equipment_id"))
-)
+
+
+# Built once: a constant statement keeps its compiled form and cache key between requests.
+_DETAIL = _detail_rows(Equipment.id == bindparam("equipment_id"))
+_DETAILS = _detail_rows(Equipment.id.in_(bindparam("equipment_ids", expanding=True)))
 _HISTORY_COLUMNS = (
     EquipmentHistory.equipment_id,
     EquipmentHistory.id,
@@ -260,6 +265,13 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         if not rows:
             raise NotFound.record(self.label)
         return rows[0]
+
+    def details(self, equipment_ids: list[uuid.UUID]) -> dict[uuid.UUID, Row[Any]]:
+        """The detail rows of many devices in one statement (the events of a batch)."""
+        if not equipment_ids:
+            return {}
+        rows = company_rows(self.session, _DETAILS, {"equipment_ids": equipment_ids})
+        return {row.id: row for row in rows}
 
     def history(self, equipment_ids: list[uuid.UUID], *, full: bool) -> dict[uuid.UUID, list[Row[Any]]]:
         """Each device's history, oldest first; `full` adds the actor and payload."""
