@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
@@ -21,22 +21,16 @@ from outfitter.db.base import utcnow
 from outfitter.models import Transaction
 from outfitter.payments.gateways.sandbox import SandboxGateway
 from tests.events.helpers import assert_event, log, only, stored_events
-from tests.factories import Api, assert_error, load_demo_catalog
+from tests.factories import Api, assert_error
 from tests.payments.conftest import (
     add_credit,
     add_employee,
     add_storage_device,
     card_body,
     prices,
-    sandbox,  # noqa: F401  (a fixture)
 )
 
 SYSTEM = "system"
-
-
-@pytest.fixture(autouse=True)
-def catalog(engine: Engine) -> None:
-    load_demo_catalog(engine)
 
 
 def _laptop_pricing(api: Api) -> str:
@@ -49,6 +43,11 @@ def _data(response: Any) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     data: dict[str, Any] = response.json()["data"]
     return data
+
+
+@pytest.fixture(autouse=True)
+def _catalog(catalog: None) -> None:
+    """Every test here buys from the demo catalog."""
 
 
 def test_a_credit_purchase_records_its_whole_story(api: Api, db: Session) -> None:
