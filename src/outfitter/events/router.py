@@ -32,6 +32,7 @@ def list_events(
         Query(
             max_length=2000,
             description="Event types separated by commas; `equipment.*` matches every equipment type",
+            json_schema_extra={"pattern": f"^{service.TYPE_PATTERN}$"},
         ),
     ] = None,
     subject_id: Annotated[uuid.UUID | None, Query(description="Only the events of this record")] = None,
