@@ -156,6 +156,8 @@ def test_subject_and_time_window(api: Api, history: dict[str, Any]) -> None:
         ({"until": "2026-13-01T00:00:00Z"}, "query.until"),
         ({"since": "2026-01-02T00:00:00Z", "until": "2026-01-01T00:00:00Z"}, "query.until"),
         ({"since": "0001-01-01T00:00:00+14:00"}, "query.since"),
+        ({"until": "1700000000"}, "query.until"),  # not unix seconds
+        ({"since": "2026-01-01"}, "query.since"),  # a date alone is not a time
         ({"per_page": 0}, "query.per_page"),
     ],
 )

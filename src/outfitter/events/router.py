@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -13,7 +12,7 @@ from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, Page, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute
 from outfitter.events import service
-from outfitter.events.schemas import EventOut
+from outfitter.events.schemas import DateTimeText, EventOut
 
 router = APIRouter(prefix="/client", tags=["events"], route_class=UnitOfWorkRoute)
 
@@ -37,10 +36,10 @@ def list_events(
     ] = None,
     subject_id: Annotated[uuid.UUID | None, Query(description="Only the events of this record")] = None,
     since: Annotated[
-        datetime | None, Query(description="Only events at or after this time (ISO 8601; no offset: UTC)")
+        DateTimeText | None, Query(description="Only events at or after this time (ISO 8601; no offset: UTC)")
     ] = None,
     until: Annotated[
-        datetime | None, Query(description="Only events before this time (ISO 8601; no offset: UTC)")
+        DateTimeText | None, Query(description="Only events before this time (ISO 8601; no offset: UTC)")
     ] = None,
 ) -> dict[str, object]:
     page = service.list_events(client.session, pagination, type, subject_id, since, until)
