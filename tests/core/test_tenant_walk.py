@@ -79,6 +79,7 @@ BODIES: dict[Key, dict[str, Any] | None] = {
     ("DELETE", f"{API}/client/equipment/{{equipmentId}}"): None,
     ("GET", f"{API}/client/transactions/{{tx_ref}}/verify"): None,
     ("GET", f"{API}/client/orders/{{orderId}}"): None,
+    ("GET", f"{API}/client/events/{{eventId}}"): None,
 }
 
 # GETs with a path id left out of the first company's snapshot, and why.
@@ -315,7 +316,8 @@ def report(failures: list[str]) -> str:
 def first(api: Api, engine: Engine, db: Session) -> First:
     """The first company with one record of every kind a path id names, all made through its API:
     an employee (head and member of a department), an unassigned device it registered, a Pending
-    Card transaction and a fulfilled Credit order (whose device belongs to a second employee)."""
+    Card transaction and a fulfilled Credit order (whose device belongs to a second employee), and
+    the events all of that wrote."""
     load_demo_catalog(engine)
     employee = create_employee(api, email="secret@acme.io")
     buyer = create_employee(api)
@@ -344,16 +346,20 @@ def first(api: Api, engine: Engine, db: Session) -> First:
 
     devices = api.get("/client/equipment", per_page=100).json()["data"]["data"]
     assert len(devices) == 2, devices  # the registered one and the one the order made
+    events = api.get("/client/events", per_page=100).json()["data"]["data"]
+    assert len(events) > 10, events  # every change above wrote its event
     records = {
         "userId": employee["id"],
         "departmentId": department.json()["data"]["id"],
         "equipmentId": device["id"],
         "tx_ref": card.json()["data"]["tx_ref"],
         "orderId": orders[0]["id"],
+        "eventId": events[0]["id"],
     }
     reads = {name: [value] for name, value in records.items()}
     reads["userId"].append(buyer["id"])
     reads["equipmentId"] = [record["id"] for record in devices]
+    reads["eventId"] = [record["id"] for record in events]
     return First(records=records, reads=reads, shared={"asset_id": priced["asset_id"]})
 
 

@@ -13,7 +13,7 @@ from sqlalchemy.orm import aliased
 from outfitter.core.errors import NotFound
 from outfitter.core.pagination import PageParams, PageResult
 from outfitter.core.reads import Read, ReadPlan, run_in_session
-from outfitter.core.tenancy import CompanyRepository, parse_uuid
+from outfitter.core.tenancy import CompanyRepository, company_rows, parse_uuid
 from outfitter.models import (
     Country,
     Currency,
@@ -168,14 +168,19 @@ def _first_department_name() -> ScalarSelect[str]:
     )
 
 
-# Built once: a constant statement keeps its compiled form and cache key between requests.
-_DETAIL = (
-    _with_references(
-        select(*_BASE_COLUMNS, *_DETAIL_COLUMNS, _first_department_name().label("assignee_department"))
+def _detail_rows(condition: ColumnElement[bool]) -> Select[Any]:
+    return (
+        _with_references(
+            select(*_BASE_COLUMNS, *_DETAIL_COLUMNS, _first_department_name().label("assignee_department"))
+        )
+        .outerjoin(_assignee_country, _assignee_country.id == Employee.country_id)
+        .where(condition)
     )
-    .outerjoin(_assignee_country, _assignee_country.id == Employee.country_id)
-    .where(Equipment.id == bindparam("equipment_id"))
-)
+
+
+# Built once: a constant statement keeps its compiled form and cache key between requests.
+_DETAIL = _detail_rows(Equipment.id == bindparam("equipment_id"))
+_DETAILS = _detail_rows(Equipment.id.in_(bindparam("equipment_ids", expanding=True)))
 _HISTORY_COLUMNS = (
     EquipmentHistory.equipment_id,
     EquipmentHistory.id,
@@ -280,6 +285,13 @@ class EquipmentRepository(CompanyRepository[Equipment]):
     def detail(self, equipment_id: uuid.UUID | str) -> Row[Any]:
         """Also reads what this request has just flushed."""
         return run_in_session(self.session, detail_row(equipment_id))  # type: ignore[no-any-return]
+
+    def details(self, equipment_ids: list[uuid.UUID]) -> dict[uuid.UUID, Row[Any]]:
+        """The detail rows of many devices in one statement (the events of a batch)."""
+        if not equipment_ids:
+            return {}
+        rows = company_rows(self.session, _DETAILS, {"equipment_ids": equipment_ids})
+        return {row.id: row for row in rows}
 
     def history(self, equipment_ids: list[uuid.UUID], *, full: bool) -> dict[uuid.UUID, list[Row[Any]]]:
         return run_in_session(self.session, history_rows(equipment_ids, full=full))

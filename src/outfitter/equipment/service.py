@@ -15,6 +15,7 @@ from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.pagination import PageParams, PageResult
 from outfitter.core.reads import ReadPlan, run_in_session
 from outfitter.equipment import lifecycle, presenters
+from outfitter.equipment.events import record_equipment_events, status_event
 from outfitter.equipment.repository import (
     EquipmentFilters,
     EquipmentRepository,
@@ -28,6 +29,7 @@ from outfitter.equipment.schemas import (
     EquipmentPatch,
 )
 from outfitter.models import Employee, Equipment, EquipmentSource, EquipmentStatus, EquipmentType, fold_spec
+from outfitter.models.events import EventType
 
 MAX_SERIAL_FILTER = 100
 # Plain columns a client edits as given (title, references and specs have their own rules).
@@ -129,9 +131,11 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
     _apply_fields(equipment, body, fields, references)
     _flush(session, body.serial_number)
     lifecycle.record_added(session, equipment, auth.actor)
+    changes = [(EventType.EQUIPMENT_ADDED, equipment)]
     if body.status != EquipmentStatus.UNASSIGNED:
         lifecycle.move(session, equipment, body.status, auth.actor, assignee=assignee)
-    session.flush()
+        changes.append((status_event(body.status), equipment))
+    record_equipment_events(session, changes, auth.actor)
     return _detail(repository, equipment.id)
 
 
@@ -152,11 +156,17 @@ def update_equipment(
     if serial and repository.serial_taken(serial, except_id=equipment.id):
         raise _serial_conflict(serial)
 
+    changes: list[tuple[EventType, Equipment]] = []
     if target is not None:
         to_status, assignee = target
         lifecycle.move(session, equipment, to_status, auth.actor, assignee=assignee)
+        changes.append((status_event(to_status), equipment))
+    before = _edited_values(equipment)
     _apply_fields(equipment, body, fields, references)
+    if _edited_values(equipment) != before:  # fields sent with the values they had change nothing
+        changes.append((EventType.EQUIPMENT_UPDATED, equipment))
     _flush(session, serial)
+    record_equipment_events(session, changes, auth.actor)
     return _detail(repository, equipment.id)
 
 
@@ -167,7 +177,7 @@ def archive_equipment(session: Session, auth: AuthContext, equipment_id: str) ->
     if equipment.status == EquipmentStatus.ARCHIVED:
         raise NotFound.record("Equipment")
     lifecycle.move(session, equipment, EquipmentStatus.ARCHIVED, auth.actor)
-    session.flush()
+    record_equipment_events(session, [(EventType.EQUIPMENT_ARCHIVED, equipment)], auth.actor)
     return _detail(repository, equipment.id)
 
 
@@ -249,6 +259,12 @@ def _apply_fields(
                 else:
                     specs[key] = value
         equipment.specs = specs  # a new dict: the model folds memory_key / storage_key from it
+
+
+def _edited_values(equipment: Equipment) -> tuple[object, ...]:
+    """What a PATCH's fields edit (not the status), to tell an edit from a no-op."""
+    names = ("title", *PLAIN_FIELDS, "country_id", "currency_id")
+    return (*(getattr(equipment, name) for name in names), dict(equipment.specs or {}))
 
 
 def _flush(session: Session, serial_number: str | None) -> None:

@@ -21,6 +21,7 @@ from outfitter.catalog.repository import CatalogRepository
 from outfitter.db.base import utcnow
 from outfitter.db.session import insert_if_absent
 from outfitter.equipment import lifecycle
+from outfitter.equipment.events import record_equipment_events
 from outfitter.models import (
     AssetPricing,
     Currency,
@@ -41,6 +42,8 @@ from outfitter.models import (
     TransactionKind,
     TransactionStatus,
 )
+from outfitter.models.events import EventType
+from outfitter.payments.events import OUTCOME_EVENTS, record_order_event, record_transaction_event
 from outfitter.payments.gateways import GatewayPayment
 from outfitter.payments.repository import items_of, lock_transaction, release_reservations
 
@@ -56,10 +59,17 @@ TYPE_FOR_CATEGORY: dict[str, EquipmentType] = {
 
 
 def settle(
-    session: Session, transaction_id: uuid.UUID, payment: GatewayPayment | None, now: datetime | None = None
+    session: Session,
+    transaction_id: uuid.UUID,
+    payment: GatewayPayment | None,
+    now: datetime | None = None,
+    actor: str | None = None,
 ) -> Transaction:
     """Lock the transaction and apply what the gateway said. Once it left Pending nothing changes,
-    but a successful payment that no order accounts for is recorded for an operator."""
+    but a successful payment that no order accounts for is recorded for an operator.
+
+    Leaving Pending records the outcome's event (`transaction.fulfilled`, `.failed`, `.expired`),
+    and fulfilment its order's and equipment's, for `actor` (None: "system")."""
     now = now or utcnow()
     transaction = lock_transaction(session, transaction_id)
     paid = payment is not None and payment.status == GatewayPaymentStatus.SUCCESSFUL
@@ -73,7 +83,7 @@ def settle(
             logger.warning("transaction %s fails: %s", transaction.tx_ref, problem)
             finish(session, transaction, TransactionStatus.FAILED, problem, now)
         else:
-            fulfil(session, transaction, payment.reference, now)
+            fulfil(session, transaction, payment.reference, now, actor)
             if payment.amount > transaction.total_amount:
                 excess = payment.amount - transaction.total_amount
                 _record_anomaly(session, transaction, PaymentAnomalyKind.OVERPAYMENT, excess, payment)
@@ -81,6 +91,8 @@ def settle(
         finish(session, transaction, TransactionStatus.FAILED, "The payment was declined.", now)
     elif now >= transaction.expires_at:
         finish(session, transaction, TransactionStatus.EXPIRED, "Not paid within its time to live.", now)
+    if transaction.status in OUTCOME_EVENTS:
+        record_transaction_event(session, OUTCOME_EVENTS[transaction.status], transaction, actor)
     return transaction
 
 
@@ -141,8 +153,11 @@ def finish(
     session.flush()
 
 
-def fulfil(session: Session, transaction: Transaction, reference: str | None, now: datetime) -> Order:
-    """Make the one order of a locked, Pending, paid transaction, and equip its employees."""
+def fulfil(
+    session: Session, transaction: Transaction, reference: str | None, now: datetime, actor: str | None = None
+) -> Order:
+    """Make the one order of a locked, Pending, paid transaction, and equip its employees; records
+    `order.created` and the equipment's events (the transaction's own is `settle`'s)."""
     order = Order(
         company_id=transaction.company_id,
         transaction_id=transaction.id,
@@ -157,16 +172,18 @@ def fulfil(session: Session, transaction: Transaction, reference: str | None, no
     session.flush()  # the unique transaction_id refuses a second order here
     items = items_of(session, transaction.id)
     employees = _employees(session, [item.employee_id for item in items if item.employee_id])
-    actor = transaction.actor or lifecycle.SYSTEM_ACTOR
+    history_actor = transaction.actor or lifecycle.SYSTEM_ACTOR
     if transaction.kind == TransactionKind.STORAGE:
-        _assign_storage_equipment(session, transaction, order, items, employees, actor)
+        changes = _assign_storage_equipment(session, transaction, order, items, employees, history_actor)
     else:
-        _create_catalog_equipment(session, transaction, order, items, employees, actor, now)
+        changes = _create_catalog_equipment(session, transaction, order, items, employees, history_actor, now)
     release_reservations(session, transaction.id)
     transaction.status = TransactionStatus.FULFILLED
     transaction.settled_at = now
     transaction.gateway_reference = reference or transaction.gateway_reference
     session.flush()
+    record_equipment_events(session, changes, actor)
+    record_order_event(session, EventType.ORDER_CREATED, order, actor)
     return order
 
 
@@ -187,7 +204,7 @@ def _create_catalog_equipment(
     employees: dict[uuid.UUID, Employee],
     actor: str,
     now: datetime,
-) -> None:
+) -> list[tuple[EventType, Equipment]]:
     pricing_ids = {item.asset_pricing_id for item in items if item.asset_pricing_id}
     pricings = CatalogRepository(session).pricings(pricing_ids)
     currency_id = session.scalar(select(Currency.id).where(Currency.code == transaction.currency_code))
@@ -199,14 +216,18 @@ def _create_catalog_equipment(
             session.add(equipment)
             made.append((equipment, item))
     session.flush()
+    changes: list[tuple[EventType, Equipment]] = []
     for equipment, item in made:
         lifecycle.record_added(session, equipment, actor, {"tx_ref": transaction.tx_ref})
+        changes.append((EventType.EQUIPMENT_ADDED, equipment))
         assignee = employees.get(item.employee_id) if item.employee_id else None
         if assignee is not None:  # an employee deleted since the initiate leaves the device Unassigned
             lifecycle.move(
                 session, equipment, EquipmentStatus.ASSIGNED, actor, assignee, {"tx_ref": transaction.tx_ref}
             )
+            changes.append((EventType.EQUIPMENT_ASSIGNED, equipment))
         session.add(_order_item(order, item, equipment.id))
+    return changes
 
 
 def _new_equipment(
@@ -255,7 +276,7 @@ def _assign_storage_equipment(
     items: Sequence[TransactionItem],
     employees: dict[uuid.UUID, Employee],
     actor: str,
-) -> None:
+) -> list[tuple[EventType, Equipment]]:
     ids = [item.equipment_id for item in items if item.equipment_id]
     devices = {
         equipment.id: equipment
@@ -263,6 +284,7 @@ def _assign_storage_equipment(
             select(Equipment).where(Equipment.id.in_(ids)).order_by(Equipment.id).with_for_update()
         )
     }
+    changes: list[tuple[EventType, Equipment]] = []
     for item in items:
         equipment = devices.get(item.equipment_id) if item.equipment_id else None
         assignee = employees.get(item.employee_id) if item.employee_id else None
@@ -271,11 +293,13 @@ def _assign_storage_equipment(
                 session, equipment, EquipmentStatus.ASSIGNED, actor, assignee, {"tx_ref": transaction.tx_ref}
             )
             equipment.asset_order_id = order.id
+            changes.append((EventType.EQUIPMENT_ASSIGNED, equipment))
         else:  # paid for, but the device left storage or the employee left meanwhile: kept for an operator
             logger.warning(
                 "transaction %s: equipment %s could not be assigned", transaction.tx_ref, item.equipment_id
             )
         session.add(_order_item(order, item, item.equipment_id))
+    return changes
 
 
 def _order_item(order: Order, item: TransactionItem, equipment_id: uuid.UUID | None) -> OrderItem:

@@ -41,6 +41,8 @@ from outfitter.models import (
     TransactionKind,
     TransactionStatus,
 )
+from outfitter.models.events import EventType
+from outfitter.payments.events import record_transaction_event
 from outfitter.payments.fees import Charges, compute_charges, schedule_for
 from outfitter.payments.fulfilment import settle
 from outfitter.payments.gateways import CheckoutRequest, GatewayError, GatewayPayment, GatewayRegistry
@@ -339,6 +341,7 @@ def _write(session: Session, auth: AuthContext, draft: _Draft, ttl: timedelta) -
         row.transaction_id = transaction.id
     session.add_all(draft.rows)
     session.flush()
+    record_transaction_event(session, EventType.TRANSACTION_INITIATED, transaction, auth.actor)
     return transaction
 
 
@@ -355,6 +358,7 @@ def _pay(work: ClientWork, transaction: Transaction) -> Transaction:
             transaction.total_amount,
             f"Payment of {transaction.tx_ref}",
             transaction.id,
+            actor=work.auth.actor,
         )
         reference = f"wallet:{entry.id}"
     paid = GatewayPayment(
@@ -364,4 +368,4 @@ def _pay(work: ClientWork, transaction: Transaction) -> Transaction:
         transaction.currency_code,
         reference,
     )
-    return settle(session, transaction.id, paid)
+    return settle(session, transaction.id, paid, actor=work.auth.actor)

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from outfitter.core.errors import DomainError, NotFound
 from outfitter.core.pagination import PageParams, paginate
 from outfitter.core.tenancy import bind_company
-from outfitter.core.unit_of_work import CrossCompanyWork, UnitOfWork
+from outfitter.core.unit_of_work import ClientWork, CrossCompanyWork, UnitOfWork
 from outfitter.db.session import insert_if_absent
 from outfitter.models import Order, Transaction, TransactionStatus, WebhookEvent, WebhookOutcome
 from outfitter.payments import wallet
@@ -89,10 +89,15 @@ def verify(work: UnitOfWork, tx_ref: str, gateways: GatewayRegistry) -> Transact
             # Without the gateway's word it stays Pending (and is not expired): try again later.
             logger.warning("verify %s: the gateway did not answer: %s", tx_ref, exc)
         else:
-            transaction = settle(session, transaction.id, payment)
+            transaction = settle(session, transaction.id, payment, actor=_actor_of(work))
     return TransactionOut.model_validate(
         transaction_fields(transaction, order_id_of(session, transaction.id))
     )
+
+
+def _actor_of(work: UnitOfWork) -> str | None:
+    """A client's verify acts for its token; anything else (None) is the system."""
+    return work.auth.actor if isinstance(work, ClientWork) else None
 
 
 def _record_event(

@@ -22,6 +22,8 @@ from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.db.session import insert_if_absent
 from outfitter.models import Currency, Wallet, WalletEntry, WalletEntryKind
+from outfitter.models.events import EventType
+from outfitter.payments.events import record_wallet_event
 
 
 def _ensure_wallet(session: Session, currency_code: str) -> None:
@@ -74,8 +76,11 @@ def _change(
     return entry
 
 
-def credit_wallet(session: Session, currency_code: str, amount: Decimal, description: str) -> WalletEntry:
-    """Add credit (an operator's top-up or a refund). Amounts finer than the currency's unit: 422."""
+def credit_wallet(
+    session: Session, currency_code: str, amount: Decimal, description: str, actor: str | None = None
+) -> WalletEntry:
+    """Add credit (an operator's top-up or a refund), recording `wallet.credited`. Amounts finer
+    than the currency's unit: 422."""
     currency = resolve_currency(session, currency_code, "currency")
     if not amount.is_finite() or amount <= 0:
         raise ValidationFailed.field("amount", "The amount must be greater than zero.")
@@ -91,6 +96,7 @@ def credit_wallet(session: Session, currency_code: str, amount: Decimal, descrip
         raise ValidationFailed.field(
             "amount", f"This credit would take the {currency.code} balance to {MAX_AMOUNT:,} or more."
         )
+    record_wallet_event(session, EventType.WALLET_CREDITED, entry, actor)
     return entry
 
 
@@ -100,8 +106,10 @@ def debit_wallet(
     amount: Decimal,
     description: str,
     transaction_id: uuid.UUID,
+    actor: str | None = None,
 ) -> WalletEntry:
-    """Take `amount` (> 0) from the wallet, or 402 when it holds less (nothing is written then)."""
+    """Take `amount` (> 0) from the wallet, recording `wallet.debited`, or 402 when it holds less
+    (nothing is written then)."""
     entry = _change(session, currency_code, -amount, WalletEntryKind.DEBIT, description, transaction_id)
     if entry is None:
         balance = session.scalar(select(Wallet.balance).where(Wallet.currency_code == currency_code))
@@ -112,6 +120,7 @@ def debit_wallet(
             f"Not enough credit: this costs {round_money(amount, minor_units):f} {currency_code} and the "
             f"wallet holds {round_money(balance or Decimal(0), minor_units):f} {currency_code}."
         )
+    record_wallet_event(session, EventType.WALLET_DEBITED, entry, actor)
     return entry
 
 

@@ -12,9 +12,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import Conflict, ValidationFailed
+from outfitter.core.events import NewEvent, as_event_data, record_events
 from outfitter.core.tenancy import parse_uuid
 from outfitter.db.base import utcnow
 from outfitter.models import Country, Employee
+from outfitter.models.events import EventType
 from outfitter.people.repository import EmployeeRepository, countries_matching
 from outfitter.people.schemas import EmployeeCreate, EmployeeOut
 from outfitter.people.service import email_taken, employee_out
@@ -58,7 +60,9 @@ class _Countries:
         return self.by_name.get(value.lower()) or self.by_code.get(value.upper())
 
 
-def create_employees(session: Session, employees: list[Any]) -> tuple[list[Any], int]:
+def create_employees(
+    session: Session, employees: list[Any], actor: str | None = None
+) -> tuple[list[Any], int]:
     """Validate every item first, then insert them all; the answer mirrors the input's nesting."""
     positions = list(_positions(employees))
     if not positions:
@@ -118,6 +122,11 @@ def create_employees(session: Session, employees: list[Any]) -> tuple[list[Any],
     created = [
         employee_out(Employee(**row), country) for row, country in zip(rows, answer_countries, strict=True)
     ]
+    record_events(  # one INSERT for the batch, like the employees themselves
+        session,
+        [NewEvent(EventType.EMPLOYEE_CREATED, item.id, as_event_data(EmployeeOut, item)) for item in created],
+        actor=actor,
+    )
     return _mirror(employees, created), len(created)
 
 

@@ -11,10 +11,12 @@ from sqlalchemy.orm import Session
 
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
+from outfitter.core.events import as_event_data, record_event
 from outfitter.core.pagination import PageParams, PageResult, paginate
 from outfitter.core.tenancy import parse_uuid
 from outfitter.db.base import utcnow
 from outfitter.models import Department, Employee, UserDepartment
+from outfitter.models.events import EventType
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import (
     CompanyBrief,
@@ -98,6 +100,11 @@ def _members(session: Session, member_ids: Sequence[str]) -> list[uuid.UUID]:
     return list(dict.fromkeys(value for value in parsed if value is not None))
 
 
+def _record(session: Session, auth: AuthContext, type: EventType, department: DepartmentOut) -> DepartmentOut:
+    record_event(session, type, department.id, as_event_data(DepartmentOut, department), actor=auth.actor)
+    return department
+
+
 def _flush_name(session: Session, name: str) -> None:
     try:
         session.flush()
@@ -134,7 +141,7 @@ def create_department(session: Session, auth: AuthContext, body: DepartmentCreat
     department = repository.add(Department(name=body.name, active_name=body.name.lower(), head=head))
     _flush_name(session, body.name)
     repository.add_members(department, members, utcnow())
-    return present(repository, auth, [department])[0]
+    return _record(session, auth, EventType.DEPARTMENT_CREATED, present(repository, auth, [department])[0])
 
 
 def update_department(
@@ -168,7 +175,9 @@ def update_department(
         repository.add_members(department, [user_id for user_id in members if user_id not in current], now)
     session.flush()
     session.expire_all()  # memberships changed by bulk statements: read them afresh
-    return get_department(session, auth, str(department.id))
+    return _record(
+        session, auth, EventType.DEPARTMENT_UPDATED, get_department(session, auth, str(department.id))
+    )
 
 
 def delete_department(session: Session, auth: AuthContext, department_id: str) -> DepartmentOut:
@@ -181,4 +190,4 @@ def delete_department(session: Session, auth: AuthContext, department_id: str) -
     department.deleted_at = now
     department.active_name = None
     session.flush()
-    return answer
+    return _record(session, auth, EventType.DEPARTMENT_DELETED, answer)

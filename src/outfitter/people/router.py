@@ -54,7 +54,7 @@ def list_employees(
     summary="Create an employee",
 )
 def create_employee(body: EmployeeCreate, client: WriteAccess) -> dict[str, object]:
-    employee = service.create_employee(client.session, body)
+    employee = service.create_employee(client.session, body, client.auth.actor)
     return ok(employee, "Employee created successfully.")
 
 
@@ -66,7 +66,7 @@ def create_employee(body: EmployeeCreate, client: WriteAccess) -> dict[str, obje
     summary="Create up to 1,000 employees at once, all or nothing",
 )
 def create_employees_in_bulk(body: EmployeeBulkCreate, client: WriteAccess) -> dict[str, object]:
-    created, count = bulk.create_employees(client.session, body.employees)
+    created, count = bulk.create_employees(client.session, body.employees, client.auth.actor)
     noun = "employee" if count == 1 else "employees"
     return ok(created, f"{count} {noun} created successfully.")
 
@@ -88,7 +88,7 @@ def get_employee(user_id: UserId, client: ReadAccess) -> dict[str, object]:
     summary="Update an employee's listed fields",
 )
 def update_employee(user_id: UserId, body: EmployeePatch, client: WriteAccess) -> dict[str, object]:
-    employee = service.update_employee(client.session, user_id, body)
+    employee = service.update_employee(client.session, user_id, body, client.auth.actor)
     return ok(employee, "Employee updated successfully.")
 
 
@@ -99,7 +99,7 @@ def update_employee(user_id: UserId, body: EmployeePatch, client: WriteAccess) -
     summary="Offboard (delete) an employee who holds no Assigned equipment",
 )
 def delete_employee(user_id: UserId, client: WriteAccess) -> dict[str, object]:
-    employee = service.delete_employee(client.session, user_id)
+    employee = service.delete_employee(client.session, user_id, client.auth.actor)
     return ok(employee, "Employee deleted successfully.")
 
 

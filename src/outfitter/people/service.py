@@ -10,9 +10,11 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import resolve_country
 from outfitter.core.errors import Conflict, ValidationFailed
+from outfitter.core.events import as_event_data, record_event
 from outfitter.core.money import round_money
 from outfitter.core.pagination import PageParams, PageResult, paginate
 from outfitter.models import Country, Department, Employee, Equipment, Order
+from outfitter.models.events import EventType
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import (
     REQUIRED_ON_PATCH,
@@ -90,7 +92,13 @@ def present(repository: EmployeeRepository, employees: Sequence[Employee]) -> li
     ]
 
 
-def create_employee(session: Session, body: EmployeeCreate) -> EmployeeOut:
+def record_employee_event(
+    session: Session, type: EventType, employee: EmployeeOut, actor: str | None
+) -> None:
+    record_event(session, type, employee.id, as_event_data(EmployeeOut, employee), actor=actor)
+
+
+def create_employee(session: Session, body: EmployeeCreate, actor: str | None = None) -> EmployeeOut:
     repository = EmployeeRepository(session)
     country = resolve_country(session, body.country_id, "country_id")
     if repository.existing_emails([body.email]):
@@ -101,7 +109,9 @@ def create_employee(session: Session, body: EmployeeCreate) -> EmployeeOut:
         session.flush()
     except IntegrityError:  # another request took the email between our check and the insert
         raise Conflict(email_taken(body.email)) from None
-    return employee_out(employee, country)
+    answer = employee_out(employee, country)
+    record_employee_event(session, EventType.EMPLOYEE_CREATED, answer, actor)
+    return answer
 
 
 def list_employees(
@@ -129,7 +139,9 @@ def get_employee(session: Session, user_id: str) -> EmployeeOut:
     return present(repository, [repository.get_with_country(user_id)])[0]
 
 
-def update_employee(session: Session, user_id: str, body: EmployeePatch) -> EmployeeOut:
+def update_employee(
+    session: Session, user_id: str, body: EmployeePatch, actor: str | None = None
+) -> EmployeeOut:
     repository = EmployeeRepository(session)
     employee = repository.get_with_country(user_id)
     changes = {name: getattr(body, name) for name in body.model_fields_set}
@@ -146,11 +158,15 @@ def update_employee(session: Session, user_id: str, body: EmployeePatch) -> Empl
         employee.country = country
     for name, value in changes.items():
         setattr(employee, name, value)
+    changed = session.is_modified(employee)  # fields sent with the values they had change nothing
     session.flush()
-    return present(repository, [employee])[0]
+    answer = present(repository, [employee])[0]
+    if changed:
+        record_employee_event(session, EventType.EMPLOYEE_UPDATED, answer, actor)
+    return answer
 
 
-def delete_employee(session: Session, user_id: str) -> EmployeeOut:
+def delete_employee(session: Session, user_id: str, actor: str | None = None) -> EmployeeOut:
     """Offboard: refused while the employee holds Assigned equipment; answers the record as it was."""
     repository = EmployeeRepository(session)
     employee = repository.get_with_country(user_id)
@@ -163,4 +179,5 @@ def delete_employee(session: Session, user_id: str) -> EmployeeOut:
     answer = present(repository, [employee])[0]
     session.delete(employee)
     session.flush()
+    record_employee_event(session, EventType.EMPLOYEE_OFFBOARDED, answer, actor)
     return answer

@@ -1,0 +1,55 @@
+"""The events of equipment changes: every service that adds a device, edits one or moves its
+status (this package's service, payments fulfilment, bulk moves) records them here, after the
+change, in the request's own transaction. `lifecycle` writes history only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from outfitter.core.events import NewEvent, as_event_data, record_events
+from outfitter.equipment import presenters
+from outfitter.equipment.repository import EquipmentRepository
+from outfitter.equipment.schemas import EquipmentOut
+from outfitter.models import Equipment, EquipmentStatus
+from outfitter.models.events import EventType
+
+EVENT_FOR_STATUS: dict[EquipmentStatus, EventType] = {
+    EquipmentStatus.ASSIGNED: EventType.EQUIPMENT_ASSIGNED,
+    EquipmentStatus.UNASSIGNED: EventType.EQUIPMENT_UNASSIGNED,
+    EquipmentStatus.IN_STORAGE: EventType.EQUIPMENT_MOVED_TO_STORAGE,
+    EquipmentStatus.SOLD: EventType.EQUIPMENT_SOLD,
+    EquipmentStatus.ARCHIVED: EventType.EQUIPMENT_ARCHIVED,
+}
+
+
+def status_event(status: EquipmentStatus) -> EventType:
+    """The event of a move to `status`."""
+    return EVENT_FOR_STATUS[status]
+
+
+def record_equipment_events(
+    session: Session, changes: Sequence[tuple[EventType, Equipment]], actor: str | None
+) -> None:
+    """One event per (type, device); data = the device as GET /client/equipment/{id} answers it
+    after the change; a constant number of statements for the whole batch (up to 1,000 devices)."""
+    if not changes:
+        return
+    repository = EquipmentRepository(session)
+    ids = list(dict.fromkeys(equipment.id for _, equipment in changes))
+    rows = repository.details(ids)  # flushes first: the rows are read as just changed
+    history = repository.history(ids, full=True)
+    now = datetime.now(UTC)
+    data = {
+        equipment_id: as_event_data(
+            EquipmentOut, presenters.detail(rows[equipment_id], history[equipment_id], now)
+        )
+        for equipment_id in ids
+    }
+    record_events(
+        session,
+        [NewEvent(type, equipment.id, data[equipment.id]) for type, equipment in changes],
+        actor=actor,
+    )

@@ -1,0 +1,1 @@
+"""The activity log: a company's events, read through `GET /client/events`."""
