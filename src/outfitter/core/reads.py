@@ -82,15 +82,29 @@ class _Compiled:
         self.compiled = compiled
         self.sql = str(compiled)
         self.names = tuple(compiled.positiontup)
-        self.expanding = any(compiled.binds[name].expanding for name in self.names)
+        self.defaults = dict(compiled.params)  # the values a statement carries (LIMIT 1, 'Archived')
+        self.expanding = tuple(name for name in self.names if compiled.binds[name].expanding)
+        # IN (...) of a list: the SQL, and which value goes where, per length of each list.
+        self.expansions: dict[tuple[int, ...], tuple[str, tuple[tuple[str, int], ...]]] = {}
         self.row_type: type[tuple[Any, ...]] | None = None
 
     def sql_and_arguments(self, parameters: dict[str, Any]) -> tuple[str, list[Any]]:
-        if self.expanding:  # IN (...) of a list: the SQL depends on the list's length
-            state = self.compiled.construct_expanded_state(parameters)
-            return state.statement, list(state.positional_parameters)
-        values = self.compiled.construct_params(parameters)
-        return self.sql, [values[name] for name in self.names]
+        values = {**self.defaults, **parameters}
+        if not self.expanding:
+            return self.sql, [values[name] for name in self.names]
+        lengths = tuple(len(values[name]) for name in self.expanding)
+        expansion = self.expansions.get(lengths)
+        if expansion is None:
+            state = self.compiled.construct_expanded_state(values)
+            origin = {
+                expanded: (name, index)
+                for name, names in state.parameter_expansion.items()
+                for index, expanded in enumerate(names)
+            }
+            sources = tuple(origin.get(name, (name, -1)) for name in state.positiontup or ())
+            expansion = self.expansions[lengths] = (state.statement, sources)
+        sql, sources = expansion
+        return sql, [values[name] if index < 0 else values[name][index] for name, index in sources]
 
     def rows(self, records: list[asyncpg.Record]) -> list[Any]:
         if not records:
@@ -114,6 +128,11 @@ def _compiled_form(statement: Executable) -> _Compiled:
 async def _init_connection(connection: asyncpg.Connection) -> None:
     # JSON columns arrive decoded, as psycopg gives them to SQLAlchemy on the other driver.
     await connection.set_type_codec("json", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+async def _keep_as_is(_connection: asyncpg.Connection) -> None:
+    """These connections only run plain reads (no session settings, locks, cursors or LISTEN), so
+    the reset asyncpg sends on every release by default would be a round trip that resets nothing."""
 
 
 # What says the database is out of reach; any other error is a bug, and a 500.
@@ -156,6 +175,7 @@ class AsyncpgReads:
             min_size=0,
             max_size=self._pool_size,
             init=_init_connection,
+            reset=_keep_as_is,
             server_settings={"application_name": APPLICATION_NAME},
         )
 

@@ -66,7 +66,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_events")),
     )
     with op.batch_alter_table("events", schema=None) as batch_op:
-        batch_op.create_index("ix_events_company_created", ["company_id", "created_at", "id"], unique=False)
+        batch_op.create_index(
+            "ix_events_company_created",
+            ["company_id", "created_at", "id"],
+            unique=False,
+            postgresql_include=["type", "subject_id"],
+        )
         batch_op.create_index(batch_op.f("ix_events_company_id"), ["company_id"], unique=False)
         batch_op.create_index(
             "ix_events_company_subject_created", ["company_id", "subject_id", "created_at"], unique=False
