@@ -17,13 +17,10 @@ from typer.testing import CliRunner
 
 from outfitter.cli import app as cli
 from outfitter.config import get_settings
-from outfitter.equipment import lifecycle
 from outfitter.models import (
-    Employee,
     Equipment,
     EquipmentHistory,
     EquipmentReservation,
-    EquipmentSource,
     EquipmentStatus,
     Event,
     Order,
@@ -31,7 +28,7 @@ from outfitter.models import (
 )
 from outfitter.payments.gateways.sandbox import SandboxGateway
 from tests.factories import Api, assert_error
-from tests.payments.conftest import add_credit, add_employee, add_storage_device, count
+from tests.payments.conftest import add_assigned_device, add_credit, add_employee, add_storage_device, count
 
 runner = CliRunner()
 INITIATE = "/client/transactions/offboard/initiate"
@@ -56,25 +53,6 @@ def advance(order_id: str, stage: str, *extra: str) -> dict[str, Any]:
     assert code == 0, err
     payload: dict[str, Any] = json.loads(out)
     return payload
-
-
-def add_assigned_device(db: Session, employee_id: uuid.UUID, title: str = "MacBook Pro") -> uuid.UUID:
-    employee = db.get(Employee, employee_id)
-    assert employee is not None
-    equipment = Equipment(
-        id=uuid.uuid4(),
-        company_id=employee.company_id,
-        title=title,
-        source=EquipmentSource.EXTERNAL,
-        status=EquipmentStatus.UNASSIGNED,
-        serial_number=f"SN-{uuid.uuid4().hex[:10]}",
-    )
-    db.add(equipment)
-    db.flush()
-    lifecycle.record_added(db, equipment, "test")
-    lifecycle.move(db, equipment, EquipmentStatus.ASSIGNED, "test", assignee=employee)
-    db.commit()
-    return equipment.id
 
 
 def offboard_body(employee: uuid.UUID, devices: list[Any], method: str = "Credit") -> dict[str, Any]:
