@@ -52,6 +52,7 @@ REFERS_TO_RECORDS = {
     "initiate_transaction_guide_alias": "as initiate_transaction",
     "initiate_transaction_interface_path": "as initiate_transaction",
     "initiate_onboard_from_storage": "orders name employees and storage equipment",
+    "initiate_offboard": "orders name employees and the equipment they hold",
     # Not a record, but the same kind of rule: one between two parameters, which no schema states.
     "list_events": "until earlier than since is refused with 422 naming query.until",
 }

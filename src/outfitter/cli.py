@@ -357,6 +357,9 @@ def _schedule_payload(schedule: Any) -> dict[str, str]:
         "gateway_percent": format(schedule.gateway_percent.normalize(), "f"),
         "onboarding_fee": format(to_minor_units(schedule.onboarding_fee_per_device, code), "f"),
         "device_config_fee": format(to_minor_units(schedule.device_config_fee_per_device, code), "f"),
+        "retrieval_fee": format(to_minor_units(schedule.retrieval_fee_per_device, code), "f"),
+        "inspection_fee": format(to_minor_units(schedule.inspection_fee_per_device, code), "f"),
+        "storage_fee": format(to_minor_units(schedule.storage_fee_per_device, code), "f"),
     }
 
 
@@ -375,11 +378,15 @@ def fees_show(as_json: JsonFlag = False) -> None:
     if as_json:
         typer.echo(json.dumps({"fee_schedules": rows}))
         return
-    typer.echo("currency  insurance%  platform%  gateway%(Card)  onboarding/device  config/device")
+    typer.echo(
+        "currency  insurance%  platform%  gateway%(Card)  onboarding/device  config/device"
+        "  retrieval/device  inspection/device  storage/device"
+    )
     for row in rows:
         typer.echo(
             f"{row['currency']:<9} {row['insurance_percent']:>10} {row['platform_percent']:>10} "
             f"{row['gateway_percent']:>15} {row['onboarding_fee']:>18} {row['device_config_fee']:>14}"
+            f" {row['retrieval_fee']:>17} {row['inspection_fee']:>18} {row['storage_fee']:>15}"
         )
 
 
@@ -403,6 +410,9 @@ def fees_set(
     gateway_percent: Annotated[str | None, typer.Option(help="Percent of the charge, Card only")] = None,
     onboarding_fee: Annotated[str | None, typer.Option(help="Flat fee per device")] = None,
     device_config_fee: Annotated[str | None, typer.Option(help="Flat fee per device")] = None,
+    retrieval_fee: Annotated[str | None, typer.Option(help="Flat fee per device retrieved")] = None,
+    inspection_fee: Annotated[str | None, typer.Option(help="Flat fee per device retrieved")] = None,
+    storage_fee: Annotated[str | None, typer.Option(help="Flat fee per device retrieved to storage")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Create or change the fee schedule of CURRENCY; options left out keep their value."""
@@ -418,6 +428,9 @@ def fees_set(
         "gateway_percent": _fee_value(gateway_percent, "gateway-percent", True),
         "onboarding_fee_per_device": _fee_value(onboarding_fee, "onboarding-fee", False),
         "device_config_fee_per_device": _fee_value(device_config_fee, "device-config-fee", False),
+        "retrieval_fee_per_device": _fee_value(retrieval_fee, "retrieval-fee", False),
+        "inspection_fee_per_device": _fee_value(inspection_fee, "inspection-fee", False),
+        "storage_fee_per_device": _fee_value(storage_fee, "storage-fee", False),
     }
     with unit_of_work() as session:
         found = find_currency(session, currency)
@@ -431,6 +444,9 @@ def fees_set(
                 currency_code=found.code,
                 onboarding_fee_per_device=Decimal(0),
                 device_config_fee_per_device=Decimal(0),
+                retrieval_fee_per_device=Decimal(0),
+                inspection_fee_per_device=Decimal(0),
+                storage_fee_per_device=Decimal(0),
                 **DEFAULT_PERCENTS,
             )
             session.add(schedule)
@@ -515,6 +531,67 @@ def payments_reconcile(as_json: JsonFlag = False) -> None:
         payload,
         f"checked {summary.checked} pending transaction(s); {outcomes}; unreachable: {summary.unreachable}",
     )
+
+
+# Orders: operators move their stages (decisions 14). The session works across companies until
+# the order is found, then acts as its company (events and tenancy need one).
+orders_app = typer.Typer(help="Orders tracked to the door: stages and cancellation.", no_args_is_help=True)
+app.add_typer(orders_app, name="orders")
+
+
+def _order_payload(order: Any) -> dict[str, Any]:
+    from outfitter.payments.presenters import order_out
+
+    return order_out(order).model_dump(mode="json")
+
+
+def _operate_on_order(order_id: str, action: Any) -> dict[str, Any]:
+    from outfitter.core.errors import DomainError
+    from outfitter.models import Order
+
+    order_uuid = parse_id(order_id, "ORDER_ID")
+    with unit_of_work() as session:
+        company_id = session.scalar(select(Order.company_id).where(Order.id == order_uuid))
+        if company_id is None:
+            fail(f"no order with id {order_id}")
+        bind_company(session, company_id)
+        try:
+            order = action(session, order_uuid)
+        except DomainError as exc:
+            fail(exc.message)
+        return _order_payload(order)
+
+
+def _order_line(payload: dict[str, Any]) -> str:
+    stages = ", ".join(f"{item['id']}: {item['stage']}" for item in payload["items"])
+    return f"order {payload['id']} ({payload['kind']}) is {payload['status']}; items {stages}"
+
+
+@orders_app.command("advance")
+def orders_advance(
+    order_id: str,
+    stage: str,
+    item: Annotated[str | None, typer.Option("--item", help="Only this item (default: every item)")] = None,
+    note: Annotated[str | None, typer.Option("--note", help="A note on the stage reached")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Move an order's items forward to STAGE, recording every stage passed."""
+    from outfitter.payments.orders import advance
+
+    item_uuid = parse_id(item, "--item") if item is not None else None
+    if note is not None and len(note) > 500:
+        fail("--note must be at most 500 characters")
+    payload = _operate_on_order(order_id, lambda session, oid: advance(session, oid, stage, item_uuid, note))
+    emit(as_json, payload, _order_line(payload))
+
+
+@orders_app.command("cancel")
+def orders_cancel(order_id: str, as_json: JsonFlag = False) -> None:
+    """Cancel an order in progress (items keep their stages; devices not yet retrieved stay Assigned)."""
+    from outfitter.payments.orders import cancel
+
+    payload = _operate_on_order(order_id, cancel)
+    emit(as_json, payload, _order_line(payload))
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from outfitter.app import create_app
 from outfitter.config import Settings
 from outfitter.core.tenancy import TenantSession, bind_company
+from outfitter.equipment import lifecycle
 from outfitter.models import (
     Country,
     Employee,
@@ -72,6 +73,25 @@ def add_storage_device(db: Session, company_id: uuid.UUID, title: str = "ThinkPa
         serial_number=f"SN-{uuid.uuid4().hex[:10]}",
     )
     db.add(equipment)
+    db.commit()
+    return equipment.id
+
+
+def add_assigned_device(db: Session, employee_id: uuid.UUID, title: str = "MacBook Pro") -> uuid.UUID:
+    employee = db.get(Employee, employee_id)
+    assert employee is not None
+    equipment = Equipment(
+        id=uuid.uuid4(),
+        company_id=employee.company_id,
+        title=title,
+        source=EquipmentSource.EXTERNAL,
+        status=EquipmentStatus.UNASSIGNED,
+        serial_number=f"SN-{uuid.uuid4().hex[:10]}",
+    )
+    db.add(equipment)
+    db.flush()
+    lifecycle.record_added(db, equipment, "test")
+    lifecycle.move(db, equipment, EquipmentStatus.ASSIGNED, "test", assignee=employee)
     db.commit()
     return equipment.id
 

@@ -29,6 +29,7 @@ from outfitter.models import (
 from tests.factories import Api
 from tests.payments.conftest import (
     LiveServer,
+    add_assigned_device,
     add_credit,
     add_employee,
     add_storage_device,
@@ -154,6 +155,32 @@ def test_two_initiates_naming_one_storage_device_one_wins(
                 r.text for r in responses
             ]
     assert count(db, Transaction) == 5
+
+
+def test_two_offboard_initiates_naming_one_device_one_wins(
+    postgres_only: None, api: Api, db: Session, live_server: LiveServer
+) -> None:
+    employee = add_employee(db, api.company_id)
+    add_credit(db, api.company_id, "NGN", "10000000")
+    with live_server.api(api.token) as client:
+        for round_number, method in enumerate(["Card", "Card", "Credit", "Credit"]):
+            device = add_assigned_device(db, employee, f"Laptop {round_number}")
+            body = {
+                "payment_method": method,
+                "employee_country_id": "NG",
+                "orders": {str(employee): [str(device)]},
+            }
+            responses = race(
+                [
+                    lambda body=body: client.post("/client/transactions/offboard/initiate", json=body)
+                    for _ in range(2)
+                ]
+            )
+            assert sorted(response.status_code for response in responses) == [200, 409], [
+                r.text for r in responses
+            ]
+    assert count(db, Transaction) == 4
+    assert count(db, Order) == 2  # the Credit winners; the Card ones wait for their payer
 
 
 def test_sandbox_pay_over_http_sends_its_webhook_after_the_redirect(

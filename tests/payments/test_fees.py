@@ -128,14 +128,26 @@ def test_cli_fees_show_and_set(cli_database: None) -> None:
         "gateway_percent": "1.5",
         "onboarding_fee": "25.00",
         "device_config_fee": "15.00",
+        "retrieval_fee": "40.00",
+        "inspection_fee": "20.00",
+        "storage_fee": "30.00",
     }
+    assert all(Decimal(row[name]) > 0 for row in rows.values() for name in ("retrieval_fee", "storage_fee"))
     result = runner.invoke(
         cli, ["fees", "set", "usd", "--gateway-percent", "2.25", "--onboarding-fee", "30", "--json"]
     )
     assert result.exit_code == 0, result.output
     changed = json.loads(result.stdout)
     assert changed["gateway_percent"] == "2.25" and changed["onboarding_fee"] == "30.00"
-    assert changed["insurance_percent"] == "3"
+    assert changed["insurance_percent"] == "3" and changed["retrieval_fee"] == "40.00"
+    result = runner.invoke(
+        cli, ["fees", "set", "USD", "--retrieval-fee", "45.5", "--inspection-fee", "0", "--storage-fee", "35"]
+    )
+    assert result.exit_code == 0, result.output
+    shown = runner.invoke(cli, ["fees", "show"]).stdout
+    assert "retrieval/device" in shown and "45.50" in shown and "35.00" in shown
+    result = runner.invoke(cli, ["fees", "set", "USD", "--storage-fee", "abc"])
+    assert result.exit_code == 1 and "storage-fee" in result.stderr
     result = runner.invoke(cli, ["fees", "set", "USD", "--platform-percent", "101"])
     assert result.exit_code == 1 and "platform-percent" in result.stderr
     result = runner.invoke(cli, ["fees", "set", "XXQ"])

@@ -22,6 +22,8 @@ from outfitter.models import (
     EquipmentStatus,
     Order,
     OrderItem,
+    OrderKind,
+    OrderStage,
     OrderStatus,
     PaymentMethod,
     Transaction,
@@ -102,6 +104,9 @@ def place_order(db: Session, company_id: uuid.UUID, employee_id: str, total: str
         onboarding_fee=zero,
         device_config_fee=zero,
         platform_fee=zero,
+        retrieval_fee=zero,
+        inspection_fee=zero,
+        storage_fee=zero,
         total_amount=Decimal(total),
         expires_at=utcnow() + timedelta(hours=24),
     )
@@ -111,7 +116,8 @@ def place_order(db: Session, company_id: uuid.UUID, employee_id: str, total: str
         company_id=company_id,
         transaction_id=transaction.id,
         tx_ref=tx_ref,
-        status=OrderStatus.COMPLETED,
+        kind=OrderKind.PURCHASE,
+        status=OrderStatus.IN_PROGRESS,
         payment_method=PaymentMethod.CARD,
         country_id=country.id,
         currency_code="NGN",
@@ -126,6 +132,8 @@ def place_order(db: Session, company_id: uuid.UUID, employee_id: str, total: str
             employee_id=uuid.UUID(employee_id),
             employee_name="Someone",
             price=Decimal(total),
+            stage=OrderStage.ORDER_PLACED,
+            stages=[{"stage": "order_placed", "at": utcnow().isoformat(), "note": None}],
         )
     )
     db.commit()

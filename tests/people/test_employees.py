@@ -37,6 +37,7 @@ EMPLOYEE_FIELDS = {
     "catalogs",
     "equipment",
     "orders",
+    "open_retrievals",
     "created_at",
 }
 
@@ -163,7 +164,7 @@ def test_retrieve_shows_departments_equipment_and_orders(api: Api, db: Session) 
     placed = data["orders"][0]
     assert placed["id"] == str(order.id) and placed["tx_ref"] == order.tx_ref
     assert (placed["status"], placed["total_amount"], placed["currency"]) == (
-        "Completed",
+        "in_progress",
         "2500000.00",
         "NGN",
     )

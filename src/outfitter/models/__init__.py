@@ -29,15 +29,20 @@ from outfitter.models.equipment import (
 )
 from outfitter.models.events import Event, EventType
 from outfitter.models.payments import (
+    ORDER_KIND_OF,
+    STAGES,
     EquipmentReservation,
     FeeSchedule,
     GatewayPaymentStatus,
     Order,
     OrderItem,
+    OrderKind,
+    OrderStage,
     OrderStatus,
     PaymentAnomaly,
     PaymentAnomalyKind,
     PaymentMethod,
+    RetrievalDestination,
     SandboxPayment,
     Transaction,
     TransactionItem,
@@ -55,6 +60,8 @@ from outfitter.models.tenants import ApiToken, Company, IdempotencyRecord
 metadata = Base.metadata
 
 __all__ = [
+    "ORDER_KIND_OF",
+    "STAGES",
     "ApiToken",
     "Asset",
     "AssetModel",
@@ -84,10 +91,13 @@ __all__ = [
     "MembershipStatus",
     "Order",
     "OrderItem",
+    "OrderKind",
+    "OrderStage",
     "OrderStatus",
     "PaymentAnomaly",
     "PaymentAnomalyKind",
     "PaymentMethod",
+    "RetrievalDestination",
     "SandboxPayment",
     "Transaction",
     "TransactionItem",

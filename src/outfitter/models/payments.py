@@ -21,6 +21,7 @@ RATE = Numeric(9, 6)  # fee percentages, e.g. 2.500000 for 2.5 %
 class TransactionKind(StrEnum):
     CATALOG = "catalog"  # buys catalog assets: the order makes new equipment
     STORAGE = "storage"  # onboards storage equipment to employees: fees only
+    OFFBOARD = "offboard"  # retrieves devices from employees: fees only, a retrieval order
 
 
 class PaymentMethod(StrEnum):
@@ -39,7 +40,65 @@ class TransactionStatus(StrEnum):
 
 
 class OrderStatus(StrEnum):
-    COMPLETED = "Completed"  # an order exists only for a fulfilled transaction
+    """An order exists only for a fulfilled transaction; then it is tracked to the door."""
+
+    IN_PROGRESS = "in_progress"  # some item has not reached its kind's last stage
+    COMPLETED = "completed"  # every item reached its last stage
+    CANCELLED = "cancelled"  # an operator cancelled it (`outfitter orders cancel`)
+
+
+class OrderKind(StrEnum):
+    PURCHASE = "purchase"  # catalog assets bought: new equipment
+    STORAGE_ONBOARDING = "storage_onboarding"  # storage equipment sent to employees
+    RETRIEVAL = "retrieval"  # devices collected from employees (offboarding)
+
+
+class OrderStage(StrEnum):
+    """Every stage of every kind; `STAGES[kind]` is the ordered path of one kind."""
+
+    ORDER_PLACED = "order_placed"
+    ORDER_CONFIRMED = "order_confirmed"
+    PRODUCT_SETUP = "product_setup"
+    PRODUCT_PACKAGED = "product_packaged"
+    ORDER_IN_TRANSIT = "order_in_transit"
+    ORDER_DELIVERED = "order_delivered"
+    RETRIEVAL_SCHEDULED = "retrieval_scheduled"
+    PICKED_UP = "picked_up"
+    IN_TRANSIT = "in_transit"
+    RECEIVED = "received"
+    INSPECTED = "inspected"
+
+
+DELIVERY_STAGES: tuple[OrderStage, ...] = (
+    OrderStage.ORDER_PLACED,
+    OrderStage.ORDER_CONFIRMED,
+    OrderStage.PRODUCT_SETUP,
+    OrderStage.PRODUCT_PACKAGED,
+    OrderStage.ORDER_IN_TRANSIT,
+    OrderStage.ORDER_DELIVERED,
+)
+RETRIEVAL_STAGES: tuple[OrderStage, ...] = (
+    OrderStage.RETRIEVAL_SCHEDULED,
+    OrderStage.PICKED_UP,
+    OrderStage.IN_TRANSIT,
+    OrderStage.RECEIVED,
+    OrderStage.INSPECTED,
+)
+STAGES: dict[OrderKind, tuple[OrderStage, ...]] = {
+    OrderKind.PURCHASE: DELIVERY_STAGES,
+    OrderKind.STORAGE_ONBOARDING: DELIVERY_STAGES,
+    OrderKind.RETRIEVAL: RETRIEVAL_STAGES,
+}
+ORDER_KIND_OF: dict[TransactionKind, OrderKind] = {
+    TransactionKind.CATALOG: OrderKind.PURCHASE,
+    TransactionKind.STORAGE: OrderKind.STORAGE_ONBOARDING,
+    TransactionKind.OFFBOARD: OrderKind.RETRIEVAL,
+}
+
+
+class RetrievalDestination(StrEnum):
+    STORAGE = "storage"  # kept in Outfitter's storage: In_Storage once received
+    OFFICE = "office"  # returned to the company: Unassigned once received
 
 
 class WalletEntryKind(StrEnum):
@@ -84,6 +143,10 @@ class FeeSchedule(IdMixin, TimestampMixin, Base):
     gateway_percent: Mapped[Decimal] = mapped_column(RATE)  # Card payments only
     onboarding_fee_per_device: Mapped[Decimal]
     device_config_fee_per_device: Mapped[Decimal]
+    # Offboarding, per device retrieved (storage: per device kept in storage).
+    retrieval_fee_per_device: Mapped[Decimal]
+    inspection_fee_per_device: Mapped[Decimal]
+    storage_fee_per_device: Mapped[Decimal]
 
 
 class Transaction(IdMixin, TimestampMixin, CompanyOwned, Base):
@@ -106,6 +169,9 @@ class Transaction(IdMixin, TimestampMixin, CompanyOwned, Base):
     onboarding_fee: Mapped[Decimal]
     device_config_fee: Mapped[Decimal]
     platform_fee: Mapped[Decimal]
+    retrieval_fee: Mapped[Decimal]
+    inspection_fee: Mapped[Decimal]
+    storage_fee: Mapped[Decimal]
     total_amount: Mapped[Decimal]
     link: Mapped[str | None] = mapped_column(String(1000))
     redirect_url: Mapped[str | None] = mapped_column(String(2000))
@@ -129,7 +195,8 @@ class TransactionItem(IdMixin, CompanyOwned, Base):
     employee_name: Mapped[str] = mapped_column(String(200))
     asset_pricing_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_pricing.id"))
     asset_spec_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_specifications.id"))
-    equipment_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("equipment.id"))  # storage orders
+    equipment_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("equipment.id"))  # storage, offboard
+    destination: Mapped[RetrievalDestination | None] = mapped_column(str_enum(RetrievalDestination, 20))
     quantity: Mapped[int] = mapped_column(default=1)
     unit_price: Mapped[Decimal]
 
@@ -158,6 +225,7 @@ class Order(IdMixin, TimestampMixin, CompanyOwned, Base):
     # Unique: one transaction makes at most one order, whatever races to fulfil it.
     transaction_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("transactions.id"), unique=True)
     tx_ref: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[OrderKind] = mapped_column(str_enum(OrderKind, 30))
     status: Mapped[OrderStatus] = mapped_column(str_enum(OrderStatus, 20))
     payment_method: Mapped[PaymentMethod] = mapped_column(str_enum(PaymentMethod, 20))
     country_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("countries.id"))
@@ -180,6 +248,12 @@ class OrderItem(IdMixin, CompanyOwned, Base):
     asset_pricing_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_pricing.id"))
     price: Mapped[Decimal]
     equipment_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("equipment.id", ondelete="SET NULL"))
+    destination: Mapped[RetrievalDestination | None] = mapped_column(str_enum(RetrievalDestination, 20))
+    stage: Mapped[OrderStage] = mapped_column(str_enum(OrderStage, 30))
+    # Every stage reached, oldest first: [{"stage", "at" (ISO 8601 UTC), "note"}]. A JSON column
+    # rather than a table: it is only ever read and written whole with its item, so a page of
+    # orders stays two statements. Assign a new list to change it (JSON is not mutation-tracked).
+    stages: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
 
     order: Mapped[Order] = relationship(back_populates="items", lazy="raise")
 

@@ -1,9 +1,10 @@
-"""The events of payments: a transaction's initiation and outcome, the order fulfilment makes, and
-every move of a wallet. Each records the subject as the API answers it, in the caller's session,
-for the transaction's company (so sessions working across companies record them too).
+"""The events of payments: a transaction's initiation and outcome, an order's creation and every
+move of its stages, and every move of a wallet. Each records the subject as the API answers it, in
+the caller's session, for the subject's company (so sessions working across companies record them
+too).
 
-The presenters live in `payments.service`, which imports the modules that record these events
-(fulfilment, initiate, wallet): they are imported when called, not at import time.
+The wallet's presenter lives in `payments.service`, which imports the modules that record these
+events (fulfilment, initiate, wallet): it is imported when called, not at import time.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from sqlalchemy.orm import Session
 from outfitter.core.events import as_event_data, record_event
 from outfitter.models import Order, Transaction, TransactionStatus, WalletEntry
 from outfitter.models.events import EventType
+from outfitter.payments.presenters import order_out, transaction_fields
+from outfitter.payments.repository import load_order, order_id_of
+from outfitter.payments.schemas import OrderOut, TransactionOut
 
 # A settled transaction's event (Cancelled has none: no path cancels one yet).
 OUTCOME_EVENTS = {
@@ -26,35 +30,19 @@ def record_transaction_event(
     session: Session, type: EventType, transaction: Transaction, actor: str | None
 ) -> None:
     """`data` is the transaction as `GET /client/transactions/{tx_ref}/verify` answers it."""
-    from outfitter.payments import service
-    from outfitter.payments.repository import order_id_of
-    from outfitter.payments.schemas import TransactionOut
-
     session.flush()
-    answer = TransactionOut.model_validate(
-        service.transaction_fields(transaction, order_id_of(session, transaction.id))
+    data = as_event_data(
+        TransactionOut, transaction_fields(transaction, order_id_of(session, transaction.id))
     )
-    record_event(
-        session,
-        type,
-        transaction.id,
-        as_event_data(TransactionOut, answer),
-        actor=actor,
-        company_id=transaction.company_id,
-    )
+    record_event(session, type, transaction.id, data, actor=actor, company_id=transaction.company_id)
 
 
 def record_order_event(session: Session, type: EventType, order: Order, actor: str | None) -> None:
-    """`data` is the order as `GET /client/orders/{orderId}` answers it."""
-    from outfitter.payments import service
-    from outfitter.payments.repository import OrderRepository
-    from outfitter.payments.schemas import OrderOut
-
+    """`data` is the order as `GET /client/orders/{orderId}` answers it, items and stages included
+    (read again, so it shows what this transaction has just written)."""
     session.flush()
-    answer = service.order_out(OrderRepository(session).get_full(str(order.id)))
-    record_event(
-        session, type, order.id, as_event_data(OrderOut, answer), actor=actor, company_id=order.company_id
-    )
+    data = as_event_data(OrderOut, order_out(load_order(session, order.id)))
+    record_event(session, type, order.id, data, actor=actor, company_id=order.company_id)
 
 
 def record_wallet_event(session: Session, type: EventType, entry: WalletEntry, actor: str | None) -> None:

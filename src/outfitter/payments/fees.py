@@ -32,6 +32,17 @@ DEFAULT_DEVICE_FEES: dict[str, tuple[str, str]] = {
     "GHS": ("300.00", "180.00"),
     "ZAR": ("450.00", "270.00"),
 }
+DEFAULT_OFFBOARD_FEES: dict[str, tuple[str, str, str]] = {
+    # currency: (retrieval, inspection, storage) per device; storage only for devices kept there
+    "USD": ("40.00", "20.00", "30.00"),
+    "EUR": ("37.00", "18.00", "28.00"),
+    "GBP": ("32.00", "16.00", "24.00"),
+    "CAD": ("54.00", "27.00", "40.00"),
+    "NGN": ("25000.00", "12000.00", "18000.00"),
+    "KES": ("5500.00", "2700.00", "4000.00"),
+    "GHS": ("480.00", "240.00", "360.00"),
+    "ZAR": ("720.00", "360.00", "540.00"),
+}
 
 
 def ensure_default_fee_schedules(session: Session) -> int:
@@ -41,11 +52,15 @@ def ensure_default_fee_schedules(session: Session) -> int:
     for code, (onboarding, config) in DEFAULT_DEVICE_FEES.items():
         if code in present:
             continue
+        retrieval, inspection, storage = DEFAULT_OFFBOARD_FEES[code]
         session.add(
             FeeSchedule(
                 currency_code=code,
                 onboarding_fee_per_device=Decimal(onboarding),
                 device_config_fee_per_device=Decimal(config),
+                retrieval_fee_per_device=Decimal(retrieval),
+                inspection_fee_per_device=Decimal(inspection),
+                storage_fee_per_device=Decimal(storage),
                 **DEFAULT_PERCENTS,
             )
         )
@@ -73,6 +88,10 @@ class Charges:
     onboarding_fee: Decimal
     device_config_fee: Decimal
     platform_fee: Decimal
+    # Offboarding only; zero on the other kinds.
+    retrieval_fee: Decimal = Decimal(0)
+    inspection_fee: Decimal = Decimal(0)
+    storage_fee: Decimal = Decimal(0)
 
     @property
     def total_amount(self) -> Decimal:
@@ -83,6 +102,9 @@ class Charges:
             + self.onboarding_fee
             + self.device_config_fee
             + self.platform_fee
+            + self.retrieval_fee
+            + self.inspection_fee
+            + self.storage_fee
         )
 
 
@@ -101,6 +123,34 @@ def compute_charges(
         else round_money(Decimal(0), minor_units)
     )
     return Charges(amount, insurance, gateway_fee, onboarding_fee, device_config_fee, platform_fee)
+
+
+def compute_offboard_charges(
+    schedule: FeeSchedule, minor_units: int, devices: int, to_storage: int, payment_method: PaymentMethod
+) -> Charges:
+    """Retrieval and inspection per device, storage per device kept in storage, and the gateway
+    fee on Card (a percentage of the rest, as for the other kinds). No equipment amount."""
+    zero = round_money(Decimal(0), minor_units)
+    retrieval_fee = round_money(schedule.retrieval_fee_per_device * devices, minor_units)
+    inspection_fee = round_money(schedule.inspection_fee_per_device * devices, minor_units)
+    storage_fee = round_money(schedule.storage_fee_per_device * to_storage, minor_units)
+    before_gateway = retrieval_fee + inspection_fee + storage_fee
+    gateway_fee = (
+        percent_of(before_gateway, schedule.gateway_percent, minor_units)
+        if payment_method == PaymentMethod.CARD
+        else zero
+    )
+    return Charges(
+        amount=zero,
+        insurance=zero,
+        gateway_fee=gateway_fee,
+        onboarding_fee=zero,
+        device_config_fee=zero,
+        platform_fee=zero,
+        retrieval_fee=retrieval_fee,
+        inspection_fee=inspection_fee,
+        storage_fee=storage_fee,
+    )
 
 
 @lru_cache(maxsize=512)

@@ -23,6 +23,8 @@ from outfitter.db.session import insert_if_absent
 from outfitter.equipment import lifecycle
 from outfitter.equipment.events import record_equipment_events
 from outfitter.models import (
+    ORDER_KIND_OF,
+    STAGES,
     AssetPricing,
     Currency,
     Employee,
@@ -31,6 +33,7 @@ from outfitter.models import (
     EquipmentState,
     EquipmentStatus,
     EquipmentType,
+    EventType,
     GatewayPaymentStatus,
     Order,
     OrderItem,
@@ -42,9 +45,9 @@ from outfitter.models import (
     TransactionKind,
     TransactionStatus,
 )
-from outfitter.models.events import EventType
 from outfitter.payments.events import OUTCOME_EVENTS, record_order_event, record_transaction_event
 from outfitter.payments.gateways import GatewayPayment
+from outfitter.payments.presenters import stage_entry
 from outfitter.payments.repository import items_of, lock_transaction, release_reservations
 
 logger = logging.getLogger("outfitter.payments")
@@ -162,7 +165,8 @@ def fulfil(
         company_id=transaction.company_id,
         transaction_id=transaction.id,
         tx_ref=transaction.tx_ref,
-        status=OrderStatus.COMPLETED,
+        kind=ORDER_KIND_OF[transaction.kind],
+        status=OrderStatus.IN_PROGRESS,
         payment_method=transaction.payment_method,
         country_id=transaction.country_id,
         currency_code=transaction.currency_code,
@@ -175,6 +179,10 @@ def fulfil(
     history_actor = transaction.actor or lifecycle.SYSTEM_ACTOR
     if transaction.kind == TransactionKind.STORAGE:
         changes = _assign_storage_equipment(session, transaction, order, items, employees, history_actor)
+    elif transaction.kind == TransactionKind.OFFBOARD:
+        # The devices stay Assigned, with their employee, until their item reaches `received`.
+        session.add_all(_order_item(order, item, item.equipment_id) for item in items)
+        changes = []
     else:
         changes = _create_catalog_equipment(session, transaction, order, items, employees, history_actor, now)
     release_reservations(session, transaction.id)
@@ -303,7 +311,13 @@ def _assign_storage_equipment(
 
 
 def _order_item(order: Order, item: TransactionItem, equipment_id: uuid.UUID | None) -> OrderItem:
+    """The item at its kind's first stage (purchases and onboardings: `order_placed`; retrievals:
+    `retrieval_scheduled`)."""
+    first = STAGES[order.kind][0]
     return OrderItem(
+        destination=item.destination,
+        stage=first,
+        stages=[stage_entry(first, utcnow(), None)],
         company_id=order.company_id,
         order_id=order.id,
         employee_id=item.employee_id,

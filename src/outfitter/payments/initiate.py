@@ -240,17 +240,23 @@ def initiate_storage(
     # checked again, since the gateway call gave others time to move or reserve them.
     _check_storage_devices(session, _storage_devices(session, seen, lock=True))
     transaction = _write(session, work.auth, draft, _ttl(gateways))
+    reserve_devices(session, transaction, devices)
+    return _pay(work, transaction)
+
+
+def reserve_devices(session: Session, transaction: Transaction, devices: dict[uuid.UUID, Equipment]) -> None:
+    """Hold the devices for this Pending transaction (storage onboarding and offboarding alike):
+    the unique `equipment_reservations.equipment_id` lets one of two racing initiates win."""
     try:
         with session.begin_nested():
             session.add_all(
-                EquipmentReservation(equipment_id=row.equipment_id, transaction_id=transaction.id)
-                for row in rows
+                EquipmentReservation(equipment_id=equipment_id, transaction_id=transaction.id)
+                for equipment_id in devices
             )
     except IntegrityError:  # another initiate reserved one of them first
         raise Conflict(
             _reserved_message(devices, reserved_equipment_ids(session, list(devices)) or set(devices))
         ) from None
-    return _pay(work, transaction)
 
 
 def _storage_devices(session: Session, ids: set[uuid.UUID], *, lock: bool) -> dict[uuid.UUID, Equipment]:
@@ -329,6 +335,9 @@ def _write(session: Session, auth: AuthContext, draft: _Draft, ttl: timedelta) -
         onboarding_fee=charges.onboarding_fee,
         device_config_fee=charges.device_config_fee,
         platform_fee=charges.platform_fee,
+        retrieval_fee=charges.retrieval_fee,
+        inspection_fee=charges.inspection_fee,
+        storage_fee=charges.storage_fee,
         total_amount=charges.total_amount,
         redirect_url=draft.redirect_url,
         expires_at=now + ttl,

@@ -14,7 +14,20 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 
 from outfitter.core.errors import NotFound
 from outfitter.core.tenancy import CompanyRepository, parse_uuid
-from outfitter.models import EquipmentReservation, Order, Transaction, TransactionItem, TransactionStatus
+from outfitter.models import (
+    EquipmentReservation,
+    Order,
+    OrderItem,
+    OrderKind,
+    OrderStage,
+    OrderStatus,
+    Transaction,
+    TransactionItem,
+    TransactionStatus,
+)
+
+# A retrieval item before these stages still has its device with the employee.
+PENDING_RETRIEVAL_STAGES = (OrderStage.RETRIEVAL_SCHEDULED, OrderStage.PICKED_UP, OrderStage.IN_TRANSIT)
 
 
 class TransactionRepository(CompanyRepository[Transaction]):
@@ -40,10 +53,15 @@ class OrderRepository(CompanyRepository[Order]):
     model = Order
     label = "Order"
 
-    def listing(self) -> Select[Order]:
-        return self.select(joinedload(Order.country), selectinload(Order.items)).order_by(
+    def listing(self, kind: OrderKind | None = None, status: OrderStatus | None = None) -> Select[Order]:
+        statement = self.select(joinedload(Order.country), selectinload(Order.items)).order_by(
             Order.created_at.desc(), Order.id.desc()
         )
+        if kind is not None:
+            statement = statement.where(Order.kind == kind)
+        if status is not None:
+            statement = statement.where(Order.status == status)
+        return statement
 
     def get_full(self, order_id: str) -> Order:
         return self.get(order_id, joinedload(Order.country), selectinload(Order.items))
@@ -101,6 +119,46 @@ def pending_transactions(session: Session, limit: int, before: datetime | None =
     if before is not None:
         statement = statement.where(Transaction.created_at < before)
     return session.scalars(statement.order_by(Transaction.created_at).limit(limit)).all()
+
+
+def lock_order(session: Session, order_id: uuid.UUID) -> Order | None:
+    """The order with its country and items, re-read under a row lock: stage moves of one order
+    queue, so each sees the stages the last one committed."""
+    statement = (
+        select(Order)
+        .where(Order.id == order_id)
+        .options(joinedload(Order.country), selectinload(Order.items))
+        .with_for_update(of=Order)
+        .execution_options(populate_existing=True)
+    )
+    return session.scalars(statement).unique().one_or_none()
+
+
+def load_order(session: Session, order_id: uuid.UUID) -> Order:
+    """The order with what its answer needs (after a write: fresh from the database)."""
+    statement = (
+        select(Order)
+        .where(Order.id == order_id)
+        .options(joinedload(Order.country), selectinload(Order.items))
+        .execution_options(populate_existing=True)
+    )
+    return session.scalars(statement).unique().one()
+
+
+def open_retrieval_equipment_ids(session: Session, equipment_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Devices named by a retrieval still in progress and not yet received."""
+    return set(
+        session.scalars(
+            select(OrderItem.equipment_id)
+            .join(Order, Order.id == OrderItem.order_id)
+            .where(
+                OrderItem.equipment_id.in_(equipment_ids),
+                Order.kind == OrderKind.RETRIEVAL,
+                Order.status == OrderStatus.IN_PROGRESS,
+                OrderItem.stage.in_(PENDING_RETRIEVAL_STAGES),
+            )
+        )
+    )
 
 
 def order_id_of(session: Session, transaction_id: uuid.UUID) -> uuid.UUID | None:

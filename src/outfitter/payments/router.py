@@ -10,12 +10,13 @@ from outfitter.core.openapi import id_path
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, ErrorEnvelope, Page, error_responses, ok
 from outfitter.core.unit_of_work import AcrossCompanies, ReadAccess, UnitOfWorkRoute, WriteAccess
-from outfitter.models import TransactionStatus, WebhookOutcome
-from outfitter.payments import initiate, service
+from outfitter.models import OrderKind, OrderStatus, TransactionStatus, WebhookOutcome
+from outfitter.payments import initiate, offboard, service
 from outfitter.payments.gateways import registry_of
 from outfitter.payments.gateways.sandbox_pages import router as sandbox_pages
 from outfitter.payments.schemas import (
     InitiateRequest,
+    OffboardInitiateRequest,
     OrderOut,
     StorageInitiateRequest,
     TransactionInitiatedOut,
@@ -50,6 +51,8 @@ _WEBHOOK_RESPONSES: dict[int | str, dict[str, Any]] = {
     **_GATEWAY_DOWN,
 }
 StatusFilter = Annotated[TransactionStatus | None, Query(description="Only transactions in this status")]
+OrderKindFilter = Annotated[OrderKind | None, Query(description="Only orders of this kind")]
+OrderStatusFilter = Annotated[OrderStatus | None, Query(description="Only orders in this status")]
 
 
 @router.post(
@@ -90,6 +93,19 @@ def initiate_onboard_from_storage(
     return ok(service.initiated(client.session, transaction), INITIATED)
 
 
+@router.post(
+    "/client/transactions/offboard/initiate",
+    response_model=Envelope[TransactionInitiatedOut],
+    responses={**error_responses(402, 409, 422), **_GATEWAY_DOWN},
+    summary="Start a transaction retrieving devices from employees (offboarding; fees only)",
+)
+def initiate_offboard(
+    body: OffboardInitiateRequest, request: Request, client: WriteAccess
+) -> dict[str, object]:
+    transaction = offboard.initiate_offboard(client, body, registry_of(request.app.state))
+    return ok(service.initiated(client.session, transaction), INITIATED)
+
+
 @router.get(
     "/client/transactions",
     response_model=Envelope[Page[TransactionOut]],
@@ -121,15 +137,20 @@ def verify_transaction(tx_ref: str, request: Request, client: ReadAccess) -> dic
     responses=error_responses(422),
     summary="List the company's orders, newest first",
 )
-def list_orders(client: ReadAccess, pagination: Pagination) -> dict[str, object]:
-    return ok(service.list_orders(client.session, pagination), "Orders fetched successfully.")
+def list_orders(
+    client: ReadAccess,
+    pagination: Pagination,
+    kind: OrderKindFilter = None,
+    status: OrderStatusFilter = None,
+) -> dict[str, object]:
+    return ok(service.list_orders(client.session, pagination, kind, status), "Orders fetched successfully.")
 
 
 @router.get(
     "/client/orders/{orderId}",
     response_model=Envelope[OrderOut],
     responses=error_responses(404),
-    summary="Retrieve one order with its items and the equipment made",
+    summary="Retrieve one order with its items, their stages and the equipment made or moved",
 )
 def get_order(orderId: Annotated[str, id_path("The order's id")], client: ReadAccess) -> dict[str, object]:
     return ok(service.get_order(client.session, orderId), "Order fetched successfully.")

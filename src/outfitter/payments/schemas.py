@@ -8,7 +8,17 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from outfitter.core.schemas import DecimalNumber, DecimalString, Documented, OneOf, Schema, Timestamp
-from outfitter.models import OrderStatus, PaymentMethod, TransactionStatus, WalletEntryKind, WebhookOutcome
+from outfitter.models import (
+    OrderKind,
+    OrderStage,
+    OrderStatus,
+    PaymentMethod,
+    RetrievalDestination,
+    TransactionKind,
+    TransactionStatus,
+    WalletEntryKind,
+    WebhookOutcome,
+)
 
 MAX_QUANTITY = 100
 # What _check_redirect_url accepts, documented.
@@ -109,8 +119,58 @@ class StorageInitiateRequest(BaseModel):
     _redirect = field_validator("redirect_url")(_check_redirect_url)
 
 
+class OffboardDevice(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    equipment_id: str = Field(max_length=100)
+    destination: RetrievalDestination = RetrievalDestination.STORAGE
+
+
+class OffboardInitiateRequest(BaseModel):
+    """`orders` maps each employee id to the devices to collect from them: `{equipment_id,
+    destination}` objects or plain equipment ids (destination `storage`). `country_id` is
+    accepted for `employee_country_id`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    payment_method: PaymentMethod
+    employee_country_id: str = Field(max_length=100)
+    redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
+    orders: dict[
+        str, Annotated[list[OffboardDevice | Annotated[str, Field(max_length=100)]], Documented(minItems=1)]
+    ] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _country_alias(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "country_id" in data and "employee_country_id" not in data:
+            data = {("employee_country_id" if key == "country_id" else key): v for key, v in data.items()}
+        return data
+
+    @field_validator("orders")
+    @classmethod
+    def _each_employee_returns_something(
+        cls, value: dict[str, list[OffboardDevice | str]]
+    ) -> dict[str, list[OffboardDevice | str]]:
+        for employee_id, items in value.items():
+            if not items:
+                raise ValueError(f"Employee {employee_id} returns nothing: give at least one equipment id.")
+        return value
+
+    def devices(self) -> list[tuple[str, int, OffboardDevice]]:
+        """(employee key, position, device) of every device named, plain ids read as storage."""
+        return [
+            (key, index, item if isinstance(item, OffboardDevice) else OffboardDevice(equipment_id=item))
+            for key, items in self.orders.items()
+            for index, item in enumerate(items)
+        ]
+
+    _redirect = field_validator("redirect_url")(_check_redirect_url)
+
+
 class _TransactionBase(Schema):
     tx_ref: str
+    kind: TransactionKind
     payment_method: PaymentMethod
     currency: str
     status: TransactionStatus
@@ -128,6 +188,9 @@ class TransactionInitiatedOut(_TransactionBase):
     onboarding_fee: DecimalNumber
     device_config_fee: DecimalNumber
     platform_fee: DecimalNumber
+    retrieval_fee: DecimalNumber
+    inspection_fee: DecimalNumber
+    storage_fee: DecimalNumber
     total_amount: DecimalNumber
     link: str | None
 
@@ -141,12 +204,21 @@ class TransactionOut(_TransactionBase):
     onboarding_fee: DecimalString
     device_config_fee: DecimalString
     platform_fee: DecimalString
+    retrieval_fee: DecimalString
+    inspection_fee: DecimalString
+    storage_fee: DecimalString
     total_amount: DecimalString
 
 
 class EmployeeRef(Schema):
     id: uuid.UUID | None
     name: str
+
+
+class StageOut(Schema):
+    stage: OrderStage
+    at: Timestamp
+    note: str | None
 
 
 class OrderItemOut(Schema):
@@ -156,11 +228,15 @@ class OrderItemOut(Schema):
     asset_pricing_id: uuid.UUID | None
     price: DecimalString
     equipment_id: uuid.UUID | None
+    destination: RetrievalDestination | None  # retrieval items only
+    stage: OrderStage
+    stages: list[StageOut]  # oldest first; the last is `stage`
 
 
 class OrderOut(Schema):
     id: uuid.UUID
     tx_ref: str
+    kind: OrderKind
     status: OrderStatus
     payment_method: PaymentMethod
     country: str
@@ -169,6 +245,7 @@ class OrderOut(Schema):
     total_amount: DecimalString
     items: list[OrderItemOut]
     created_at: Timestamp
+    updated_at: Timestamp
 
 
 class WalletBalanceOut(Schema):

@@ -17,16 +17,22 @@ from outfitter.core.pagination import PageParams, paginate
 from outfitter.core.tenancy import bind_company
 from outfitter.core.unit_of_work import ClientWork, CrossCompanyWork, UnitOfWork
 from outfitter.db.session import insert_if_absent
-from outfitter.models import Order, Transaction, TransactionStatus, WebhookEvent, WebhookOutcome
+from outfitter.models import (
+    OrderKind,
+    OrderStatus,
+    Transaction,
+    TransactionStatus,
+    WebhookEvent,
+    WebhookOutcome,
+)
 from outfitter.payments import wallet
 from outfitter.payments.fees import to_minor_units
 from outfitter.payments.fulfilment import settle
 from outfitter.payments.gateways import GatewayError, GatewayPayment, GatewayRegistry, InvalidSignature
 from outfitter.payments.initiate import GatewayUnavailable
+from outfitter.payments.presenters import order_out, transaction_fields
 from outfitter.payments.repository import OrderRepository, TransactionRepository, find_by_ref, order_id_of
 from outfitter.payments.schemas import (
-    EmployeeRef,
-    OrderItemOut,
     OrderOut,
     TransactionInitiatedOut,
     TransactionOut,
@@ -40,25 +46,6 @@ logger = logging.getLogger("outfitter.payments")
 
 class BadSignature(DomainError):
     status_code = 401
-
-
-MONEY_FIELDS = ("amount", "insurance", "gateway_fee", "onboarding_fee", "device_config_fee", "platform_fee")
-
-
-def transaction_fields(transaction: Transaction, order_id: uuid.UUID | None) -> dict[str, Any]:
-    code = transaction.currency_code
-    return {
-        "tx_ref": transaction.tx_ref,
-        "payment_method": transaction.payment_method,
-        **{name: to_minor_units(getattr(transaction, name), code) for name in MONEY_FIELDS},
-        "total_amount": to_minor_units(transaction.total_amount, code),
-        "currency": transaction.currency_code,
-        "status": transaction.status,
-        "link": transaction.link,
-        "order_id": order_id,
-        "created_at": transaction.created_at,
-        "expires_at": transaction.expires_at,
-    }
 
 
 def initiated(session: Session, transaction: Transaction) -> TransactionInitiatedOut:
@@ -168,33 +155,10 @@ def list_transactions(
     return page.body(records)
 
 
-def order_out(order: Order) -> OrderOut:
-    return OrderOut(
-        id=order.id,
-        tx_ref=order.tx_ref,
-        status=order.status,
-        payment_method=order.payment_method,
-        country=order.country.name,
-        country_code=order.country.code,
-        currency=order.currency_code,
-        total_amount=to_minor_units(order.total_amount, order.currency_code),
-        items=[
-            OrderItemOut(
-                id=item.id,
-                employee=EmployeeRef(id=item.employee_id, name=item.employee_name),
-                asset_spec_id=item.asset_spec_id,
-                asset_pricing_id=item.asset_pricing_id,
-                price=to_minor_units(item.price, order.currency_code),
-                equipment_id=item.equipment_id,
-            )
-            for item in sorted(order.items, key=lambda item: (item.employee_name, str(item.id)))
-        ],
-        created_at=order.created_at,
-    )
-
-
-def list_orders(session: Session, params: PageParams) -> dict[str, Any]:
-    page = paginate(session, OrderRepository(session).listing(), params)
+def list_orders(
+    session: Session, params: PageParams, kind: OrderKind | None = None, status: OrderStatus | None = None
+) -> dict[str, Any]:
+    page = paginate(session, OrderRepository(session).listing(kind, status), params)
     return page.body([order_out(order) for order in page.items])
 
 

@@ -23,6 +23,9 @@ from outfitter.models import (
     MembershipStatus,
     Order,
     OrderItem,
+    OrderKind,
+    OrderStage,
+    OrderStatus,
     UserDepartment,
 )
 
@@ -123,6 +126,30 @@ class EmployeeRepository(CompanyRepository[Employee]):
         for record in records:
             assert record.assignee_id is not None
             found[record.assignee_id].append(record)
+        return found
+
+    def open_retrievals_of(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[OrderItem]]:
+        """Items of retrieval orders in progress whose device has not been received yet, per
+        employee, oldest order first."""
+        found: dict[uuid.UUID, list[OrderItem]] = defaultdict(list)
+        if not ids:
+            return found
+        items = self.session.scalars(
+            select(OrderItem)
+            .join(Order, Order.id == OrderItem.order_id)
+            .where(
+                OrderItem.employee_id.in_(ids),
+                Order.kind == OrderKind.RETRIEVAL,
+                Order.status == OrderStatus.IN_PROGRESS,
+                OrderItem.stage.in_(
+                    (OrderStage.RETRIEVAL_SCHEDULED, OrderStage.PICKED_UP, OrderStage.IN_TRANSIT)
+                ),
+            )
+            .order_by(Order.created_at, OrderItem.id)
+        )
+        for item in items:
+            assert item.employee_id is not None
+            found[item.employee_id].append(item)
         return found
 
     def orders_of(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[tuple[Order, int]]]:

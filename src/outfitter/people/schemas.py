@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from outfitter.core.schemas import DecimalString, Documented, NotNull, Schema, Timestamp
-from outfitter.models import EquipmentStatus, MembershipStatus, OrderStatus
+from outfitter.models import EquipmentStatus, MembershipStatus, OrderStage, OrderStatus, RetrievalDestination
 
 _PHONE = re.compile(r"^\+?[0-9][0-9 ()\-.]{3,48}$")
 
@@ -170,6 +170,17 @@ class OrderBrief(Schema):
     created_at: Timestamp
 
 
+class OpenRetrieval(Schema):
+    """A device of this employee on its way back: its retrieval order is in progress and the
+    device has not been received yet (it is still Assigned to the employee)."""
+
+    order_id: uuid.UUID
+    order_item_id: uuid.UUID
+    equipment_id: uuid.UUID | None
+    destination: RetrievalDestination | None
+    stage: OrderStage
+
+
 class EmployeeOut(Schema):
     id: uuid.UUID
     first_name: str
@@ -192,6 +203,7 @@ class EmployeeOut(Schema):
     catalogs: None = None
     equipment: list[EquipmentBrief]
     orders: list[OrderBrief]
+    open_retrievals: list[OpenRetrieval]
     created_at: Timestamp
 
 

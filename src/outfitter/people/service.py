@@ -13,7 +13,7 @@ from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.events import as_event_data, record_event
 from outfitter.core.money import round_money
 from outfitter.core.pagination import PageParams, PageResult, paginate
-from outfitter.models import Country, Department, Employee, Equipment, Order
+from outfitter.models import Country, Department, Employee, Equipment, Order, OrderItem
 from outfitter.models.events import EventType
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import (
@@ -23,6 +23,7 @@ from outfitter.people.schemas import (
     EmployeeOut,
     EmployeePatch,
     EquipmentBrief,
+    OpenRetrieval,
     OrderBrief,
 )
 
@@ -37,6 +38,7 @@ def employee_out(
     departments: Sequence[Department] = (),
     equipment: Sequence[Equipment] = (),
     orders: Sequence[tuple[Order, int]] = (),
+    retrievals: Sequence[OrderItem] = (),
 ) -> EmployeeOut:
     return EmployeeOut(
         id=employee.id,
@@ -70,16 +72,28 @@ def employee_out(
             )
             for order, minor_units in orders
         ],
+        open_retrievals=[
+            OpenRetrieval(
+                order_id=item.order_id,
+                order_item_id=item.id,
+                equipment_id=item.equipment_id,
+                destination=item.destination,
+                stage=item.stage,
+            )
+            for item in retrievals
+        ],
         created_at=employee.created_at,
     )
 
 
 def present(repository: EmployeeRepository, employees: Sequence[Employee]) -> list[EmployeeOut]:
-    """Employees with their departments, equipment and orders: three statements for any number."""
+    """Employees with their departments, equipment, orders and open retrievals: four statements
+    for any number."""
     ids = [employee.id for employee in employees]
     departments = repository.departments_of(ids)
     equipment = repository.equipment_of(ids)
     orders = repository.orders_of(ids)
+    retrievals = repository.open_retrievals_of(ids)
     return [
         employee_out(
             employee,
@@ -87,6 +101,7 @@ def present(repository: EmployeeRepository, employees: Sequence[Employee]) -> li
             departments.get(employee.id, []),
             equipment.get(employee.id, []),
             orders.get(employee.id, []),
+            retrievals.get(employee.id, []),
         )
         for employee in employees
     ]
