@@ -32,6 +32,7 @@ from outfitter.equipment.router import router as equipment_router
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
 from outfitter.people.router import router as people_router
+from outfitter.webhooks.router import router as webhooks_router
 
 API_PREFIX = "/api/v2"
 
@@ -85,7 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestContextMiddleware)
 
     api = APIRouter(prefix=API_PREFIX)
-    domain_routers = (catalog_router, people_router, equipment_router, payments_router)
+    domain_routers = (catalog_router, people_router, equipment_router, payments_router, webhooks_router)
     for domain_router in domain_routers:
         api.include_router(domain_router)
     app.state.route_methods = route_methods(API_PREFIX, domain_routers)

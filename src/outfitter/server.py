@@ -36,6 +36,8 @@ from uvicorn.supervisors import Multiprocess
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from outfitter.worker.loop import BackgroundWorker
+
 # The single-process server imports the app object; workers build it through `worker_app`, which
 # first ties the worker to the master (the master's pid travels in MASTER_PID_VARIABLE).
 ASGI_APP = "outfitter.asgi:app"
@@ -98,6 +100,7 @@ def serve(host: str, port: int, workers: int) -> None:
     if workers < 1:
         raise ServeError(f"--workers must be at least 1, got {workers}")
     sock = bind_socket(host, port)
+    background = _start_embedded_worker()
     try:
         if workers == 1:
             _serve_one(sock, host, port)
@@ -105,6 +108,21 @@ def serve(host: str, port: int, workers: int) -> None:
             _serve_workers(sock, host, port, workers)
     finally:
         sock.close()
+        if background is not None:
+            background.stop()
+
+
+def _start_embedded_worker() -> BackgroundWorker | None:
+    """One worker thread in this (master) process, whatever --workers says: once per `serve`, not
+    once per server process. OUTFITTER_EMBEDDED_WORKER=false leaves the work to `outfitter worker`."""
+    from outfitter.config import get_settings
+    from outfitter.worker import start_in_background
+
+    settings = get_settings()
+    if not settings.embedded_worker:
+        return None
+    logger.info("embedded worker started (OUTFITTER_EMBEDDED_WORKER=false to run it apart)")
+    return start_in_background(settings)
 
 
 def _config(app: str, host: str, port: int, workers: int, factory: bool = False) -> Config:

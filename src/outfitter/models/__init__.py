@@ -51,10 +51,19 @@ from outfitter.models.payments import (
 )
 from outfitter.models.people import Department, Employee, MembershipStatus, UserDepartment
 from outfitter.models.tenants import ApiToken, Company, IdempotencyRecord
+from outfitter.models.webhooks import (
+    PING_EVENT_TYPE,
+    DeliveryStatus,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WorkerJob,
+)
 
 metadata = Base.metadata
 
 __all__ = [
+    "PING_EVENT_TYPE",
     "ApiToken",
     "Asset",
     "AssetModel",
@@ -66,6 +75,7 @@ __all__ = [
     "Country",
     "Currency",
     "CurrencyStatus",
+    "DeliveryStatus",
     "Department",
     "Employee",
     "Equipment",
@@ -97,8 +107,12 @@ __all__ = [
     "Wallet",
     "WalletEntry",
     "WalletEntryKind",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookEndpoint",
     "WebhookEvent",
     "WebhookOutcome",
+    "WorkerJob",
     "fold_spec",
     "metadata",
 ]
