@@ -78,7 +78,9 @@ def emit(engine: Engine, company_id: uuid.UUID, *types: EventType) -> list[uuid.
 
 
 def deliveries(db: Session) -> list[WebhookDelivery]:
-    rows = list(db.scalars(select(WebhookDelivery).order_by(WebhookDelivery.created_at)))
+    # populate_existing: the test's session keeps objects across commits (expire_on_commit off).
+    statement = select(WebhookDelivery).order_by(WebhookDelivery.created_at, WebhookDelivery.event_type)
+    rows = list(db.scalars(statement.execution_options(populate_existing=True)))
     db.commit()
     return rows
 

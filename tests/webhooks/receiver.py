@@ -56,10 +56,14 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # socketserver's 5 refuses connections when many workers send at once
+
+
 @contextmanager
 def running_receiver() -> Iterator[Receiver]:
     receiver = Receiver(url="")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(receiver))
+    server = _Server(("127.0.0.1", 0), _handler(receiver))
     server.daemon_threads = True
     receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks"
     thread = threading.Thread(target=server.serve_forever, daemon=True)

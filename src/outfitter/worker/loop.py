@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
@@ -63,7 +64,7 @@ class Worker:
         self._job_runner = ThreadPoolExecutor(1, thread_name_prefix="outfitter-jobs")
         self._job_future: Future[None] | None = None
         self._next_job_check = 0.0
-        self._inflight: dict[Future[None], Outgoing] = {}
+        self._inflight: dict[Future[bool], Outgoing] = {}
         self._stopping = threading.Event()
 
     # -- one pass, for tests and `outfitter worker --once` ------------------------------------
@@ -141,10 +142,15 @@ class Worker:
 
     def _wait(self, seconds: float) -> None:
         """Until a send finishes (room to claim), the poll interval passes, or stop() is called."""
-        if self._inflight:
-            concurrent.futures.wait(list(self._inflight), timeout=seconds, return_when=FIRST_COMPLETED)
-        else:
-            self._stopping.wait(seconds)
+        deadline = time.monotonic() + seconds
+        while not self._stopping.is_set() and time.monotonic() < deadline:
+            if not self._inflight:
+                self._stopping.wait(deadline - time.monotonic())
+                return
+            # In short slices, so that stop() is noticed at once.
+            done, _ = concurrent.futures.wait(list(self._inflight), timeout=0.05, return_when=FIRST_COMPLETED)
+            if done:
+                return
 
     def _start_jobs_if_due(self) -> None:
         now = utcnow().timestamp()
@@ -163,23 +169,32 @@ class Worker:
 
         return run
 
-    def _deliver(self, outgoing: Outgoing) -> None:
+    def _deliver(self, outgoing: Outgoing) -> bool:
+        """Send and record one delivery; False when it was not sent because the worker is stopping
+        (it is then released, not sent late)."""
+        if self._stopping.is_set():
+            return False
         outcome = send(self._client, outgoing, self.settings)
         try:
             record_outcome(self.sessions, self.name, outgoing, outcome, self.settings)
         except Exception:
             # The lease expires and the delivery is sent again: at least once, never lost.
             logger.exception("recording the outcome of delivery %s failed", outgoing.delivery_id)
+        return True
 
     def _shutdown(self) -> None:
         """Finish or release what this worker holds."""
-        pending = [future for future in self._inflight if not future.done()]
+        held = list(self._inflight)
         # Queued sends that have not started are given back at once rather than sent late.
-        not_started = [future for future in pending if future.cancel()]
-        finished, unfinished = concurrent.futures.wait(
-            [future for future in pending if future not in not_started], timeout=self.shutdown_grace
-        )
-        unsent = [self._inflight[future].delivery_id for future in [*not_started, *unfinished]]
+        for future in held:
+            future.cancel()
+        running = [future for future in held if not future.cancelled()]
+        finished, unfinished = concurrent.futures.wait(running, timeout=self.shutdown_grace)
+        unsent = [
+            self._inflight[future].delivery_id
+            for future in held
+            if future.cancelled() or future in unfinished or future.result() is False
+        ]
         try:
             release(self.sessions, self.name, unsent)
         except Exception:
