@@ -79,6 +79,18 @@ BODIES: dict[Key, dict[str, Any] | None] = {
     ("DELETE", f"{API}/client/equipment/{{equipmentId}}"): None,
     ("GET", f"{API}/client/transactions/{{tx_ref}}/verify"): None,
     ("GET", f"{API}/client/orders/{{orderId}}"): None,
+    ("GET", f"{API}/client/webhook-endpoints/{{endpointId}}"): None,
+    # Not `enabled: false`: the owner's own walk of ping and retry (which refuse a disabled
+    # endpoint) follows it.
+    ("PATCH", f"{API}/client/webhook-endpoints/{{endpointId}}"): {
+        "description": "Mallory's",
+        "event_types": ["wallet.debited"],
+    },
+    ("DELETE", f"{API}/client/webhook-endpoints/{{endpointId}}"): None,
+    ("POST", f"{API}/client/webhook-endpoints/{{endpointId}}/rotate-secret"): None,
+    ("POST", f"{API}/client/webhook-endpoints/{{endpointId}}/ping"): None,
+    ("GET", f"{API}/client/webhook-endpoints/{{endpointId}}/deliveries"): None,
+    ("POST", f"{API}/client/webhook-endpoints/{{endpointId}}/deliveries/{{deliveryId}}/retry"): None,
 }
 
 # GETs with a path id left out of the first company's snapshot, and why.
@@ -342,6 +354,14 @@ def first(api: Api, engine: Engine, db: Session) -> First:
     orders = api.get("/client/orders").json()["data"]["data"]
     assert [order["tx_ref"] for order in orders] == [credit.json()["data"]["tx_ref"]]
 
+    # A webhook endpoint (on a host that does not resolve: accepted, never sent to here) and a
+    # delivery of it, queued by a ping.
+    endpoint = api.post("/client/webhook-endpoints", {"url": "https://hooks.acme.invalid/outfitter"})
+    assert endpoint.status_code == 201, endpoint.text
+    endpoint_id = endpoint.json()["data"]["id"]
+    ping = api.post(f"/client/webhook-endpoints/{endpoint_id}/ping")
+    assert ping.status_code == 202, ping.text
+
     devices = api.get("/client/equipment", per_page=100).json()["data"]["data"]
     assert len(devices) == 2, devices  # the registered one and the one the order made
     records = {
@@ -350,6 +370,8 @@ def first(api: Api, engine: Engine, db: Session) -> First:
         "equipmentId": device["id"],
         "tx_ref": card.json()["data"]["tx_ref"],
         "orderId": orders[0]["id"],
+        "endpointId": endpoint_id,
+        "deliveryId": ping.json()["data"]["id"],
     }
     reads = {name: [value] for name, value in records.items()}
     reads["userId"].append(buyer["id"])
