@@ -199,3 +199,28 @@ def test_the_expiry_job_expires_and_announces(
     assert payload["data"]["status"] == "Expired"
     assert attempts(db, deliveries(db)[0].id)[0].status_code == 200
     _ = WebhookDelivery
+
+
+def test_a_slow_receiver_does_not_hold_up_the_others(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    from tests.webhooks.receiver import running_receiver
+
+    register(api, receiver.url, event_types=["employee.created"])
+    receiver.hold = threading.Event()  # this receiver never answers until the end
+    with running_receiver() as fast:
+        register(api, fast.url, event_types=["employee.updated"])
+        emit(engine, api.company_id, *[EventType.EMPLOYEE_CREATED] * 6, *[EventType.EMPLOYEE_UPDATED] * 3)
+        runner = make_worker(engine, private_ok, concurrency=2)  # one thread per endpoint at most
+        thread = threading.Thread(target=runner.run_forever)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 20
+            while len(fast.received) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(fast.received) == 3
+            assert len(receiver.received) == 1  # the slow one holds one thread, not both
+        finally:
+            runner.stop()
+            receiver.hold.set()
+            thread.join(timeout=30)

@@ -31,7 +31,11 @@ FAILING_DAYS_BEFORE_DISABLING = 5
 
 
 def claim_deliveries(
-    sessions: sessionmaker[Session], worker: str, limit: int, settings: Settings
+    sessions: sessionmaker[Session],
+    worker: str,
+    limit: int,
+    settings: Settings,
+    exclude_endpoints: Sequence[uuid.UUID] = (),
 ) -> list[Outgoing]:
     with across_companies(sessions()) as session, session.begin():
         now = utcnow()
@@ -48,6 +52,8 @@ def claim_deliveries(
             .limit(limit)
             .with_for_update(of=WebhookDelivery, skip_locked=True)
         )
+        if exclude_endpoints:
+            due = due.where(WebhookDelivery.endpoint_id.not_in(exclude_endpoints))
         ids = list(session.scalars(due))
         if not ids:
             return []

@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 
@@ -65,6 +66,9 @@ class Worker:
         self._job_future: Future[None] | None = None
         self._next_job_check = 0.0
         self._inflight: dict[Future[bool], Outgoing] = {}
+        # Claimed, not yet handed to the pool: their endpoint has its share of threads busy.
+        self._waiting: list[tuple[float, Outgoing]] = []
+        self.per_endpoint = max(1, self.concurrency // 2)
         self._stopping = threading.Event()
 
     # -- one pass, for tests and `outfitter worker --once` ------------------------------------
@@ -128,17 +132,44 @@ class Worker:
         self._inflight = {
             future: outgoing for future, outgoing in self._inflight.items() if not future.done()
         }
+        self._submit_waiting()
         room = self.concurrency * CLAIM_AHEAD - len(self._inflight)
-        if room <= 0:
-            return 0
+        if room < self.concurrency:
+            return 0  # claim in batches, when a pool's worth of room is free: fewer transactions
+        held = Counter(outgoing.endpoint_id for outgoing in self._inflight.values())
+        held.update(outgoing.endpoint_id for _, outgoing in self._waiting)
+        # Endpoints with their share in hand are left out of the claim: the room goes to the others.
+        saturated = [endpoint for endpoint, count in held.items() if count >= self.per_endpoint * CLAIM_AHEAD]
         try:
-            claimed = claim_deliveries(self.sessions, self.name, room, self.settings)
+            claimed = claim_deliveries(
+                self.sessions, self.name, room, self.settings, exclude_endpoints=saturated
+            )
         except Exception:
             logger.exception("claiming deliveries failed; retrying shortly")
             return 0
-        for outgoing in claimed:
-            self._inflight[self._senders.submit(self._deliver, outgoing)] = outgoing
+        now = time.monotonic()
+        self._waiting += [(now, outgoing) for outgoing in claimed]
+        self._submit_waiting()
         return len(claimed)
+
+    def _submit_waiting(self) -> None:
+        """Hand claimed deliveries to the pool, at most `per_endpoint` per endpoint at a time, so a
+        slow receiver holds half the threads at most and the others keep sending. What waits too
+        long for its endpoint is released before its lease ends (another worker may take it)."""
+        busy = Counter(outgoing.endpoint_id for outgoing in self._inflight.values())
+        keep: list[tuple[float, Outgoing]] = []
+        stale: list[uuid.UUID] = []
+        for since, outgoing in self._waiting:
+            if busy[outgoing.endpoint_id] < self.per_endpoint:
+                busy[outgoing.endpoint_id] += 1
+                self._inflight[self._senders.submit(self._deliver, outgoing)] = outgoing
+            elif time.monotonic() - since > self.settings.worker_lease_seconds / 2:
+                stale.append(outgoing.delivery_id)
+            else:
+                keep.append((since, outgoing))
+        self._waiting = keep
+        if stale:
+            release(self.sessions, self.name, stale)
 
     def _wait(self, seconds: float) -> None:
         """Until a send finishes (room to claim), the poll interval passes, or stop() is called."""
@@ -194,7 +225,7 @@ class Worker:
             self._inflight[future].delivery_id
             for future in held
             if future.cancelled() or future in unfinished or future.result() is False
-        ]
+        ] + [outgoing.delivery_id for _, outgoing in self._waiting]
         try:
             release(self.sessions, self.name, unsent)
         except Exception:
