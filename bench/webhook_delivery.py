@@ -3,7 +3,8 @@
 1. Delivery: N events (default 10,000) are committed in batches of 100 while 1, then 2,
    `outfitter worker` processes send them to a local receiver (a uvicorn process on 127.0.0.1).
    Prints deliveries per second (first event committed -> last delivery received) and the lag of
-   each delivery (its event's created_at -> received by the receiver), p50 and p99.
+   each delivery (its event's created_at -> received by the receiver), p50 and p99. Then the lag
+   at a steady rate that one worker keeps up with (what a receiver sees day to day).
 2. Write cost: the latency of POST /client/employees with no endpoint registered and with one,
    so the fan-out's share of a write request shows (one indexed SELECT, plus one INSERT when an
    endpoint wants the event). Before the events branch is merged, employee create records no event;
@@ -11,7 +12,7 @@
    and says so.
 
     .venv/bin/python bench/webhook_delivery.py [--events 10000] [--requests 300]
-        [--postgres postgresql://127.0.0.1:5432/postgres]
+        [--rate 20 --paced-events 300] [--postgres postgresql://127.0.0.1:5432/postgres]
 """
 
 from __future__ import annotations
@@ -94,9 +95,14 @@ def company_with_endpoint(session: Session, url: str | None) -> tuple[uuid.UUID,
     return company.id, token
 
 
-def deliver(database_url: str, events: int, workers: int, run: Path) -> dict[str, float]:
+def deliver(
+    database_url: str, events: int, workers: int, run: Path, rate: float | None = None
+) -> dict[str, float]:
+    """`rate` None: the events are committed as fast as possible, in batches of 100 (a burst: the
+    lag is mostly queueing). A rate: one event per commit, `rate` a second (the lag of a worker
+    that keeps up)."""
     engine = make_engine(database_url)
-    log = run / f"received-{workers}.log"
+    log = run / f"received-{workers}-{rate}.log"
     env = {
         **os.environ,
         "OUTFITTER_DATABASE_URL": database_url,
@@ -110,11 +116,14 @@ def deliver(database_url: str, events: int, workers: int, run: Path) -> dict[str
         processes = [subprocess.Popen([str(BIN / "outfitter"), "worker"], env=env) for _ in range(workers)]
         time.sleep(2)  # let them start and poll
         created: dict[str, datetime] = {}
-        for start in range(0, events, BATCH):
+        size = 1 if rate else BATCH
+        for start in range(0, events, size):
             with TenantSession(engine) as session, session.begin():
                 bind_company(session, company_id)
-                batch = [NewEvent(EventType.EMPLOYEE_UPDATED, uuid.uuid4(), {"n": n}) for n in range(BATCH)]
-                record_events(session, batch[: min(BATCH, events - start)])
+                batch = [NewEvent(EventType.EMPLOYEE_UPDATED, uuid.uuid4(), {"n": n}) for n in range(size)]
+                record_events(session, batch[: min(size, events - start)])
+            if rate:
+                time.sleep(1 / rate)
         with Session(engine) as session:
             for event_id, at in session.execute(select(Event.id, Event.created_at)):
                 created[str(event_id)] = at
@@ -153,6 +162,9 @@ def deliver(database_url: str, events: int, workers: int, run: Path) -> dict[str
     }
 
 
+RECORDING = {"on": True}  # the shim's switch, when this script instruments employee create
+
+
 def instrument_employee_create_if_needed(engine: Any) -> bool:
     """Record employee.created in the request, as the events branch does, unless it already does."""
     from outfitter.people import service
@@ -167,7 +179,10 @@ def instrument_employee_create_if_needed(engine: Any) -> bool:
 
     def create_employee(session: Session, body: Any) -> Any:
         employee = original(session, body)
-        record_event(session, EventType.EMPLOYEE_CREATED, employee.id, as_event_data(EmployeeOut, employee))
+        if RECORDING["on"]:
+            record_event(
+                session, EventType.EMPLOYEE_CREATED, employee.id, as_event_data(EmployeeOut, employee)
+            )
         return employee
 
     service.create_employee = create_employee  # type: ignore[assignment]
@@ -185,25 +200,15 @@ def employee_body(index: int) -> dict[str, Any]:
     }
 
 
-def median_ms(client: httpx.Client, requests: int) -> float:
-    timings = []
-    for index in range(requests + 20):
-        started = time.perf_counter()
-        response = client.post("/client/employees", json=employee_body(index))
-        elapsed = time.perf_counter() - started
-        assert response.status_code == 201, response.text[:300]
-        if index >= 20:  # the first ones warm up connections and caches
-            timings.append(elapsed * 1000)
-    return statistics.median(timings)
-
-
 def write_cost(database_url: str, requests: int, url: str) -> dict[str, float]:
+    """Median latency of each variant, measured round-robin (one request of each in turn), so that
+    the load of a shared machine weighs on all of them alike."""
     engine = make_engine(database_url)
     with Session(engine) as session, session.begin():
         _, plain_token = company_with_endpoint(session, None)
         _, hooked_token = company_with_endpoint(session, url)
     app = create_app(Settings(database_url=database_url, rate_limit="off"))
-    results: dict[str, float] = {}
+    timings: dict[str, list[float]] = {}
     with serving(app, free_port()) as base:
 
         def client(token: str) -> httpx.Client:
@@ -212,10 +217,22 @@ def write_cost(database_url: str, requests: int, url: str) -> dict[str, float]:
 
         with client(plain_token) as plain, client(hooked_token) as hooked:
             plain.post("/client/employees", json=employee_body(-1)).raise_for_status()
+            variants: list[tuple[str, httpx.Client, bool]] = [
+                ("event, no endpoint", plain, True),
+                ("event, one endpoint", hooked, True),
+            ]
             if instrument_employee_create_if_needed(engine):
-                results["no event"] = median_ms(plain, requests)  # the unmerged branch: a baseline
-            results["event, no endpoint"] = median_ms(plain, requests)
-            results["event, one endpoint"] = median_ms(hooked, requests)
+                variants.insert(0, ("no event", plain, False))  # the unmerged branch: a baseline
+            for index in range(requests + 20):
+                for label, http, recording in variants:
+                    RECORDING["on"] = recording
+                    started = time.perf_counter()
+                    response = http.post("/client/employees", json=employee_body(index))
+                    elapsed = time.perf_counter() - started
+                    assert response.status_code == 201, response.text[:300]
+                    if index >= 20:  # the first ones warm up connections and caches
+                        timings.setdefault(label, []).append(elapsed * 1000)
+    results = {label: statistics.median(values) for label, values in timings.items()}
     with Session(engine) as session:
         results["deliveries queued"] = float(
             session.scalar(select(func.count()).select_from(WebhookDelivery)) or 0
@@ -228,6 +245,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--rate", type=float, default=20, help="events per second of the steady run")
+    parser.add_argument("--paced-events", type=int, default=300)
     parser.add_argument("--postgres", default="postgresql://127.0.0.1:5432/postgres")
     args = parser.parse_args()
     with scratch_postgres(args.postgres) as database_url, tempfile.TemporaryDirectory() as scratch:
@@ -236,10 +255,16 @@ def main() -> None:
         for workers in (1, 2):
             figures = deliver(database_url, args.events, workers, Path(scratch))
             print(
-                f"{workers} worker(s): {int(figures['received'])} of {args.events} delivered, "
+                f"burst, {workers} worker(s): {int(figures['received'])} of {args.events} delivered, "
                 f"{figures['per_second']:.0f} deliveries/s; lag p50 {figures['p50'] * 1000:.0f} ms, "
                 f"p99 {figures['p99'] * 1000:.0f} ms"
             )
+        paced = deliver(database_url, args.paced_events, 1, Path(scratch), rate=args.rate)
+        print(
+            f"steady {args.rate:g} events/s, 1 worker: "
+            f"{int(paced['received'])} of {args.paced_events} delivered; "
+            f"lag p50 {paced['p50'] * 1000:.0f} ms, p99 {paced['p99'] * 1000:.0f} ms"
+        )
         with receiver(free_port(), Path(scratch) / "write.log") as url:
             cost = write_cost(database_url, args.requests, url)
         queued = int(cost.pop("deliveries queued"))

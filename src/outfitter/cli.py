@@ -530,6 +530,7 @@ def worker(
     """Send webhook deliveries and run the periodic jobs (expiry, reconciliation) until SIGTERM/SIGINT.
 
     Any number of workers may run against one PostgreSQL database: they share the work."""
+    import logging
     import signal
 
     from outfitter.db.session import make_sessionmaker
@@ -542,6 +543,11 @@ def worker(
     try:
         if not is_current(engine):
             fail("the database schema is not up to date: run 'outfitter db upgrade' first")
+        # The worker's own log (what it sent, released, expired), not the libraries' chatter.
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.getLogger("outfitter").addHandler(handler)
+        logging.getLogger("outfitter").setLevel(logging.INFO)
         runner = Worker(make_sessionmaker(engine, TenantSession), settings, concurrency=concurrency)
         if once:
             attempted = runner.run_once()

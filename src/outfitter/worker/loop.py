@@ -264,8 +264,10 @@ class BackgroundWorker:
             logger.exception("the embedded worker stopped")
 
     def stop(self) -> None:
+        """Idempotent: the server calls it on its way out, whichever way that is."""
         self.worker.stop()
-        self.thread.join(timeout=self.worker.shutdown_grace + 5)
+        if self.thread.is_alive():
+            self.thread.join(timeout=self.worker.shutdown_grace + 5)
         self.engine.dispose()
 
 
