@@ -4,12 +4,16 @@ rotation, URL safety at registration, PATCH, DELETE, ping and the delivery log."
 from __future__ import annotations
 
 import base64
+import uuid
 
 from fastapi import FastAPI
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
+from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
 from outfitter.config import Settings
+from outfitter.core.events import NewEvent, record_events
+from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.models import Event, EventType, WebhookDelivery, WebhookEndpoint
 from outfitter.worker import Worker
 from tests.factories import Api, assert_error
@@ -195,3 +199,33 @@ def test_a_company_with_no_endpoint_gets_no_delivery_rows(api: Api, engine: Engi
     assert deliveries(db) == []
     assert count(db, WebhookEndpoint) == 0
     assert count(db, WebhookDelivery) == 0
+
+
+def test_fan_out_is_a_constant_number_of_statements(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    """Per batch of events: the events' INSERT, one SELECT of the company's enabled endpoints and,
+    when one wants them, one INSERT of the deliveries, whatever the number of events."""
+
+    def statements_for(events: int) -> list[str]:
+        seen: list[str] = []
+
+        def note(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+            seen.append(statement.split()[0].upper())
+
+        with TenantSession(engine) as session, session.begin():
+            bind_company(session, api.company_id)
+            session.execute(select(WebhookEndpoint.id)).all()  # BEGIN and the session's own set-up first
+            sa_event.listen(engine, "before_cursor_execute", note)
+            try:
+                batch = [NewEvent(EventType.EMPLOYEE_UPDATED, uuid.uuid4(), {"n": n}) for n in range(events)]
+                record_events(session, batch)
+            finally:
+                sa_event.remove(engine, "before_cursor_execute", note)
+        return seen
+
+    assert statements_for(50) == ["INSERT", "SELECT"]  # no endpoint: one indexed SELECT more
+    register(api, receiver.url)
+    register(api, receiver.url + "/2")
+    assert statements_for(1) == statements_for(50) == ["INSERT", "SELECT", "INSERT"]
+    assert count(db, WebhookDelivery) == 2 * 51
