@@ -34,6 +34,7 @@ from outfitter.events.router import router as events_router
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
 from outfitter.people.router import router as people_router
+from outfitter.webhooks.router import router as webhooks_router
 
 API_PREFIX = "/api/v2"
 
@@ -102,7 +103,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # Each router straight on the app, the hottest first: FastAPI matches a request by walking the
     # routes in order, level by level, and that walk was a third of a single retrieve's CPU.
-    domain_routers = (equipment_router, people_router, catalog_router, payments_router, events_router)
+    domain_routers = (
+        equipment_router,
+        people_router,
+        catalog_router,
+        payments_router,
+        events_router,
+        webhooks_router,
+    )
     for domain_router in domain_routers:
         app.include_router(domain_router, prefix=API_PREFIX)
     app.state.route_methods = route_methods(API_PREFIX, domain_routers)

@@ -594,6 +594,50 @@ def orders_cancel(order_id: str, as_json: JsonFlag = False) -> None:
     emit(as_json, payload, _order_line(payload))
 
 
+# --- the worker (issue 10) --------------------------------------------------------------------
+
+
+@app.command("worker")
+def worker(
+    concurrency: Annotated[
+        int | None, typer.Option(help="Sends at once (default OUTFITTER_WORKER_CONCURRENCY)", min=1, max=64)
+    ] = None,
+    once: Annotated[bool, typer.Option("--once", help="Do what is due now, then exit")] = False,
+) -> None:
+    """Send webhook deliveries and run the periodic jobs (expiry, reconciliation) until SIGTERM/SIGINT.
+
+    Any number of workers may run against one PostgreSQL database: they share the work."""
+    import logging
+    import signal
+
+    from outfitter.db.session import make_sessionmaker
+    from outfitter.migrations import is_current
+    from outfitter.worker import Worker
+
+    settings = get_settings()
+    size = (concurrency or settings.worker_concurrency) + 2
+    engine = make_engine(settings.database_url, pool_size=size, max_overflow=0)
+    try:
+        if not is_current(engine):
+            fail("the database schema is not up to date: run 'outfitter db upgrade' first")
+        # The worker's own log (what it sent, released, expired), not the libraries' chatter.
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.getLogger("outfitter").addHandler(handler)
+        logging.getLogger("outfitter").setLevel(logging.INFO)
+        runner = Worker(make_sessionmaker(engine, TenantSession), settings, concurrency=concurrency)
+        if once:
+            attempted = runner.run_once()
+            runner.close()
+            typer.echo(f"attempted {attempted} delivery(ies)")
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda _signum, _frame: runner.stop())
+        runner.run_forever()
+    finally:
+        engine.dispose()
+
+
 def main() -> None:
     """The `outfitter` command: a database out of reach is one line too, whatever the command."""
     from sqlalchemy.exc import InterfaceError, OperationalError

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -44,6 +44,26 @@ class Settings(BaseSettings):
     transaction_ttl_hours: int = 24
     idempotency_ttl_hours: int = 24
 
+    # Outgoing webhooks (docs/webhooks.md). None means "the environment's default": http:// is
+    # allowed in the embedded environment (a developer's laptop), refused in production.
+    webhook_allow_http: bool | None = None
+    # Receivers on loopback, private, link-local or reserved addresses: local development and tests.
+    webhook_allow_private: bool = False
+    # Seconds after the first attempt at which each attempt is due (the first is normally 0).
+    webhook_retry_schedule: Annotated[list[float], NoDecode] = [0, 5, 300, 1800, 7200, 18000, 36000, 36000]
+    webhook_timeout_seconds: float = Field(default=15.0, gt=0, le=120)
+    # How long a worker holds a claimed delivery or job: longer than a send can take, so a live
+    # worker never loses its claim, and short enough that a dead worker's work resumes soon.
+    worker_lease_seconds: float = Field(default=60.0, gt=0, le=3600)
+    worker_concurrency: int = Field(default=8, ge=1, le=64)
+    worker_poll_seconds: float = Field(default=1.0, gt=0, le=60)
+    # How often the worker expires Pending transactions past their time to live, and asks the
+    # gateway about Pending card payments.
+    worker_expire_interval_seconds: float = Field(default=60.0, gt=0)
+    worker_reconcile_interval_seconds: float = Field(default=600.0, gt=0)
+    # `outfitter serve` runs one worker in-process unless this is false.
+    embedded_worker: bool = True
+
     @field_validator("database_url")
     @classmethod
     def _normalise_database_url(cls, value: str) -> str:
@@ -58,6 +78,20 @@ class Settings(BaseSettings):
             make_url(value)
         except ArgumentError:
             raise ValueError("not a database URL") from None
+        return value
+
+    @field_validator("webhook_retry_schedule", mode="before")
+    @classmethod
+    def _parse_schedule(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                value = [float(part) for part in value.split(",") if part.strip()]
+            except ValueError:
+                raise ValueError("expected seconds separated by commas, e.g. 0,5,300") from None
+        if isinstance(value, list) and (
+            not value or any(not isinstance(s, int | float) or s < 0 for s in value) or value != sorted(value)
+        ):
+            raise ValueError("expected one or more non-negative seconds, in increasing order")
         return value
 
     @model_validator(mode="after")
@@ -83,6 +117,12 @@ class Settings(BaseSettings):
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+    @property
+    def webhooks_allow_http(self) -> bool:
+        if self.webhook_allow_http is not None:
+            return self.webhook_allow_http
+        return self.environment == "embedded"
 
 
 @lru_cache

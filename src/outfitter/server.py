@@ -27,6 +27,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from uvicorn import Config, Server
@@ -35,6 +36,8 @@ from uvicorn.supervisors import Multiprocess
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
+
+    from outfitter.worker.loop import BackgroundWorker
 
 # The single-process server imports the app object; workers build it through `worker_app`, which
 # first ties the worker to the master (the master's pid travels in MASTER_PID_VARIABLE).
@@ -98,13 +101,33 @@ def serve(host: str, port: int, workers: int) -> None:
     if workers < 1:
         raise ServeError(f"--workers must be at least 1, got {workers}")
     sock = bind_socket(host, port)
+    background = _start_embedded_worker()
+    stop_worker = background.stop if background is not None else _nothing
     try:
         if workers == 1:
-            _serve_one(sock, host, port)
+            _serve_one(sock, host, port, stop_worker)
         else:
             _serve_workers(sock, host, port, workers)
     finally:
         sock.close()
+        stop_worker()
+
+
+def _nothing() -> None:
+    pass
+
+
+def _start_embedded_worker() -> BackgroundWorker | None:
+    """One worker thread in this (master) process, whatever --workers says: once per `serve`, not
+    once per server process. OUTFITTER_EMBEDDED_WORKER=false leaves the work to `outfitter worker`."""
+    from outfitter.config import get_settings
+    from outfitter.worker import start_in_background
+
+    settings = get_settings()
+    if not settings.embedded_worker:
+        return None
+    logger.info("embedded worker started (OUTFITTER_EMBEDDED_WORKER=false to run it apart)")
+    return start_in_background(settings)
 
 
 def _config(app: str, host: str, port: int, workers: int, factory: bool = False) -> Config:
@@ -126,10 +149,28 @@ def _log_listening(sock: socket.socket, host: str) -> None:
     logger.info("Uvicorn running on http://%s (Press CTRL+C to quit)", _display(host, port))
 
 
-def _serve_one(sock: socket.socket, host: str, port: int) -> None:
+class _Server(Server):
+    """uvicorn's Server, running `before_exit` once it has shut down on a signal but before it
+    re-raises the signal (which ends the process): the embedded worker finishes or releases its
+    deliveries first."""
+
+    def __init__(self, config: Config, before_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.before_exit = before_exit
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            try:
+                yield
+            finally:
+                self.before_exit()
+
+
+def _serve_one(sock: socket.socket, host: str, port: int, before_exit: Callable[[], None]) -> None:
     config = _config(ASGI_APP, host, port, 1)
     _log_listening(sock, host)
-    server = Server(config)
+    server = _Server(config, before_exit)
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the SIGINT it shut down for
         server.run(sockets=[sock])
     if not server.started:

@@ -80,6 +80,18 @@ BODIES: dict[Key, dict[str, Any] | None] = {
     ("GET", f"{API}/client/transactions/{{tx_ref}}/verify"): None,
     ("GET", f"{API}/client/orders/{{orderId}}"): None,
     ("GET", f"{API}/client/events/{{eventId}}"): None,
+    ("GET", f"{API}/client/webhook-endpoints/{{endpointId}}"): None,
+    # Not `enabled: false`: the owner's own walk of ping and retry (which refuse a disabled
+    # endpoint) follows it.
+    ("PATCH", f"{API}/client/webhook-endpoints/{{endpointId}}"): {
+        "description": "Mallory's",
+        "event_types": ["wallet.debited"],
+    },
+    ("DELETE", f"{API}/client/webhook-endpoints/{{endpointId}}"): None,
+    ("POST", f"{API}/client/webhook-endpoints/{{endpointId}}/rotate-secret"): None,
+    ("POST", f"{API}/client/webhook-endpoints/{{endpointId}}/ping"): None,
+    ("GET", f"{API}/client/webhook-endpoints/{{endpointId}}/deliveries"): None,
+    ("POST", f"{API}/client/webhook-endpoints/{{endpointId}}/deliveries/{{deliveryId}}/retry"): None,
 }
 
 # GETs with a path id left out of the first company's snapshot, and why.
@@ -344,6 +356,14 @@ def first(api: Api, engine: Engine, db: Session) -> First:
     orders = api.get("/client/orders").json()["data"]["data"]
     assert [order["tx_ref"] for order in orders] == [credit.json()["data"]["tx_ref"]]
 
+    # A webhook endpoint (on a host that does not resolve: accepted, never sent to here) and a
+    # delivery of it, queued by a ping.
+    endpoint = api.post("/client/webhook-endpoints", {"url": "https://hooks.acme.invalid/outfitter"})
+    assert endpoint.status_code == 201, endpoint.text
+    endpoint_id = endpoint.json()["data"]["id"]
+    ping = api.post(f"/client/webhook-endpoints/{endpoint_id}/ping")
+    assert ping.status_code == 202, ping.text
+
     devices = api.get("/client/equipment", per_page=100).json()["data"]["data"]
     assert len(devices) == 2, devices  # the registered one and the one the order made
     events = api.get("/client/events", per_page=100).json()["data"]["data"]
@@ -355,6 +375,8 @@ def first(api: Api, engine: Engine, db: Session) -> First:
         "tx_ref": card.json()["data"]["tx_ref"],
         "orderId": orders[0]["id"],
         "eventId": events[0]["id"],
+        "endpointId": endpoint_id,
+        "deliveryId": ping.json()["data"]["id"],
     }
     reads = {name: [value] for name, value in records.items()}
     reads["userId"].append(buyer["id"])

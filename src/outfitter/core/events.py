@@ -7,6 +7,11 @@ answers it after the change (before it, for `*.deleted`): pass the response sche
 (`as_event_data(EmployeeOut, employee)`), never ORM objects.
 
 A batch is one INSERT, whatever its size, so bulk work stays a constant number of statements.
+
+Outgoing webhooks are fanned out here too, in the same transaction (an outbox): one SELECT of the
+company's enabled endpoints (indexed; a company with none pays only that) and one INSERT of a
+delivery row per (event, endpoint that wants its type). Nothing is sent from the request: a worker
+(`outfitter.worker`) claims the rows once they are committed; a rolled-back request leaves none.
 """
 
 from __future__ import annotations
@@ -14,16 +19,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import TypeAdapter
-from sqlalchemy import insert
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.orm import Session
 
+from outfitter.core.schemas import format_timestamp
 from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.models.events import Event, EventType
+from outfitter.models.webhooks import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 
 SYSTEM_ACTOR = "system"
 
@@ -92,4 +99,47 @@ def record_events(
     ]
     session.flush()  # the changes the events describe come first
     session.execute(insert(Event), rows)
+    queue_deliveries(session, company, rows)
     return ids
+
+
+_ENABLED_ENDPOINTS = select(WebhookEndpoint.id, WebhookEndpoint.event_types).where(
+    WebhookEndpoint.company_id == bindparam("company"), WebhookEndpoint.enabled.is_(True)
+)
+
+
+def webhook_payload(
+    event_id: uuid.UUID, type: str, created_at: datetime, data: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The body of a delivery, as the Standard Webhooks specification shapes it."""
+    return {"id": str(event_id), "type": type, "timestamp": format_timestamp(created_at), "data": dict(data)}
+
+
+def queue_deliveries(session: Session, company: uuid.UUID, events: Sequence[Mapping[str, Any]]) -> int:
+    """One delivery row per (event, enabled endpoint of `company` that wants its type); answers how
+    many. `events` are rows as written to `events` (id, type, created_at, data)."""
+    endpoints = session.execute(_ENABLED_ENDPOINTS, {"company": company}).all()
+    if not endpoints:
+        return 0
+    deliveries = [
+        {
+            "id": uuid.uuid4(),
+            "company_id": company,
+            "endpoint_id": endpoint_id,
+            "event_id": event["id"],
+            "event_type": str(event["type"]),
+            "payload": webhook_payload(event["id"], str(event["type"]), event["created_at"], event["data"]),
+            "status": DeliveryStatus.PENDING,
+            "attempts": 0,
+            "round_started_at": event["created_at"],
+            "round_attempts": 0,
+            "next_attempt_at": event["created_at"],
+            "created_at": event["created_at"],
+        }
+        for event in events
+        for endpoint_id, wanted in endpoints
+        if not wanted or str(event["type"]) in wanted
+    ]
+    if deliveries:
+        session.execute(insert(WebhookDelivery), deliveries)
+    return len(deliveries)

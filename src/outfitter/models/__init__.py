@@ -56,11 +56,20 @@ from outfitter.models.payments import (
 )
 from outfitter.models.people import Department, Employee, MembershipStatus, UserDepartment
 from outfitter.models.tenants import ApiToken, Company, IdempotencyRecord
+from outfitter.models.webhooks import (
+    PING_EVENT_TYPE,
+    DeliveryStatus,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WorkerJob,
+)
 
 metadata = Base.metadata
 
 __all__ = [
     "ORDER_KIND_OF",
+    "PING_EVENT_TYPE",
     "STAGES",
     "ApiToken",
     "Asset",
@@ -73,6 +82,7 @@ __all__ = [
     "Country",
     "Currency",
     "CurrencyStatus",
+    "DeliveryStatus",
     "Department",
     "Employee",
     "Equipment",
@@ -107,8 +117,12 @@ __all__ = [
     "Wallet",
     "WalletEntry",
     "WalletEntryKind",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookEndpoint",
     "WebhookEvent",
     "WebhookOutcome",
+    "WorkerJob",
     "fold_spec",
     "metadata",
 ]

@@ -7,7 +7,7 @@ operator moves them on (or cancels them) with `outfitter orders`. Fee schedules 
 that have defaults get the default offboarding fees; others get 0 until an operator sets them.
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-22 14:56:08.105675
 """
 
@@ -39,7 +39,7 @@ FIRST_STAGE = {
 }
 
 revision: str = "0005"
-down_revision: str | None = "0003"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

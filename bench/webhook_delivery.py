@@ -1,0 +1,278 @@
+"""Benchmark: outgoing webhooks on PostgreSQL (a scratch database, created and dropped here).
+
+1. Delivery: N events (default 10,000) are committed in batches of 100 while 1, then 2,
+   `outfitter worker` processes send them to a local receiver (a uvicorn process on 127.0.0.1).
+   Prints deliveries per second (first event committed -> last delivery received) and the lag of
+   each delivery (its event's created_at -> received by the receiver), p50 and p99. Then the lag
+   at a steady rate that one worker keeps up with (what a receiver sees day to day).
+2. Write cost: the latency of POST /client/employees with no endpoint registered and with one,
+   so the fan-out's share of a write request shows (one indexed SELECT, plus one INSERT when an
+   endpoint wants the event). Before the events branch is merged, employee create records no event;
+   the script then records `employee.created` itself in the request, as the instrumentation will,
+   and says so.
+
+    .venv/bin/python bench/webhook_delivery.py [--events 10000] [--requests 300]
+        [--rate 20 --paced-events 300] [--postgres postgresql://127.0.0.1:5432/postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from harness import free_port, scratch_postgres, serving
+from sqlalchemy import func, select, text
+from sqlalchemy.orm import Session
+
+from outfitter.app import create_app
+from outfitter.config import Settings
+from outfitter.core.events import NewEvent, as_event_data, record_event, record_events
+from outfitter.core.tenancy import TenantSession, bind_company
+from outfitter.core.tokens import create_company, issue_token
+from outfitter.db.session import make_engine
+from outfitter.migrations import upgrade
+from outfitter.models import DeliveryStatus, Event, EventType, WebhookDelivery, WebhookEndpoint
+
+BIN = Path(sys.executable).parent
+BATCH = 100
+
+RECEIVER = """
+import sys, time
+out = open(sys.argv[2], "a", buffering=1)
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    headers = dict(scope["headers"])
+    out.write(f"{headers[b'webhook-id'].decode()} {time.time()}\\n")
+    await send({"type": "http.response.start", "status": 204, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+import uvicorn
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
+"""
+
+
+@contextmanager
+def receiver(port: int, log: Path) -> Iterator[str]:
+    process = subprocess.Popen([sys.executable, "-c", RECEIVER, str(port), str(log)])
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            httpx.post(f"http://127.0.0.1:{port}/", headers={"webhook-id": "warmup"})
+            break
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/hooks"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def company_with_endpoint(session: Session, url: str | None) -> tuple[uuid.UUID, str]:
+    company = create_company(session, f"Bench {uuid.uuid4().hex[:6]}")
+    token = issue_token(session, company.id, None).token
+    if url is not None:
+        session.add(
+            WebhookEndpoint(company_id=company.id, url=url, event_types=[], secret="whsec_" + "A" * 44)
+        )
+    return company.id, token
+
+
+def deliver(
+    database_url: str, events: int, workers: int, run: Path, rate: float | None = None
+) -> dict[str, float]:
+    """`rate` None: the events are committed as fast as possible, in batches of 100 (a burst: the
+    lag is mostly queueing). A rate: one event per commit, `rate` a second (the lag of a worker
+    that keeps up)."""
+    engine = make_engine(database_url)
+    log = run / f"received-{workers}-{rate}.log"
+    env = {
+        **os.environ,
+        "OUTFITTER_DATABASE_URL": database_url,
+        "OUTFITTER_WEBHOOK_ALLOW_PRIVATE": "true",
+        "OUTFITTER_WORKER_POLL_SECONDS": "0.05",
+        "OUTFITTER_WORKER_CONCURRENCY": "16",
+    }
+    with receiver(free_port(), log) as url:
+        with Session(engine) as session, session.begin():
+            company_id, _ = company_with_endpoint(session, url)
+        processes = [subprocess.Popen([str(BIN / "outfitter"), "worker"], env=env) for _ in range(workers)]
+        time.sleep(2)  # let them start and poll
+        created: dict[str, datetime] = {}
+        size = 1 if rate else BATCH
+        for start in range(0, events, size):
+            with TenantSession(engine) as session, session.begin():
+                bind_company(session, company_id)
+                batch = [NewEvent(EventType.EMPLOYEE_UPDATED, uuid.uuid4(), {"n": n}) for n in range(size)]
+                record_events(session, batch[: min(size, events - start)])
+            if rate:
+                time.sleep(1 / rate)
+        with Session(engine) as session:
+            for event_id, at in session.execute(select(Event.id, Event.created_at)):
+                created[str(event_id)] = at
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            with Session(engine) as session:
+                done = session.scalar(
+                    select(func.count())
+                    .select_from(WebhookDelivery)
+                    .where(WebhookDelivery.status != DeliveryStatus.PENDING)
+                )
+            if done == events:
+                break
+            time.sleep(0.2)
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait(timeout=60)
+    received = {}
+    for line in log.read_text().splitlines():
+        event_id, at = line.split()
+        if event_id in created:
+            received.setdefault(event_id, float(at))
+    with engine.begin() as connection:
+        connection.execute(
+            text("TRUNCATE events, webhook_deliveries, webhook_attempts, webhook_endpoints CASCADE")
+        )
+    engine.dispose()
+    lags = sorted(received[key] - created[key].timestamp() for key in received)
+    first = min(at.timestamp() for at in created.values())
+    return {
+        "received": len(received),
+        "per_second": len(received) / (max(received.values()) - first),
+        "p50": lags[len(lags) // 2],
+        "p99": lags[int(len(lags) * 0.99) - 1],
+    }
+
+
+RECORDING = {"on": True}  # the shim's switch, when this script instruments employee create
+
+
+def instrument_employee_create_if_needed(engine: Any) -> bool:
+    """Record employee.created in the request, as the events branch does, unless it already does."""
+    from outfitter.people import service
+    from outfitter.people.schemas import EmployeeOut
+
+    with Session(engine) as session:
+        if session.scalar(
+            select(func.count()).select_from(Event).where(Event.type == EventType.EMPLOYEE_CREATED)
+        ):
+            return False
+    original = service.create_employee
+
+    def create_employee(session: Session, body: Any) -> Any:
+        employee = original(session, body)
+        if RECORDING["on"]:
+            record_event(
+                session, EventType.EMPLOYEE_CREATED, employee.id, as_event_data(EmployeeOut, employee)
+            )
+        return employee
+
+    service.create_employee = create_employee  # type: ignore[assignment]
+    return True
+
+
+def employee_body(index: int) -> dict[str, Any]:
+    return {
+        "first_name": "Bench",
+        "last_name": f"E{index}",
+        "email": f"e{index}.{uuid.uuid4().hex[:8]}@bench.example.com",
+        "country_id": "NG",
+        "phone": "+234 801 234 5678",
+        "address": "12 Marina Road, Lagos",
+    }
+
+
+def write_cost(database_url: str, requests: int, url: str) -> dict[str, float]:
+    """Median latency of each variant, measured round-robin (one request of each in turn), so that
+    the load of a shared machine weighs on all of them alike."""
+    engine = make_engine(database_url)
+    with Session(engine) as session, session.begin():
+        _, plain_token = company_with_endpoint(session, None)
+        _, hooked_token = company_with_endpoint(session, url)
+    app = create_app(Settings(database_url=database_url, rate_limit="off"))
+    timings: dict[str, list[float]] = {}
+    with serving(app, free_port()) as base:
+
+        def client(token: str) -> httpx.Client:
+            headers = {"Authorization": f"Bearer {token}"}
+            return httpx.Client(base_url=f"{base}/api/v2", headers=headers, timeout=60)
+
+        with client(plain_token) as plain, client(hooked_token) as hooked:
+            plain.post("/client/employees", json=employee_body(-1)).raise_for_status()
+            variants: list[tuple[str, httpx.Client, bool]] = [
+                ("event, no endpoint", plain, True),
+                ("event, one endpoint", hooked, True),
+            ]
+            if instrument_employee_create_if_needed(engine):
+                variants.insert(0, ("no event", plain, False))  # the unmerged branch: a baseline
+            for index in range(requests + 20):
+                for label, http, recording in variants:
+                    RECORDING["on"] = recording
+                    started = time.perf_counter()
+                    response = http.post("/client/employees", json=employee_body(index))
+                    elapsed = time.perf_counter() - started
+                    assert response.status_code == 201, response.text[:300]
+                    if index >= 20:  # the first ones warm up connections and caches
+                        timings.setdefault(label, []).append(elapsed * 1000)
+    results = {label: statistics.median(values) for label, values in timings.items()}
+    with Session(engine) as session:
+        results["deliveries queued"] = float(
+            session.scalar(select(func.count()).select_from(WebhookDelivery)) or 0
+        )
+    engine.dispose()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=10_000)
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--rate", type=float, default=20, help="events per second of the steady run")
+    parser.add_argument("--paced-events", type=int, default=300)
+    parser.add_argument("--postgres", default="postgresql://127.0.0.1:5432/postgres")
+    args = parser.parse_args()
+    with scratch_postgres(args.postgres) as database_url, tempfile.TemporaryDirectory() as scratch:
+        upgrade(make_engine(Settings(database_url=database_url).database_url))
+        database_url = Settings(database_url=database_url).database_url
+        for workers in (1, 2):
+            figures = deliver(database_url, args.events, workers, Path(scratch))
+            print(
+                f"burst, {workers} worker(s): {int(figures['received'])} of {args.events} delivered, "
+                f"{figures['per_second']:.0f} deliveries/s; lag p50 {figures['p50'] * 1000:.0f} ms, "
+                f"p99 {figures['p99'] * 1000:.0f} ms"
+            )
+        paced = deliver(database_url, args.paced_events, 1, Path(scratch), rate=args.rate)
+        print(
+            f"steady {args.rate:g} events/s, 1 worker: "
+            f"{int(paced['received'])} of {args.paced_events} delivered; "
+            f"lag p50 {paced['p50'] * 1000:.0f} ms, p99 {paced['p99'] * 1000:.0f} ms"
+        )
+        with receiver(free_port(), Path(scratch) / "write.log") as url:
+            cost = write_cost(database_url, args.requests, url)
+        queued = int(cost.pop("deliveries queued"))
+        if "no event" in cost:
+            print("(employee create records no event on this branch: this script records employee.created)")
+        figures = ", ".join(f"{label} {ms:.2f} ms" for label, ms in cost.items())
+        print(f"POST /client/employees, median of {args.requests}: {figures}; {queued} deliveries queued")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Outgoing webhooks: endpoints a company registers, deliveries, their signing and sending."""

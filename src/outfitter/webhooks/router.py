@@ -1,0 +1,133 @@
+"""Webhook endpoint endpoints. HTTP only: parse, call the service, wrap the answer."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+
+from outfitter.core.openapi import id_path
+from outfitter.core.pagination import Pagination
+from outfitter.core.schemas import Envelope, Page, error_responses, ok
+from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
+from outfitter.models import DeliveryStatus
+from outfitter.webhooks import service
+from outfitter.webhooks.schemas import (
+    WebhookDeliveryOut,
+    WebhookEndpointCreate,
+    WebhookEndpointOut,
+    WebhookEndpointPatch,
+    WebhookEndpointWithSecret,
+)
+
+router = APIRouter(prefix="/client/webhook-endpoints", tags=["webhooks"], route_class=UnitOfWorkRoute)
+
+EndpointId = Annotated[str, id_path("The webhook endpoint's id", alias="endpointId")]
+DeliveryId = Annotated[str, id_path("The delivery's id", alias="deliveryId")]
+StatusFilter = Annotated[DeliveryStatus | None, Query(description="Only deliveries in this status")]
+
+
+@router.get(
+    "",
+    response_model=Envelope[Page[WebhookEndpointOut]],
+    responses=error_responses(422),
+    summary="List webhook endpoints, newest first",
+)
+def list_webhook_endpoints(client: ReadAccess, pagination: Pagination) -> dict[str, object]:
+    records, page = service.list_endpoints(client, pagination)
+    return ok(page.body(records), "Webhook endpoints fetched successfully.")
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=Envelope[WebhookEndpointWithSecret],
+    responses=error_responses(409, 422),
+    summary="Register a webhook endpoint; the answer shows its signing secret (only here and on rotation)",
+)
+def create_webhook_endpoint(
+    body: WebhookEndpointCreate, request: Request, client: WriteAccess
+) -> dict[str, object]:
+    endpoint = service.create_endpoint(client, body, request.app.state.settings)
+    return ok(endpoint, "Webhook endpoint created successfully. Store its secret: it is not shown again.")
+
+
+@router.get(
+    "/{endpointId}",
+    response_model=Envelope[WebhookEndpointOut],
+    responses=error_responses(404),
+    summary="Retrieve a webhook endpoint",
+)
+def get_webhook_endpoint(endpoint_id: EndpointId, client: ReadAccess) -> dict[str, object]:
+    return ok(service.get_endpoint(client, endpoint_id), "Webhook endpoint fetched successfully.")
+
+
+@router.patch(
+    "/{endpointId}",
+    response_model=Envelope[WebhookEndpointOut],
+    responses=error_responses(404, 422),
+    summary="Change a webhook endpoint's url, event types, description or enabled",
+)
+def update_webhook_endpoint(
+    endpoint_id: EndpointId, body: WebhookEndpointPatch, request: Request, client: WriteAccess
+) -> dict[str, object]:
+    endpoint = service.update_endpoint(client, endpoint_id, body, request.app.state.settings)
+    return ok(endpoint, "Webhook endpoint updated successfully.")
+
+
+@router.delete(
+    "/{endpointId}",
+    response_model=Envelope[WebhookEndpointOut],
+    responses=error_responses(404),
+    summary="Delete a webhook endpoint and its delivery log",
+)
+def delete_webhook_endpoint(endpoint_id: EndpointId, client: WriteAccess) -> dict[str, object]:
+    return ok(service.delete_endpoint(client, endpoint_id), "Webhook endpoint deleted successfully.")
+
+
+@router.post(
+    "/{endpointId}/rotate-secret",
+    response_model=Envelope[WebhookEndpointWithSecret],
+    responses=error_responses(404),
+    summary="Replace the signing secret; for 24 h deliveries carry both signatures",
+)
+def rotate_webhook_secret(endpoint_id: EndpointId, client: WriteAccess) -> dict[str, object]:
+    endpoint = service.rotate_secret(client, endpoint_id)
+    return ok(endpoint, "Secret rotated: deliveries carry the old and new signatures for 24 hours.")
+
+
+@router.post(
+    "/{endpointId}/ping",
+    status_code=202,
+    response_model=Envelope[WebhookDeliveryOut],
+    responses=error_responses(404, 409),
+    summary="Queue a `ping` event to this endpoint now",
+)
+def ping_webhook_endpoint(endpoint_id: EndpointId, client: WriteAccess) -> dict[str, object]:
+    return ok(service.ping(client, endpoint_id), "Ping queued: it is sent within seconds.")
+
+
+@router.get(
+    "/{endpointId}/deliveries",
+    response_model=Envelope[Page[WebhookDeliveryOut]],
+    responses=error_responses(404, 422),
+    summary="The endpoint's deliveries, newest first",
+)
+def list_webhook_deliveries(
+    endpoint_id: EndpointId, client: ReadAccess, pagination: Pagination, status: StatusFilter = None
+) -> dict[str, object]:
+    records, page = service.list_deliveries(client, endpoint_id, status, pagination)
+    return ok(page.body(records), "Webhook deliveries fetched successfully.")
+
+
+@router.post(
+    "/{endpointId}/deliveries/{deliveryId}/retry",
+    status_code=202,
+    response_model=Envelope[WebhookDeliveryOut],
+    responses=error_responses(404, 409),
+    summary="Queue one delivery again, now, with a fresh retry schedule",
+)
+def retry_webhook_delivery(
+    endpoint_id: EndpointId, delivery_id: DeliveryId, client: WriteAccess
+) -> dict[str, object]:
+    return ok(service.retry_delivery(client, endpoint_id, delivery_id), "Delivery queued again.")

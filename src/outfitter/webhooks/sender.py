@@ -1,0 +1,111 @@
+"""Sending one delivery over HTTP, signed as the Standard Webhooks specification says. No database
+here: the worker calls `send` between the short transaction that claimed the delivery and the one
+that records the outcome, so no transaction or row lock is held while a receiver takes its time."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import httpx
+from standardwebhooks import Webhook
+
+from outfitter.config import Settings
+from outfitter.db.base import utcnow
+from outfitter.webhooks.urls import Unresolvable, UnsafeUrl, pinned_target
+
+USER_AGENT = "Outfitter-Webhooks/2.0"
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A claimed delivery with what sending it needs."""
+
+    delivery_id: uuid.UUID
+    company_id: uuid.UUID
+    endpoint_id: uuid.UUID
+    url: str
+    event_id: uuid.UUID
+    payload: dict[str, Any]
+    secrets: tuple[str, ...]  # the current secret first, then the previous one during a rotation
+
+
+@dataclass(frozen=True)
+class Outcome:
+    attempted_at: datetime
+    status_code: int | None
+    error: str | None
+    duration_ms: int
+
+    @property
+    def delivered(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+    @property
+    def gone(self) -> bool:
+        return self.status_code == 410
+
+
+def body_of(payload: dict[str, Any]) -> str:
+    """The exact text sent and signed (compact, deterministic: every attempt sends the same bytes)."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def signature_headers(msg_id: str, body: str, secrets: Sequence[str], now: datetime) -> dict[str, str]:
+    """`webhook-id`, `webhook-timestamp` and `webhook-signature` (one `v1,...` per secret)."""
+    signatures = " ".join(Webhook(secret).sign(msg_id, now, body) for secret in secrets)
+    return {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(int(now.timestamp())),
+        "webhook-signature": signatures,
+    }
+
+
+def make_client(settings: Settings) -> httpx.Client:
+    # 15 s for each of connect, write and read; redirects are not followed (a 3xx is a failure: a
+    # receiver must register its final URL, and a redirect could point inside the network).
+    return httpx.Client(
+        timeout=httpx.Timeout(settings.webhook_timeout_seconds),
+        follow_redirects=False,
+        trust_env=False,  # no proxy from the environment: the address checked is the one connected to
+        headers={"user-agent": USER_AGENT},
+    )
+
+
+def send(client: httpx.Client, outgoing: Outgoing, settings: Settings) -> Outcome:
+    attempted_at = utcnow()
+    started = time.perf_counter()
+
+    def outcome(status_code: int | None, error: str | None) -> Outcome:
+        elapsed = int((time.perf_counter() - started) * 1000)
+        return Outcome(attempted_at, status_code, error[:500] if error else None, elapsed)
+
+    try:
+        target = pinned_target(outgoing.url, settings)
+    except UnsafeUrl as exc:
+        return outcome(None, f"Refused: {exc}.")
+    except Unresolvable as exc:
+        return outcome(None, f"The host does not resolve: {exc}.")
+    body = body_of(outgoing.payload)
+    headers = {
+        "content-type": "application/json",
+        **signature_headers(str(outgoing.event_id), body, outgoing.secrets, attempted_at),
+    }
+    if target.host_header:
+        headers["host"] = target.host_header
+    extensions = {"sni_hostname": target.sni_hostname} if target.sni_hostname else None
+    try:
+        with client.stream(
+            "POST", target.url, content=body.encode(), headers=headers, extensions=extensions
+        ) as response:
+            code = response.status_code  # the body is not read: only the status decides
+    except httpx.TimeoutException:
+        return outcome(None, f"No answer within {settings.webhook_timeout_seconds:g} s.")
+    except httpx.HTTPError as exc:
+        return outcome(None, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+    return outcome(code, None if 200 <= code < 300 else f"The receiver answered {code}.")

@@ -1,0 +1,201 @@
+"""The rules of webhook endpoints and their delivery log. Nothing here sends anything: ping and
+retry only queue a delivery, which a worker sends once the request has committed."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select
+
+from outfitter.config import Settings
+from outfitter.core.errors import Conflict, ValidationFailed
+from outfitter.core.events import webhook_payload
+from outfitter.core.pagination import PageParams, PageResult, paginate
+from outfitter.core.tenancy import company_of
+from outfitter.core.unit_of_work import UnitOfWork
+from outfitter.db.base import utcnow
+from outfitter.models import PING_EVENT_TYPE, DeliveryStatus, WebhookDelivery, WebhookEndpoint
+from outfitter.webhooks.repository import DeliveryRepository, EndpointRepository
+from outfitter.webhooks.schemas import (
+    WebhookDeliveryOut,
+    WebhookEndpointCreate,
+    WebhookEndpointOut,
+    WebhookEndpointPatch,
+    WebhookEndpointWithSecret,
+)
+from outfitter.webhooks.urls import UnsafeUrl, check_for_registration
+
+SECRET_BYTES = 32
+ROTATION_OVERLAP = timedelta(hours=24)
+MAX_ENDPOINTS_PER_COMPANY = 50  # each one multiplies the delivery rows every write adds
+
+
+def new_secret() -> str:
+    return "whsec_" + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
+
+
+def _checked_url(work: UnitOfWork, url: str, settings: Settings) -> str:
+    """Refuse an unsafe URL (422 on `url`). Resolving the host talks to DNS: the request's reads end
+    first, so no transaction is open meanwhile (work.end_reads refuses after a write)."""
+    work.end_reads()
+    try:
+        check_for_registration(url, settings)
+    except UnsafeUrl as exc:
+        raise ValidationFailed.field("url", str(exc)) from None
+    return url
+
+
+def _present(endpoint: WebhookEndpoint) -> WebhookEndpointOut:
+    return WebhookEndpointOut.model_validate(endpoint)
+
+
+def _with_secret(endpoint: WebhookEndpoint) -> WebhookEndpointWithSecret:
+    return WebhookEndpointWithSecret.model_validate(endpoint)
+
+
+def list_endpoints(work: UnitOfWork, params: PageParams) -> tuple[list[WebhookEndpointOut], PageResult[Any]]:
+    page = paginate(work.session, EndpointRepository(work.session).newest_first(), params)
+    return [_present(endpoint) for endpoint in page.items], page
+
+
+def get_endpoint(work: UnitOfWork, endpoint_id: str) -> WebhookEndpointOut:
+    return _present(EndpointRepository(work.session).get(endpoint_id))
+
+
+def create_endpoint(
+    work: UnitOfWork, body: WebhookEndpointCreate, settings: Settings
+) -> WebhookEndpointWithSecret:
+    url = _checked_url(work, body.url, settings)
+    repository = EndpointRepository(work.session)
+    if len(work.session.scalars(select(WebhookEndpoint.id)).all()) >= MAX_ENDPOINTS_PER_COMPANY:
+        raise Conflict(
+            f"A company may register at most {MAX_ENDPOINTS_PER_COMPANY} webhook endpoints: "
+            "delete one first, or give one endpoint several event types."
+        )
+    endpoint = repository.add(
+        WebhookEndpoint(
+            company_id=company_of(work.session),
+            url=url,
+            event_types=[str(type_) for type_ in dict.fromkeys(body.event_types)],
+            description=body.description or None,
+            enabled=True,
+            secret=new_secret(),
+        )
+    )
+    work.session.flush()
+    return _with_secret(endpoint)
+
+
+def update_endpoint(
+    work: UnitOfWork, endpoint_id: str, body: WebhookEndpointPatch, settings: Settings
+) -> WebhookEndpointOut:
+    changes = body.model_fields_set
+    nulls: dict[str, list[str]] = {
+        name: ["May not be null."]
+        for name in ("url", "event_types", "enabled")
+        if name in changes and getattr(body, name) is None
+    }
+    if nulls:
+        raise ValidationFailed.fields(nulls)
+    if body.url is not None:
+        _checked_url(work, body.url, settings)
+    endpoint = EndpointRepository(work.session).get(endpoint_id, for_update=True)
+    if body.url is not None:
+        endpoint.url = body.url
+    if body.event_types is not None:
+        endpoint.event_types = [str(type_) for type_ in dict.fromkeys(body.event_types)]
+    if "description" in changes:
+        endpoint.description = body.description or None
+    if body.enabled is not None and body.enabled != endpoint.enabled:
+        endpoint.enabled = body.enabled
+        # Re-enabled: a fresh start for the 5-day rule; its pending deliveries go out again.
+        endpoint.disabled_reason = None if body.enabled else "Disabled by the client."
+        endpoint.failing_since = None
+    endpoint.updated_at = utcnow()
+    work.session.flush()
+    return _present(endpoint)
+
+
+def delete_endpoint(work: UnitOfWork, endpoint_id: str) -> WebhookEndpointOut:
+    """Deletes the endpoint and its delivery log; nothing more is sent to it."""
+    repository = EndpointRepository(work.session)
+    endpoint = repository.get(endpoint_id, for_update=True)
+    answer = _present(endpoint)
+    work.session.delete(endpoint)
+    work.session.flush()
+    return answer
+
+
+def rotate_secret(work: UnitOfWork, endpoint_id: str) -> WebhookEndpointWithSecret:
+    """A new secret; for 24 h every delivery carries a signature with each, so a receiver can
+    switch whenever it likes within that day. Rotating again replaces the older one at once."""
+    endpoint = EndpointRepository(work.session).get(endpoint_id, for_update=True)
+    now = utcnow()
+    endpoint.previous_secret = endpoint.secret
+    endpoint.previous_secret_expires_at = now + ROTATION_OVERLAP
+    endpoint.secret = new_secret()
+    endpoint.updated_at = now
+    work.session.flush()
+    return _with_secret(endpoint)
+
+
+def _require_enabled(endpoint: WebhookEndpoint) -> None:
+    if not endpoint.enabled:
+        raise Conflict(
+            "The webhook endpoint is disabled: enable it first (PATCH with enabled true). "
+            f"It was disabled because: {endpoint.disabled_reason or 'unknown'}"
+        )
+
+
+def ping(work: UnitOfWork, endpoint_id: str) -> WebhookDeliveryOut:
+    """Queue a `ping` delivery to this endpoint alone (a worker sends it at once). A ping is no
+    activity-log event: it has no `events` row, only its delivery."""
+    endpoint = EndpointRepository(work.session).get(endpoint_id)
+    _require_enabled(endpoint)
+    now = utcnow()
+    event_id = uuid.uuid4()
+    data = {"endpoint_id": str(endpoint.id), "url": endpoint.url}
+    delivery = WebhookDelivery(
+        company_id=endpoint.company_id,
+        endpoint_id=endpoint.id,
+        event_id=event_id,
+        event_type=PING_EVENT_TYPE,
+        payload=webhook_payload(event_id, PING_EVENT_TYPE, now, data),
+        status=DeliveryStatus.PENDING,
+        attempts=0,
+        round_started_at=now,
+        round_attempts=0,
+        next_attempt_at=now,
+        created_at=now,
+    )
+    DeliveryRepository(work.session).add(delivery)
+    work.session.flush()
+    return WebhookDeliveryOut.model_validate(delivery)
+
+
+def list_deliveries(
+    work: UnitOfWork, endpoint_id: str, status: DeliveryStatus | None, params: PageParams
+) -> tuple[list[WebhookDeliveryOut], PageResult[Any]]:
+    endpoint = EndpointRepository(work.session).get(endpoint_id)
+    statement = DeliveryRepository(work.session).of_endpoint(endpoint.id, status)
+    page = paginate(work.session, statement, params)
+    return [WebhookDeliveryOut.model_validate(delivery) for delivery in page.items], page
+
+
+def retry_delivery(work: UnitOfWork, endpoint_id: str, delivery_id: str) -> WebhookDeliveryOut:
+    """Due now, with a fresh retry schedule; the same `webhook-id`, so a receiver that already has
+    it can tell. A delivery being sent right now keeps its worker's claim."""
+    endpoint = EndpointRepository(work.session).get(endpoint_id)
+    delivery = DeliveryRepository(work.session).get_of_endpoint(endpoint.id, delivery_id)
+    _require_enabled(endpoint)
+    now = utcnow()
+    delivery.status = DeliveryStatus.PENDING
+    delivery.round_started_at = now
+    delivery.round_attempts = 0
+    delivery.next_attempt_at = now
+    work.session.flush()
+    return WebhookDeliveryOut.model_validate(delivery)

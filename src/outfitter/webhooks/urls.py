@@ -1,0 +1,126 @@
+"""Which webhook URLs Outfitter will send to: the SSRF guard, at registration and at every send.
+
+A receiver's host must not be, or resolve to, an address inside the operator's network (loopback,
+private, link-local, reserved, multicast, unspecified), unless OUTFITTER_WEBHOOK_ALLOW_PRIVATE is
+true (local development, tests). At registration a host that does not resolve is accepted (it may
+not exist yet). At send time the host is resolved again and the request goes to the address that
+was checked (`pinned_target`), so a DNS answer that changes between the check and the connection
+(DNS rebinding) cannot steer it inside.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import ipaddress
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from outfitter.config import Settings
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+# getaddrinfo has no timeout of its own; a resolver that hangs must not hold a request.
+RESOLVE_TIMEOUT_SECONDS = 3.0
+_resolver = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="outfitter-resolve")
+
+
+class UnsafeUrl(ValueError):
+    """Why a URL is refused, in a sentence for the client."""
+
+
+class Unresolvable(Exception):
+    """The host does not resolve (now)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a send really goes: the URL to connect to (its host an address already checked, or the
+    original URL when private receivers are allowed), and the headers/extensions that keep the
+    original host name for the receiver (Host) and for TLS (SNI and certificate check)."""
+
+    url: str
+    host_header: str | None
+    sni_hostname: str | None
+
+
+def check_syntax(url: str, settings: Settings) -> tuple[str, str, int]:
+    """The scheme, host and port of an acceptable URL; raises UnsafeUrl."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise UnsafeUrl("Not a valid URL.") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("https", "http"):
+        raise UnsafeUrl("The URL must start with https://.")
+    if scheme == "http" and not settings.webhooks_allow_http:
+        raise UnsafeUrl("The URL must use https:// (http:// is allowed only when the operator enables it).")
+    if not parts.hostname:
+        raise UnsafeUrl("The URL has no host.")
+    if parts.username is not None or parts.password is not None:
+        raise UnsafeUrl("The URL may not carry a user name or password: authenticate with the signature.")
+    return scheme, parts.hostname, port or (443 if scheme == "https" else 80)
+
+
+def forbidden_address(address: IPAddress) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return not address.is_global or address.is_multicast or address.is_reserved or address.is_unspecified
+
+
+def resolve(host: str, port: int) -> list[IPAddress]:
+    """Every address `host` resolves to; raises Unresolvable."""
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    future = _resolver.submit(socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM)
+    try:
+        found = future.result(timeout=RESOLVE_TIMEOUT_SECONDS)
+    except (OSError, UnicodeError, concurrent.futures.TimeoutError) as exc:
+        raise Unresolvable(str(exc) or type(exc).__name__) from None
+    addresses: list[IPAddress] = []
+    for _family, _type, _proto, _name, sockaddr in found:
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])  # drop an IPv6 zone id
+        if address not in addresses:
+            addresses.append(address)
+    if not addresses:
+        raise Unresolvable("no address")
+    return addresses
+
+
+def check_for_registration(url: str, settings: Settings) -> None:
+    """Raises UnsafeUrl for a URL that may not be registered. Resolves the host: call it with no
+    database transaction open."""
+    _scheme, host, port = check_syntax(url, settings)
+    if settings.webhook_allow_private:
+        return
+    try:
+        addresses = resolve(host, port)
+    except Unresolvable:
+        return  # it may not exist yet; sends to it fail and are retried until it does
+    if any(forbidden_address(address) for address in addresses):
+        raise UnsafeUrl(
+            "The URL's host is or resolves to a loopback, private, link-local or reserved address."
+        )
+
+
+def pinned_target(url: str, settings: Settings) -> Target:
+    """Where to send now, checked again (DNS can change); raises UnsafeUrl or Unresolvable."""
+    scheme, host, port = check_syntax(url, settings)
+    if settings.webhook_allow_private:
+        return Target(url=url, host_header=None, sni_hostname=None)
+    addresses = resolve(host, port)
+    unsafe = [address for address in addresses if forbidden_address(address)]
+    if unsafe:
+        raise UnsafeUrl(f"the host resolves to a forbidden address ({unsafe[0]})")
+    parts = urlsplit(url)
+    address = addresses[0]
+    literal = f"[{address}]" if address.version == 6 else str(address)
+    netloc = f"{literal}:{parts.port}" if parts.port else literal
+    host_header = parts.netloc.rsplit("@", 1)[-1]
+    return Target(
+        url=parts._replace(netloc=netloc).geturl(),
+        host_header=host_header,
+        sni_hostname=host if scheme == "https" else None,
+    )

@@ -1,0 +1,7 @@
+"""The worker: what runs outside requests (webhook deliveries and their retries, expiring Pending
+transactions, reconciling card payments). `outfitter worker` runs one; `outfitter serve` runs one
+in-process unless OUTFITTER_EMBEDDED_WORKER=false. Any number share the work through the database."""
+
+from outfitter.worker.loop import Worker, start_in_background
+
+__all__ = ["Worker", "start_in_background"]

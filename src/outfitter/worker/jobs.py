@@ -1,0 +1,120 @@
+"""The periodic jobs and the lease that lets one worker of many run each round.
+
+Claiming a round is one conditional UPDATE on the job's `worker_jobs` row (due, and no live lease):
+of any number of workers, on any database, exactly one sees a row change. It moves `next_run_at`
+on at once, so a worker that dies in the middle costs one round, not a duplicate run; and each
+job's effects are idempotent anyway (a transaction is locked and changed only while Pending). No
+row lock is held while a job talks to the gateway.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from outfitter.config import Settings
+from outfitter.core.events import SYSTEM_ACTOR
+from outfitter.core.tenancy import across_companies, bind_company
+from outfitter.db.base import utcnow
+from outfitter.db.session import insert_if_absent
+from outfitter.models import EventType, Transaction, TransactionStatus, WorkerJob
+from outfitter.payments.events import record_transaction_event
+from outfitter.payments.fulfilment import finish
+from outfitter.payments.gateways import GatewayRegistry
+from outfitter.payments.reconcile import reconcile
+from outfitter.payments.repository import lock_transaction
+
+logger = logging.getLogger("outfitter.worker")
+EXPIRE_BATCH = 500
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    interval: Callable[[Settings], float]
+    run: Callable[[sessionmaker[Session], GatewayRegistry], object]
+
+
+def claim_job(sessions: sessionmaker[Session], name: str, worker: str, interval: float, lease: float) -> bool:
+    """Whether this worker runs the job's round that is due now (if any)."""
+    with across_companies(sessions()) as session, session.begin():
+        now = utcnow()
+        session.execute(insert_if_absent(session, WorkerJob, {"name": name, "next_run_at": now}, ["name"]))
+        claimed = session.execute(
+            update(WorkerJob)
+            .where(
+                WorkerJob.name == name,
+                WorkerJob.next_run_at <= now,
+                or_(WorkerJob.claimed_until.is_(None), WorkerJob.claimed_until < now),
+            )
+            .values(
+                claimed_by=worker,
+                claimed_until=now + timedelta(seconds=max(lease, interval)),
+                next_run_at=now + timedelta(seconds=interval),
+            )
+            .execution_options(synchronize_session=False)
+        )
+        return bool(getattr(claimed, "rowcount", 0))
+
+
+def finish_job(sessions: sessionmaker[Session], name: str, worker: str) -> None:
+    with across_companies(sessions()) as session, session.begin():
+        session.execute(
+            update(WorkerJob)
+            .where(WorkerJob.name == name, WorkerJob.claimed_by == worker)
+            .values(claimed_by=None, claimed_until=None, last_finished_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+
+
+def expire_transactions(sessions: sessionmaker[Session], now: datetime | None = None) -> int:
+    """Expire Pending transactions past their time to live (no payment can come after: decisions.md
+    section 9), each in its own short transaction, with its `transaction.expired` event. The
+    gateway is not asked here; a card payment made anyway is found by reconciliation and recorded
+    as a late-payment anomaly for an operator."""
+    now = now or utcnow()
+    with across_companies(sessions()) as session:
+        ids: list[uuid.UUID] = list(
+            session.scalars(
+                select(Transaction.id)
+                .where(Transaction.status == TransactionStatus.PENDING, Transaction.expires_at <= now)
+                .order_by(Transaction.expires_at)
+                .limit(EXPIRE_BATCH)
+            )
+        )
+    expired = 0
+    for transaction_id in ids:
+        with across_companies(sessions()) as session, session.begin():
+            transaction = lock_transaction(session, transaction_id)
+            if transaction.status != TransactionStatus.PENDING or now < transaction.expires_at:
+                continue  # settled meanwhile
+            bind_company(session, transaction.company_id)
+            finish(session, transaction, TransactionStatus.EXPIRED, "Not paid within its time to live.", now)
+            record_transaction_event(session, EventType.TRANSACTION_EXPIRED, transaction, SYSTEM_ACTOR)
+            expired += 1
+    if expired:
+        logger.info("expired %d pending transaction(s)", expired)
+    return expired
+
+
+def _expire(sessions: sessionmaker[Session], _gateways: GatewayRegistry) -> object:
+    return expire_transactions(sessions)
+
+
+def _reconcile(sessions: sessionmaker[Session], gateways: GatewayRegistry) -> object:
+    summary = reconcile(sessions, gateways)
+    if summary.checked:
+        logger.info("reconciled %d pending transaction(s): %s", summary.checked, summary.outcomes)
+    return summary
+
+
+JOBS = (
+    Job("expire_transactions", lambda settings: settings.worker_expire_interval_seconds, _expire),
+    Job("reconcile_payments", lambda settings: settings.worker_reconcile_interval_seconds, _reconcile),
+)

@@ -1,0 +1,255 @@
+"""Deliveries through a real receiver: Standard Webhooks signatures that the library verifies,
+retries on the schedule, 410 and the 5-day rule, rotation, and nothing sent for a rolled-back
+request or from inside a request."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from fastapi import APIRouter, FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, update
+from sqlalchemy.orm import Session
+from standardwebhooks import Webhook
+
+from outfitter.app import create_app
+from outfitter.config import Settings
+from outfitter.core.errors import Conflict
+from outfitter.core.events import record_event
+from outfitter.core.schemas import Envelope
+from outfitter.core.unit_of_work import UnitOfWorkRoute, WriteAccess
+from outfitter.db.base import utcnow
+from outfitter.models import DeliveryStatus, Event, EventType, WebhookDelivery, WebhookEndpoint
+from outfitter.worker import Worker
+from tests.factories import Api, CompanyFactory
+from tests.webhooks.conftest import attempts, count, deliveries, emit, make_worker, register
+from tests.webhooks.receiver import Receiver
+
+
+def verified(secret: str, request_body: bytes, headers: dict[str, str]) -> dict[str, object]:
+    payload = Webhook(secret).verify(request_body, headers)
+    assert isinstance(payload, dict)
+    return payload
+
+
+def test_each_event_type_arrives_once_signed(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, worker: Worker, db: Session
+) -> None:
+    endpoint = register(api, receiver.url)
+    ids = emit(engine, api.company_id, *EventType)
+    assert worker.run_once(jobs=False) == len(EventType)
+    assert worker.run_once(jobs=False) == 0  # nothing left: each is sent once
+    assert sorted(receiver.ids()) == sorted(str(event_id) for event_id in ids)
+    types = []
+    for request in receiver.received:
+        payload = verified(endpoint["secret"], request.body, request.headers)
+        assert set(payload) == {"id", "type", "timestamp", "data"}
+        assert payload["id"] == request.headers["webhook-id"]
+        assert request.headers["content-type"] == "application/json"
+        assert request.headers["webhook-signature"].startswith("v1,")
+        types.append(payload["type"])
+    assert sorted(types) == sorted(type.value for type in EventType)
+    assert {row.status for row in deliveries(db)} == {DeliveryStatus.SUCCEEDED}
+
+
+def test_the_payload_carries_the_event(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, worker: Worker, db: Session
+) -> None:
+    register(api, receiver.url)
+    (event_id,) = emit(engine, api.company_id, EventType.EQUIPMENT_SOLD)
+    worker.run_once(jobs=False)
+    body = json.loads(receiver.received[0].body)
+    event = db.get(Event, event_id)
+    db.commit()
+    assert event is not None
+    assert body["data"] == event.data and body["type"] == "equipment.sold"
+    assert body["timestamp"].endswith("Z") and body["timestamp"][:19] == event.created_at.isoformat()[:19]
+
+
+def test_500_twice_then_200_is_three_attempts(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, worker: Worker, db: Session
+) -> None:
+    register(api, receiver.url)
+    receiver.script = [500, 500]
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    worker.run_once(jobs=False)  # the test schedule is 0,0,0: every retry is due at once
+    assert len(receiver.received) == 3 and len(set(receiver.ids())) == 1
+    (delivery,) = deliveries(db)
+    assert delivery.status == DeliveryStatus.SUCCEEDED and delivery.attempts == 3
+    tried = attempts(db, delivery.id)
+    assert [attempt.status_code for attempt in tried] == [500, 500, 200]
+    assert tried[0].error and tried[2].error is None and all(attempt.duration_ms >= 0 for attempt in tried)
+
+
+def test_retries_wait_for_the_schedule(
+    api: Api,
+    private_ok: Settings,
+    receiver: Receiver,
+    engine: Engine,
+    webhook_settings: Settings,
+    db: Session,
+) -> None:
+    register(api, receiver.url)
+    receiver.script = [503]
+    slow = make_worker(engine, webhook_settings.model_copy(update={"webhook_retry_schedule": [0, 300, 1800]}))
+    try:
+        emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+        assert slow.run_once(jobs=False) == 1
+        assert slow.run_once(jobs=False) == 0  # not due for another 5 minutes
+        (delivery,) = deliveries(db)
+        assert delivery.status == DeliveryStatus.PENDING and delivery.next_attempt_at is not None
+        wait = (delivery.next_attempt_at - delivery.round_started_at).total_seconds()
+        assert 300 <= wait <= 300 + 0.1 * 300  # jitter: up to a tenth of the gap
+    finally:
+        slow.close()
+
+
+def test_410_disables_the_endpoint(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, worker: Worker, db: Session
+) -> None:
+    endpoint = register(api, receiver.url)
+    receiver.script = [410]
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    worker.run_once(jobs=False)
+    assert len(receiver.received) == 1  # no retry after a 410
+    (delivery,) = deliveries(db)
+    assert delivery.status == DeliveryStatus.FAILED and delivery.last_status_code == 410
+    shown = api.get(f"/client/webhook-endpoints/{endpoint['id']}").json()["data"]
+    assert shown["enabled"] is False and "410" in shown["disabled_reason"]
+    emit(engine, api.company_id, EventType.EMPLOYEE_UPDATED)
+    assert len(deliveries(db)) == 1  # a disabled endpoint gets no new deliveries
+
+
+def test_five_days_of_failures_disable_the_endpoint(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, worker: Worker, db: Session
+) -> None:
+    endpoint = register(api, receiver.url)
+    receiver.script = [500]
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    worker.run_once(jobs=False)  # 500, then 200: the failing run ends with the success
+    db.execute(update(WebhookEndpoint).values(failing_since=None))
+    db.commit()
+    assert api.get(f"/client/webhook-endpoints/{endpoint['id']}").json()["data"]["enabled"] is True
+
+    receiver.script = [500]
+    emit(engine, api.company_id, EventType.EMPLOYEE_UPDATED)
+    db.execute(update(WebhookEndpoint).values(failing_since=utcnow() - timedelta(days=5, minutes=1)))
+    db.commit()
+    worker.run_once(jobs=False)
+    shown = api.get(f"/client/webhook-endpoints/{endpoint['id']}").json()["data"]
+    assert shown["enabled"] is False and "5 days" in shown["disabled_reason"]
+
+
+def test_rotation_sends_both_signatures_for_a_day(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, worker: Worker, db: Session
+) -> None:
+    endpoint = register(api, receiver.url)
+    rotated = api.post(f"/client/webhook-endpoints/{endpoint['id']}/rotate-secret")
+    assert rotated.status_code == 200, rotated.text
+    new_secret = rotated.json()["data"]["secret"]
+    assert new_secret.startswith("whsec_") and new_secret != endpoint["secret"]
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    worker.run_once(jobs=False)
+    (request,) = receiver.received
+    assert len(request.headers["webhook-signature"].split(" ")) == 2
+    for secret in (endpoint["secret"], new_secret):
+        only = {**request.headers}
+        signatures = request.headers["webhook-signature"].split(" ")
+        # Each signature alone verifies with its own secret, so a receiver holding either one works.
+        matching = [
+            sig for sig in signatures if _verifies(secret, request.body, {**only, "webhook-signature": sig})
+        ]
+        assert len(matching) == 1
+
+    db.execute(update(WebhookEndpoint).values(previous_secret_expires_at=utcnow() - timedelta(seconds=1)))
+    db.commit()
+    emit(engine, api.company_id, EventType.EMPLOYEE_UPDATED)
+    worker.run_once(jobs=False)
+    later = receiver.received[1]
+    assert len(later.headers["webhook-signature"].split(" ")) == 1
+    assert verified(new_secret, later.body, later.headers)
+    assert not _verifies(endpoint["secret"], later.body, later.headers)
+
+
+def _verifies(secret: str, body: bytes, headers: dict[str, str]) -> bool:
+    try:
+        Webhook(secret).verify(body, headers)
+    except Exception:
+        return False
+    return True
+
+
+def test_a_private_address_is_refused_again_at_send_time(
+    api: Api,
+    private_ok: Settings,
+    receiver: Receiver,
+    engine: Engine,
+    webhook_settings: Settings,
+    db: Session,
+) -> None:
+    """Registered while private receivers were allowed; the worker's settings no longer allow them
+    (as when DNS starts answering a private address): nothing reaches the receiver."""
+    register(api, receiver.url)
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    strict = make_worker(engine, webhook_settings.model_copy(update={"webhook_allow_private": False}))
+    try:
+        strict.run_once(jobs=False)
+    finally:
+        strict.close()
+    assert receiver.received == []
+    (delivery,) = deliveries(db)
+    assert delivery.status == DeliveryStatus.FAILED and delivery.attempts == 3
+    assert delivery.last_status_code is None and "Refused" in (delivery.last_error or "")
+
+
+# --- a request that fails sends nothing --------------------------------------------------------
+
+failing = APIRouter(route_class=UnitOfWorkRoute)
+
+
+@failing.post("/api/v2/client/test-only/fails-after-an-event", response_model=Envelope[str])
+def fails_after_an_event(client: WriteAccess) -> dict[str, object]:
+    record_event(client.session, EventType.EMPLOYEE_CREATED, uuid.uuid4(), {"note": "rolled back"})
+    raise Conflict("This request fails after recording an event.")
+
+
+@pytest.fixture
+def failing_app(webhook_settings: Settings, engine: Engine) -> Iterator[FastAPI]:
+    application = create_app(webhook_settings)
+    application.include_router(failing)
+    yield application
+    application.state.engine.dispose()
+
+
+def test_a_rolled_back_request_sends_nothing(
+    failing_app: FastAPI, engine: Engine, receiver: Receiver, worker: Worker, db: Session
+) -> None:
+    with TestClient(failing_app) as test_client:
+        api = CompanyFactory(engine, test_client).create("Rollback Ltd")
+        register(api, receiver.url)
+        response = api.post("/client/test-only/fails-after-an-event")
+        assert response.status_code == 409, response.text
+    assert worker.run_once(jobs=False) == 0
+    assert receiver.received == []
+    assert count(db, Event) == 0 and count(db, WebhookDelivery) == 0
+
+
+# --- after the events branch is merged ---------------------------------------------------------
+
+
+def test_an_employee_created_through_http_is_delivered_signed(
+    api: Api, private_ok: Settings, receiver: Receiver, worker: Worker
+) -> None:
+    from tests.people.helpers import create_employee
+
+    endpoint = register(api, receiver.url, event_types=["employee.created"])
+    employee = create_employee(api)
+    assert worker.run_once(jobs=False) == 1
+    (request,) = receiver.received
+    payload = verified(endpoint["secret"], request.body, request.headers)
+    assert payload["type"] == "employee.created"
+    assert isinstance(payload["data"], dict) and payload["data"]["id"] == employee["id"]

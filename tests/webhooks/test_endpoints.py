@@ -1,0 +1,231 @@
+"""The webhook endpoint API: shapes of decisions.md section 13, the secret shown only on create and
+rotation, URL safety at registration, PATCH, DELETE, ping and the delivery log."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+
+from fastapi import FastAPI
+from sqlalchemy import Engine, select
+from sqlalchemy import event as sa_event
+from sqlalchemy.orm import Session
+
+from outfitter.config import Settings
+from outfitter.core.events import NewEvent, record_events
+from outfitter.core.tenancy import TenantSession, bind_company
+from outfitter.models import Event, EventType, WebhookDelivery, WebhookEndpoint
+from outfitter.worker import Worker
+from tests.factories import Api, assert_error
+from tests.webhooks.conftest import count, deliveries, emit, register
+from tests.webhooks.receiver import Receiver
+
+ENDPOINT_FIELDS = {
+    "id",
+    "url",
+    "event_types",
+    "description",
+    "enabled",
+    "disabled_reason",
+    "created_at",
+    "updated_at",
+}
+DELIVERY_FIELDS = {
+    "id", "event_id", "event_type", "status", "attempts", "last_status_code", "last_error",
+    "next_attempt_at", "created_at", "delivered_at",
+}  # fmt: skip
+
+
+def test_create_answers_the_secret_once(api: Api, private_ok: Settings, receiver: Receiver) -> None:
+    created = register(api, receiver.url, event_types=["employee.created"], description="HR sync")
+    assert set(created) == ENDPOINT_FIELDS | {"secret"}
+    assert created["secret"].startswith("whsec_")
+    assert len(base64.b64decode(created["secret"].removeprefix("whsec_"))) >= 24
+    assert created["enabled"] is True and created["disabled_reason"] is None
+    assert created["event_types"] == ["employee.created"]
+
+    fetched = api.get(f"/client/webhook-endpoints/{created['id']}").json()["data"]
+    assert set(fetched) == ENDPOINT_FIELDS
+    listed = api.get("/client/webhook-endpoints").json()["data"]
+    assert listed["total"] == 1 and set(listed["data"][0]) == ENDPOINT_FIELDS
+
+
+def test_event_types_must_be_known(api: Api, private_ok: Settings, receiver: Receiver) -> None:
+    response = api.post("/client/webhook-endpoints", {"url": receiver.url, "event_types": ["employee.eaten"]})
+    assert "event_types.0" in assert_error(response, 422)["errors"]
+
+
+def test_a_private_url_is_refused_without_the_setting(api: Api, receiver: Receiver) -> None:
+    for url in (
+        receiver.url,
+        "http://localhost:9/x",
+        "https://10.1.2.3/x",
+        "https://[::1]/x",
+        "https://169.254.169.254/",
+    ):
+        response = api.post("/client/webhook-endpoints", {"url": url})
+        assert "url" in assert_error(response, 422)["errors"], url
+    for url in ("ftp://example.com/x", "https://user:pw@example.com/x", "not a url"):
+        assert "url" in assert_error(api.post("/client/webhook-endpoints", {"url": url}), 422)["errors"], url
+
+
+def test_a_host_that_does_not_resolve_is_accepted(api: Api) -> None:
+    response = api.post("/client/webhook-endpoints", {"url": "https://hooks.not-yet-there.invalid/outfitter"})
+    assert response.status_code == 201, response.text
+
+
+def test_http_is_refused_when_the_operator_does_not_allow_it(
+    app: FastAPI, api: Api, settings: Settings
+) -> None:
+    original = app.state.settings
+    app.state.settings = settings.model_copy(update={"webhook_allow_http": False})
+    try:
+        response = api.post("/client/webhook-endpoints", {"url": "http://hooks.example.invalid/x"})
+    finally:
+        app.state.settings = original
+    assert "https://" in assert_error(response, 422)["errors"]["url"][0]
+
+
+def test_patch(api: Api, private_ok: Settings, receiver: Receiver, db: Session) -> None:
+    endpoint = register(api, receiver.url)
+    path = f"/client/webhook-endpoints/{endpoint['id']}"
+    assert_error(api.patch(path, {"colour": "red"}), 422)
+    assert_error(api.patch(path, {"url": None}), 422)
+    assert_error(
+        api.patch(path, {"url": "https://10.0.0.1/"}), 422
+    ) if not private_ok.webhook_allow_private else None
+    changed = api.patch(path, {"event_types": ["equipment.added"], "description": "assets", "enabled": False})
+    assert changed.status_code == 200, changed.text
+    data = changed.json()["data"]
+    assert data["enabled"] is False and data["disabled_reason"] and data["description"] == "assets"
+    assert data["updated_at"] >= endpoint["updated_at"]
+    again = api.patch(path, {"enabled": True}).json()["data"]
+    assert again["enabled"] is True and again["disabled_reason"] is None
+
+
+def test_delete_removes_the_endpoint_and_its_log(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    endpoint = register(api, receiver.url)
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    assert len(deliveries(db)) == 1
+    deleted = api.delete(f"/client/webhook-endpoints/{endpoint['id']}")
+    assert deleted.status_code == 200 and deleted.json()["data"]["id"] == endpoint["id"]
+    assert_error(api.get(f"/client/webhook-endpoints/{endpoint['id']}"), 404)
+    assert deliveries(db) == []
+
+
+def test_fan_out_writes_one_row_per_wanting_enabled_endpoint(
+    api: Api, other_api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    every = register(api, receiver.url)
+    people = register(api, receiver.url + "/people", event_types=["employee.created", "employee.updated"])
+    off = register(api, receiver.url + "/off")
+    api.patch(f"/client/webhook-endpoints/{off['id']}", {"enabled": False})
+    register(other_api, receiver.url + "/other")
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED, EventType.EQUIPMENT_ADDED)
+    rows = {(str(row.endpoint_id), row.event_type) for row in deliveries(db)}
+    assert rows == {
+        (every["id"], "employee.created"),
+        (every["id"], "equipment.added"),
+        (people["id"], "employee.created"),
+    }
+
+
+def test_ping_queues_a_delivery_that_the_worker_sends(
+    api: Api, private_ok: Settings, receiver: Receiver, worker: Worker, db: Session
+) -> None:
+    endpoint = register(api, receiver.url)
+    response = api.post(f"/client/webhook-endpoints/{endpoint['id']}/ping")
+    assert response.status_code == 202, response.text
+    queued = response.json()["data"]
+    assert set(queued) == DELIVERY_FIELDS and queued["event_type"] == "ping" and queued["status"] == "pending"
+    assert receiver.received == []  # nothing is sent from the request
+    assert worker.run_once(jobs=False) == 1
+    assert [request.headers["webhook-id"] for request in receiver.received] == [queued["event_id"]]
+    assert count(db, Event) == 0  # a ping is no activity-log event
+    log = api.get(f"/client/webhook-endpoints/{endpoint['id']}/deliveries").json()["data"]
+    assert log["total"] == 1 and log["data"][0]["status"] == "succeeded" and log["data"][0]["attempts"] == 1
+    assert log["data"][0]["last_status_code"] == 200 and log["data"][0]["delivered_at"]
+
+
+def test_delivery_log_filters_by_status_and_retry_requeues(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session, worker: Worker
+) -> None:
+    endpoint = register(api, receiver.url)
+    receiver.script = [500, 500, 500]  # the whole short test schedule fails
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    worker.run_once(jobs=False)
+    path = f"/client/webhook-endpoints/{endpoint['id']}/deliveries"
+    failed = api.get(path, status="failed").json()["data"]
+    assert failed["total"] == 1 and failed["data"][0]["attempts"] == 3
+    assert failed["data"][0]["last_status_code"] == 500 and failed["data"][0]["next_attempt_at"] is None
+    assert api.get(path, status="succeeded").json()["data"]["total"] == 0
+    assert_error(api.get(path, status="lost"), 422)
+
+    retried = api.post(f"{path}/{failed['data'][0]['id']}/retry")
+    assert retried.status_code == 202, retried.text
+    assert retried.json()["data"]["status"] == "pending"
+    worker.run_once(jobs=False)
+    done = api.get(path).json()["data"]["data"][0]
+    assert done["status"] == "succeeded" and done["attempts"] == 4
+    assert len(set(receiver.ids())) == 1  # the same webhook-id on every attempt
+
+
+def test_retry_and_ping_on_a_disabled_endpoint_are_conflicts(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    endpoint = register(api, receiver.url)
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    (delivery,) = deliveries(db)
+    api.patch(f"/client/webhook-endpoints/{endpoint['id']}", {"enabled": False})
+    assert_error(api.post(f"/client/webhook-endpoints/{endpoint['id']}/ping"), 409, "enable it first")
+    assert_error(api.post(f"/client/webhook-endpoints/{endpoint['id']}/deliveries/{delivery.id}/retry"), 409)
+
+
+def test_a_delivery_of_another_endpoint_is_not_found_under_this_one(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    first = register(api, receiver.url, event_types=["employee.created"])
+    second = register(api, receiver.url + "/2", event_types=["equipment.added"])
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    (delivery,) = deliveries(db)
+    assert str(delivery.endpoint_id) == first["id"]
+    assert_error(api.post(f"/client/webhook-endpoints/{second['id']}/deliveries/{delivery.id}/retry"), 404)
+
+
+def test_a_company_with_no_endpoint_gets_no_delivery_rows(api: Api, engine: Engine, db: Session) -> None:
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    assert deliveries(db) == []
+    assert count(db, WebhookEndpoint) == 0
+    assert count(db, WebhookDelivery) == 0
+
+
+def test_fan_out_is_a_constant_number_of_statements(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    """Per batch of events: the events' INSERT, one SELECT of the company's enabled endpoints and,
+    when one wants them, one INSERT of the deliveries, whatever the number of events."""
+
+    def statements_for(events: int) -> list[str]:
+        seen: list[str] = []
+
+        def note(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+            seen.append(statement.split()[0].upper())
+
+        with TenantSession(engine) as session, session.begin():
+            bind_company(session, api.company_id)
+            session.execute(select(WebhookEndpoint.id)).all()  # BEGIN and the session's own set-up first
+            sa_event.listen(engine, "before_cursor_execute", note)
+            try:
+                batch = [NewEvent(EventType.EMPLOYEE_UPDATED, uuid.uuid4(), {"n": n}) for n in range(events)]
+                record_events(session, batch)
+            finally:
+                sa_event.remove(engine, "before_cursor_execute", note)
+        return seen
+
+    assert statements_for(50) == ["INSERT", "SELECT"]  # no endpoint: one indexed SELECT more
+    register(api, receiver.url)
+    register(api, receiver.url + "/2")
+    assert statements_for(1) == statements_for(50) == ["INSERT", "SELECT", "INSERT"]
+    assert count(db, WebhookDelivery) == 2 * 51

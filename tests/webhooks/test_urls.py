@@ -1,0 +1,88 @@
+"""The SSRF guard on its own: what resolves where is faked (socket.getaddrinfo), so that public and
+private answers, and an answer that changes (DNS rebinding), can be tried without a network."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+
+from outfitter.config import Settings
+from outfitter.webhooks.urls import UnsafeUrl, check_for_registration, pinned_target
+
+STRICT = Settings(webhook_allow_private=False)
+
+
+def fake_dns(monkeypatch: pytest.MonkeyPatch, *addresses: str) -> None:
+    def getaddrinfo(host: str, port: int, *_args: Any) -> list[tuple[Any, ...]]:
+        if not addresses:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [
+            (
+                socket.AF_INET6 if ":" in address else socket.AF_INET,
+                socket.SOCK_STREAM,
+                6,
+                "",
+                (address, port),
+            )
+            for address in addresses
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+def test_a_public_host_is_sent_to_the_address_that_was_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_dns(monkeypatch, "8.8.8.8")
+    target = pinned_target("https://hooks.example.com:8443/in?x=1", STRICT)
+    assert target.url == "https://8.8.8.8:8443/in?x=1"
+    assert target.host_header == "hooks.example.com:8443" and target.sni_hostname == "hooks.example.com"
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        ("10.0.0.5",),
+        ("8.8.8.8", "127.0.0.1"),
+        ("::1",),
+        ("::ffff:192.168.1.1",),
+        ("169.254.169.254",),
+        ("100.64.0.1",),
+    ],
+)
+def test_a_host_resolving_to_any_private_address_is_refused(
+    monkeypatch: pytest.MonkeyPatch, answers: tuple[str, ...]
+) -> None:
+    fake_dns(monkeypatch, *answers)
+    with pytest.raises(UnsafeUrl):
+        check_for_registration("https://hooks.example.com/in", STRICT)
+    with pytest.raises(UnsafeUrl):
+        pinned_target("https://hooks.example.com/in", STRICT)
+
+
+def test_rebinding_after_registration_is_caught_at_send_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_dns(monkeypatch, "8.8.8.8")
+    check_for_registration("https://hooks.example.com/in", STRICT)
+    fake_dns(monkeypatch, "127.0.0.1")
+    with pytest.raises(UnsafeUrl):
+        pinned_target("https://hooks.example.com/in", STRICT)
+
+
+def test_a_host_that_does_not_resolve_is_accepted_at_registration(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_dns(monkeypatch)
+    check_for_registration("https://not-yet.example.com/in", STRICT)
+
+
+def test_private_receivers_are_allowed_by_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_dns(monkeypatch, "127.0.0.1")
+    allowed = Settings(webhook_allow_private=True)
+    check_for_registration("http://localhost:8080/in", allowed)
+    assert pinned_target("http://localhost:8080/in", allowed).url == "http://localhost:8080/in"
+
+
+def test_http_follows_the_environment_unless_set() -> None:
+    assert Settings(environment="embedded").webhooks_allow_http is True
+    production = Settings.model_construct(environment="production", webhook_allow_http=None)
+    assert production.webhooks_allow_http is False
+    with pytest.raises(UnsafeUrl, match="https://"):
+        check_for_registration("http://8.8.8.8/in", Settings(webhook_allow_http=False))

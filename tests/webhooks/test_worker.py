@@ -1,0 +1,251 @@
+"""The worker: many share the work without doing it twice, a killed one loses nothing, shutdown
+finishes or releases what it holds, and one worker of many runs each round of the periodic jobs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from sqlalchemy import Engine, select, update
+from sqlalchemy.orm import Session
+from standardwebhooks import Webhook
+
+from outfitter.config import Settings
+from outfitter.core.events import NewEvent, record_events
+from outfitter.core.tenancy import TenantSession, bind_company
+from outfitter.db.base import utcnow
+from outfitter.db.session import make_engine, make_sessionmaker
+from outfitter.models import (
+    DeliveryStatus,
+    EventType,
+    Transaction,
+    TransactionStatus,
+    WebhookAttempt,
+)
+from outfitter.worker import Worker
+from outfitter.worker.jobs import JOBS, claim_job, finish_job
+from tests.factories import Api, load_demo_catalog
+from tests.payments.conftest import card_body, prices
+from tests.people.helpers import create_employee
+from tests.webhooks.conftest import attempts, deliveries, emit, make_worker, register
+from tests.webhooks.receiver import Receiver
+
+
+def test_two_workers_racing_over_1000_deliveries_send_each_once(
+    postgres_only: None, api: Api, private_ok: Settings, receiver: Receiver, database_url: str, db: Session
+) -> None:
+    register(api, receiver.url)
+    engine = make_engine(database_url, pool_size=24, max_overflow=0)
+    try:
+        with TenantSession(engine) as session, session.begin():
+            bind_company(session, api.company_id)
+            events = [NewEvent(EventType.EMPLOYEE_UPDATED, uuid.uuid4(), {"n": n}) for n in range(1000)]
+            ids = record_events(session, events)
+        workers = [make_worker(engine, private_ok, concurrency=8, name=f"racer-{n}") for n in range(2)]
+        done: list[int] = []
+        threads = [threading.Thread(target=lambda w=w: done.append(w.run_once(jobs=False))) for w in workers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        for runner in workers:
+            runner.close()
+    finally:
+        engine.dispose()
+    assert sum(done) == 1000
+    received = receiver.ids()
+    assert len(received) == 1000 and set(received) == {str(event_id) for event_id in ids}
+    rows = deliveries(db)
+    assert {row.status for row in rows} == {DeliveryStatus.SUCCEEDED} and {row.attempts for row in rows} == {
+        1
+    }
+    by_worker = {name for (name,) in db.execute(select(WebhookAttempt.worker).distinct())}
+    codes = {code for (code,) in db.execute(select(WebhookAttempt.status_code).distinct())}
+    db.commit()
+    assert codes == {200}
+    assert by_worker == {"racer-0", "racer-1"}  # both took a share
+
+
+def test_a_killed_worker_loses_nothing(
+    postgres_only: None,
+    api: Api,
+    private_ok: Settings,
+    receiver: Receiver,
+    engine: Engine,
+    database_url: str,
+    db: Session,
+) -> None:
+    """`outfitter worker` claims the delivery and is SIGKILLed while the receiver is still answering:
+    nothing is recorded, its lease expires, and another worker sends it (the same webhook-id)."""
+    register(api, receiver.url)
+    receiver.hold = threading.Event()
+    (event_id,) = emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    env = {
+        **os.environ,
+        "OUTFITTER_DATABASE_URL": database_url,
+        "OUTFITTER_WEBHOOK_ALLOW_PRIVATE": "true",
+        "OUTFITTER_WORKER_LEASE_SECONDS": "3",
+        "OUTFITTER_RATE_LIMIT": "off",
+    }
+    outfitter = Path(sys.executable).parent / "outfitter"
+    process = subprocess.Popen([str(outfitter), "worker", "--concurrency", "2"], env=env)
+    try:
+        assert receiver.arrived.wait(timeout=60), "the worker never sent the delivery"
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    (delivery,) = deliveries(db)
+    assert delivery.status == DeliveryStatus.PENDING and delivery.claimed_by and delivery.attempts == 0
+    held, receiver.hold = receiver.hold, None
+    held.set()
+
+    survivor = make_worker(engine, private_ok.model_copy(update={"worker_lease_seconds": 3}))
+    try:
+        assert survivor.run_once(jobs=False) == 0  # the dead worker's lease still stands
+        deadline = time.monotonic() + 15
+        while survivor.run_once(jobs=False) == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        survivor.close()
+    assert receiver.ids() == [str(event_id), str(event_id)]  # at least once; dedupe by webhook-id
+    (delivery,) = deliveries(db)
+    assert delivery.status == DeliveryStatus.SUCCEEDED and delivery.attempts == 1
+
+
+def test_shutdown_finishes_the_send_in_flight_and_releases_the_queued(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    register(api, receiver.url)
+    receiver.hold = threading.Event()
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED, EventType.EMPLOYEE_UPDATED)
+    runner = make_worker(engine, private_ok, concurrency=1)  # claims 2, sends 1 at a time
+    thread = threading.Thread(target=runner.run_forever)
+    thread.start()
+    assert receiver.arrived.wait(timeout=30)
+    runner.stop()
+    time.sleep(0.3)
+    receiver.hold.set()  # the receiver answers the send in flight, within the grace period
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    (sent_id,) = receiver.ids()
+    rows = deliveries(db)
+    (sent,) = [row for row in rows if str(row.event_id) == sent_id]
+    (queued,) = [row for row in rows if str(row.event_id) != sent_id]
+    assert sent.status == DeliveryStatus.SUCCEEDED and sent.claimed_by is None
+    assert queued.status == DeliveryStatus.PENDING and queued.claimed_by is None and queued.attempts == 0
+
+
+def test_one_worker_of_many_runs_each_round_of_a_job(engine: Engine, private_ok: Settings) -> None:
+    sessions = make_sessionmaker(engine, TenantSession)
+    assert claim_job(sessions, "expire_transactions", "a", interval=60, lease=60)
+    assert not claim_job(sessions, "expire_transactions", "b", interval=60, lease=60)  # a holds it
+    finish_job(sessions, "expire_transactions", "a")
+    assert not claim_job(sessions, "expire_transactions", "b", interval=60, lease=60)  # next round: in 60 s
+
+
+def test_racing_workers_claim_a_job_round_once(postgres_only: None, database_url: str) -> None:
+    engine = make_engine(database_url, pool_size=10, max_overflow=0)
+    sessions = make_sessionmaker(engine, TenantSession)
+    wins: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def race(name: str) -> None:
+        barrier.wait()
+        wins.append(claim_job(sessions, "reconcile_payments", name, interval=60, lease=60))
+
+    threads = [threading.Thread(target=race, args=(f"w{n}",)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    engine.dispose()
+    assert sorted(wins) == [False] * 7 + [True]
+
+
+def test_the_expiry_job_expires_and_announces(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    load_demo_catalog(engine)
+    buyer = create_employee(api)
+    card = api.post(
+        "/client/transactions/initiate",
+        json=card_body(uuid.UUID(buyer["id"]), prices(api)[0]["asset_pricing"]["id"]),
+    )
+    assert card.status_code == 200, card.text
+    tx_ref = card.json()["data"]["tx_ref"]
+    endpoint = register(api, receiver.url, event_types=["transaction.expired"])
+    db.execute(update(Transaction).values(expires_at=utcnow().replace(year=2020)))
+    db.commit()
+
+    runner = Worker(make_sessionmaker(engine, TenantSession), private_ok, jobs=JOBS[:1])
+    try:
+        runner.run_due_jobs()
+        assert runner.run_once(jobs=False) == 1
+    finally:
+        runner.close()
+    listed = api.get("/client/transactions").json()["data"]["data"]
+    assert [(row["tx_ref"], row["status"]) for row in listed] == [(tx_ref, TransactionStatus.EXPIRED.value)]
+    (request,) = receiver.received
+    payload = Webhook(endpoint["secret"]).verify(request.body, request.headers)
+    assert payload["type"] == "transaction.expired" and payload["data"]["tx_ref"] == tx_ref
+    assert payload["data"]["status"] == "Expired"
+    assert attempts(db, deliveries(db)[0].id)[0].status_code == 200
+
+
+def test_a_slow_receiver_does_not_hold_up_the_others(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    from tests.webhooks.receiver import running_receiver
+
+    register(api, receiver.url, event_types=["employee.created"])
+    receiver.hold = threading.Event()  # this receiver never answers until the end
+    with running_receiver() as fast:
+        register(api, fast.url, event_types=["employee.updated"])
+        emit(engine, api.company_id, *[EventType.EMPLOYEE_CREATED] * 6, *[EventType.EMPLOYEE_UPDATED] * 3)
+        runner = make_worker(engine, private_ok, concurrency=2)  # one thread per endpoint at most
+        thread = threading.Thread(target=runner.run_forever)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 20
+            while len(fast.received) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(fast.received) == 3
+            assert len(receiver.received) == 1  # the slow one holds one thread, not both
+        finally:
+            runner.stop()
+            receiver.hold.set()
+            thread.join(timeout=30)
+
+
+def test_the_reconcile_job_settles_a_paid_card_payment(
+    api: Api, private_ok: Settings, engine: Engine, db: Session
+) -> None:
+    """The worker runs payments' reconciliation: a card payment the gateway has (its webhook lost)
+    is fulfilled without anyone calling verify."""
+    from decimal import Decimal
+
+    from tests.payments.conftest import record_sandbox_payment
+
+    load_demo_catalog(engine)
+    buyer = create_employee(api)
+    pricing_id = prices(api)[0]["asset_pricing"]["id"]
+    card = api.post("/client/transactions/initiate", json=card_body(uuid.UUID(buyer["id"]), pricing_id))
+    assert card.status_code == 200, card.text
+    tx_ref = card.json()["data"]["tx_ref"]
+    transaction = db.scalars(select(Transaction).where(Transaction.tx_ref == tx_ref)).one()
+    db.commit()
+    record_sandbox_payment(db, tx_ref, str(Decimal(transaction.total_amount)), transaction.currency_code)
+
+    runner = Worker(make_sessionmaker(engine, TenantSession), private_ok, jobs=JOBS[1:])
+    try:
+        runner.run_due_jobs()
+    finally:
+        runner.close()
+    listed = api.get("/client/transactions").json()["data"]["data"]
+    assert [(row["tx_ref"], row["status"]) for row in listed] == [(tx_ref, TransactionStatus.FULFILLED.value)]
