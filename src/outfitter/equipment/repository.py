@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,14 +168,19 @@ def _first_department_name() -> ScalarSelect[str]:
     )
 
 
-# Built once: a constant statement keeps its compiled form and cache key between requests.
-_DETAIL = (
-    _with_references(
-        select(*_BASE_COLUMNS, *_DETAIL_COLUMNS, _first_department_name().label("assignee_department"))
+def _details(condition: ColumnElement[bool]) -> Select[Any]:
+    return (
+        _with_references(
+            select(*_BASE_COLUMNS, *_DETAIL_COLUMNS, _first_department_name().label("assignee_department"))
+        )
+        .outerjoin(_assignee_country, _assignee_country.id == Employee.country_id)
+        .where(condition)
     )
-    .outerjoin(_assignee_country, _assignee_country.id == Employee.country_id)
-    .where(Equipment.id == bindparam("equipment_id"))
-)
+
+
+# Built once: a constant statement keeps its compiled form and cache key between requests.
+_DETAIL = _details(Equipment.id == bindparam("equipment_id"))
+_DETAILS = _details(Equipment.id.in_(bindparam("equipment_ids", expanding=True)))
 _HISTORY_COLUMNS = (
     EquipmentHistory.equipment_id,
     EquipmentHistory.id,
@@ -261,6 +267,13 @@ class EquipmentRepository(CompanyRepository[Equipment]):
             raise NotFound.record(self.label)
         return rows[0]
 
+    def details(self, equipment_ids: list[uuid.UUID]) -> dict[uuid.UUID, Row[Any]]:
+        """Many devices' detail rows in one statement (bulk answers), by id."""
+        if not equipment_ids:
+            return {}
+        rows = company_rows(self.session, _DETAILS, {"equipment_ids": equipment_ids})
+        return {row.id: row for row in rows}
+
     def history(self, equipment_ids: list[uuid.UUID], *, full: bool) -> dict[uuid.UUID, list[Row[Any]]]:
         """Each device's history, oldest first; `full` adds the actor and payload."""
         entries: dict[uuid.UUID, list[Row[Any]]] = {equipment_id: [] for equipment_id in equipment_ids}
@@ -280,3 +293,25 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         """An employee of this company, or None (unknown or another company's)."""
         statement = select(Employee).where(Employee.id == employee_id)
         return self.session.scalars(statement).one_or_none()
+
+    def serials_taken(self, serial_numbers: Collection[str]) -> set[str]:
+        """Which of `serial_numbers` the company's devices already carry: one statement."""
+        if not serial_numbers:
+            return set()
+        statement = select(Equipment.serial_number).where(Equipment.serial_number.in_(serial_numbers))
+        return {serial for serial in self.session.scalars(statement) if serial is not None}
+
+    def employees(self, employee_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
+        """The company's employees among `employee_ids` (another company's are simply absent)."""
+        if not employee_ids:
+            return {}
+        return {
+            employee.id: employee
+            for employee in self.session.scalars(select(Employee).where(Employee.id.in_(employee_ids)))
+        }
+
+    def for_move(self, equipment_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Equipment]:
+        """The company's devices among `equipment_ids`, locked for the move (FOR UPDATE on
+        PostgreSQL; SQLite's BEGIN IMMEDIATE already serialises writers): one statement."""
+        statement = self.select().where(Equipment.id.in_(equipment_ids)).with_for_update()
+        return {equipment.id: equipment for equipment in self.session.scalars(statement)}

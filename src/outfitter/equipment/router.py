@@ -10,8 +10,10 @@ from outfitter.core.openapi import id_path
 from outfitter.core.pagination import PageResult, Pagination
 from outfitter.core.schemas import Envelope, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
-from outfitter.equipment import service
+from outfitter.equipment import bulk, service
 from outfitter.equipment.schemas import (
+    EquipmentBulkCreate,
+    EquipmentBulkMove,
     EquipmentCreate,
     EquipmentOut,
     EquipmentPageEnvelope,
@@ -88,6 +90,30 @@ def list_equipment_in_storage(client: ReadAccess, pagination: Pagination) -> dic
 def create_equipment(client: WriteAccess, body: EquipmentCreate) -> dict[str, Any]:
     equipment = service.create_equipment(client.session, client.auth, body)
     return ok(equipment, "Equipment created successfully.")
+
+
+@router.post(
+    "/equipment/bulk",
+    status_code=201,
+    response_model=Envelope[list[EquipmentOut]],
+    responses=error_responses(409, 422),
+    summary="Register up to 1,000 devices at once, all or nothing, answered in order",
+)
+def create_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkCreate) -> dict[str, Any]:
+    items = [(f"equipment.{index}", item) for index, item in enumerate(body.equipment)]
+    devices = bulk.register_devices(client.session, client.auth, items)
+    return ok(devices, f"{len(devices)} equipment created successfully.")
+
+
+@router.post(
+    "/equipment/bulk-move",
+    response_model=Envelope[list[EquipmentOut]],
+    responses=error_responses(409, 422),
+    summary="Move up to 1,000 devices to one status, all or nothing (409 lists those that cannot)",
+)
+def move_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkMove) -> dict[str, Any]:
+    devices = bulk.move_devices(client.session, client.auth, body)
+    return ok(devices, f"{len(devices)} equipment moved to {body.status} successfully.")
 
 
 @router.get(
