@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, bindparam, func, select
+from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, and_, bindparam, func, or_, select
 from sqlalchemy.orm import aliased
 
 from outfitter.core.errors import NotFound
@@ -235,6 +236,24 @@ def _page(shape: tuple[object, ...], backwards: bool) -> Select[Any]:
     )
 
 
+_AFTER_CREATED = bindparam("after_created", type_=Equipment.created_at.type)
+_AFTER_ID = bindparam("after_id", type_=Equipment.id.type)
+
+
+@functools.cache
+def _chunk(shape: tuple[object, ...], after: bool) -> Select[Any]:
+    """The list's rows in its order (newest first), from a keyset: after the row (created_at, id)."""
+    statement = _with_references(select(*_BASE_COLUMNS)).where(*_conditions(shape))
+    if after:
+        statement = statement.where(
+            or_(
+                Equipment.created_at < _AFTER_CREATED,
+                and_(Equipment.created_at == _AFTER_CREATED, Equipment.id < _AFTER_ID),
+            )
+        )
+    return statement.order_by(Equipment.created_at.desc(), Equipment.id.desc()).limit(bindparam("limit"))
+
+
 class EquipmentRepository(CompanyRepository[Equipment]):
     model = Equipment
     label = "Equipment"
@@ -257,6 +276,15 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         values |= {"offset": total - end if backwards else start, "limit": end - start}
         rows = company_rows(self.session, _page(shape, backwards), values)
         return PageResult(items=list(rows), total=total, params=params)
+
+    def chunk(
+        self, filters: EquipmentFilters, after: tuple[datetime, uuid.UUID] | None, limit: int
+    ) -> Sequence[Row[Any]]:
+        """Up to `limit` rows of the filtered list after the keyset `after` (an export's chunk)."""
+        values = filters.parameters() | {"limit": limit}
+        if after is not None:
+            values |= {"after_created": after[0], "after_id": after[1]}
+        return company_rows(self.session, _chunk(filters.shape(), after is not None), values)
 
     def detail(self, equipment_id: uuid.UUID | str) -> Row[Any]:
         """One device's row with everything the single-record answer shows: 404 for an unknown id

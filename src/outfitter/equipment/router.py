@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import StreamingResponse
 
+from outfitter.core.csv_export import CSV_RESPONSE, csv_response
 from outfitter.core.openapi import id_path
 from outfitter.core.pagination import PageResult, Pagination
 from outfitter.core.schemas import Envelope, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
-from outfitter.equipment import bulk, service
+from outfitter.equipment import bulk, export, service
 from outfitter.equipment.schemas import (
     EquipmentBulkCreate,
     EquipmentBulkMove,
@@ -33,15 +36,7 @@ def _page_answer(records: list[dict[str, Any]], page: PageResult[Any]) -> dict[s
     return {**ok(page.body(records), FETCHED), **page.counters()}
 
 
-@router.get(
-    "/equipment",
-    response_model=EquipmentPageEnvelope,
-    responses=error_responses(422),
-    summary="List the company's equipment (Archived only with status=Archived)",
-)
-def list_equipment(
-    client: ReadAccess,
-    pagination: Pagination,
+async def _list_query(
     status: Annotated[EquipmentStatus | None, Query(description="Only this status")] = None,
     type: Annotated[
         TypeFilter | None, Query(description="Laptop/Workstation also matches Laptop and Workstation")
@@ -55,17 +50,43 @@ def list_equipment(
         str | None, Query(max_length=10_000, description="Serial numbers separated by commas, exact")
     ] = None,
 ) -> dict[str, Any]:
-    filters = service.resolve_filters(
-        client.session,
-        status=status,
-        type=type,
-        memory=memory,
-        storage=storage,
-        country=country,
-        serial_number=serial_number,
-    )
+    """The list's filters, shared by the list and the export; `service.resolve_filters` checks them."""
+    return {
+        "status": status,
+        "type": type,
+        "memory": memory,
+        "storage": storage,
+        "country": country,
+        "serial_number": serial_number,
+    }
+
+
+ListQuery = Annotated[dict[str, Any], Depends(_list_query)]
+
+
+@router.get(
+    "/equipment",
+    response_model=EquipmentPageEnvelope,
+    responses=error_responses(422),
+    summary="List the company's equipment (Archived only with status=Archived)",
+)
+def list_equipment(client: ReadAccess, pagination: Pagination, query: ListQuery) -> dict[str, Any]:
+    filters = service.resolve_filters(client.session, **query)
     records, page = service.list_equipment(client.session, filters, pagination)
     return _page_answer(records, page)
+
+
+@router.get(
+    "/equipment/export",
+    response_model=None,
+    response_class=StreamingResponse,
+    responses={**CSV_RESPONSE, **error_responses(422)},
+    summary="The equipment list as a CSV file (the list's filters), streamed",
+)
+def export_equipment(client: ReadAccess, query: ListQuery) -> StreamingResponse:
+    filters = service.resolve_filters(client.session, **query)  # a bad filter is a 422, before any byte
+    chunks = export.equipment_chunks(client.sessions_after(), filters)
+    return csv_response(f"equipment-{datetime.now(UTC):%Y-%m-%d}.csv", export.COLUMNS, chunks)
 
 
 @router.get(
