@@ -102,17 +102,15 @@ def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]
     return checked
 
 
-def register_devices(
-    session: Session, auth: AuthContext, items: Sequence[tuple[str, EquipmentCreate]]
-) -> list[dict[str, Any]]:
-    """Register every item (all or nothing) and answer the devices in order, as the single create does."""
+def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> list[Equipment]:
+    """Register checked devices: `equipment_added`, the move to their status, an event each."""
     devices: list[Equipment] = []
-    for item in check_devices(session, items):
+    for item in checked:
         equipment = service.new_equipment(session, item.body, item.references)
         session.add(equipment)
-        lifecycle.record_added(session, equipment, auth.actor)
+        lifecycle.record_added(session, equipment, actor)
         if item.body.status != EquipmentStatus.UNASSIGNED:
-            lifecycle.move(session, equipment, item.body.status, auth.actor, assignee=item.assignee)
+            lifecycle.move(session, equipment, item.body.status, actor, assignee=item.assignee)
         devices.append(equipment)
     try:
         session.flush()
@@ -120,7 +118,15 @@ def register_devices(
         raise Conflict(
             "A device with one of these serial numbers was registered meanwhile; nothing was registered."
         ) from None
-    record_equipment_events(session, [(EventType.EQUIPMENT_ADDED, device) for device in devices], auth.actor)
+    record_equipment_events(session, [(EventType.EQUIPMENT_ADDED, device) for device in devices], actor)
+    return devices
+
+
+def register_devices(
+    session: Session, auth: AuthContext, items: Sequence[tuple[str, EquipmentCreate]]
+) -> list[dict[str, Any]]:
+    """Register every item (all or nothing) and answer the devices in order, as the single create does."""
+    devices = insert_devices(session, auth.actor, check_devices(session, items))
     return service.details(session, [device.id for device in devices])
 
 

@@ -9,11 +9,12 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
 from outfitter.core.csv_export import CSV_RESPONSE, csv_response
+from outfitter.core.csv_import import CSV_REQUEST_BODY, CsvBody, DryRun, ImportResult, import_message
 from outfitter.core.openapi import id_path
 from outfitter.core.pagination import PageResult, Pagination
 from outfitter.core.schemas import Envelope, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
-from outfitter.equipment import bulk, export, service
+from outfitter.equipment import bulk, export, imports, service
 from outfitter.equipment.schemas import (
     EquipmentBulkCreate,
     EquipmentBulkMove,
@@ -167,3 +168,15 @@ def update_equipment(equipmentId: EquipmentId, client: WriteAccess, body: Equipm
 def delete_equipment(equipmentId: EquipmentId, client: WriteAccess) -> dict[str, Any]:
     equipment = service.archive_equipment(client.session, client.auth, equipmentId)
     return ok(equipment, "Equipment deleted successfully.")
+
+
+@router.post(
+    "/equipment/import",
+    response_model=Envelope[ImportResult],
+    responses=error_responses(409, 422),
+    openapi_extra=CSV_REQUEST_BODY,
+    summary="Create equipment from a CSV file (up to 10 MiB and 10,000 rows), all or nothing",
+)
+def import_equipment(client: WriteAccess, data: CsvBody, dry_run: DryRun = False) -> dict[str, Any]:
+    result = imports.import_equipment(client.session, client.auth.actor, data, dry_run=dry_run)
+    return ok(result, import_message(result, "equipment"))

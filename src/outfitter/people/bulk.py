@@ -78,7 +78,22 @@ def create_employees(session: Session, employees: list[Any]) -> tuple[list[Any],
             for detail in error.errors():
                 key = ".".join([path, *(str(part) for part in detail["loc"])])
                 errors.setdefault(key, []).append(_readable(detail["msg"]))
+    created = create_validated(session, valid, errors)
+    return _mirror(employees, created), len(created)
 
+
+def create_validated(
+    session: Session,
+    valid: list[tuple[str, EmployeeCreate]],
+    errors: dict[str, list[str]] | None = None,
+    *,
+    write: bool = True,
+) -> list[EmployeeOut]:
+    """The batch rules (countries, emails unique in the batch and the company) for bodies already
+    validated, keyed by their paths; 422 with these errors and `errors` (the bodies' own). Then one
+    INSERT for them all, unless `write` is False (a dry run: nothing written, nothing answered).
+    Used by the bulk endpoint and the CSV import alike."""
+    errors = dict(errors or {})
     countries = _Countries(session, {body.country_id for _, body in valid})
     repository = EmployeeRepository(session)
     taken = repository.existing_emails({body.email for _, body in valid})
@@ -107,6 +122,8 @@ def create_employees(session: Session, employees: list[Any]) -> tuple[list[Any],
             answer_countries.append(country)
     if errors:
         raise ValidationFailed.fields(errors)
+    if not write:
+        return []
 
     try:
         repository.insert_many(rows)
@@ -115,10 +132,9 @@ def create_employees(session: Session, employees: list[Any]) -> tuple[list[Any],
             "An employee with one of these emails was created meanwhile; nothing was created."
         ) from None
 
-    created = [
+    return [
         employee_out(Employee(**row), country) for row, country in zip(rows, answer_countries, strict=True)
     ]
-    return _mirror(employees, created), len(created)
 
 
 def _mirror(employees: list[Any], created: list[EmployeeOut]) -> list[Any]:

@@ -9,11 +9,12 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
 from outfitter.core.csv_export import CSV_RESPONSE, csv_response
+from outfitter.core.csv_import import CSV_REQUEST_BODY, CsvBody, DryRun, ImportResult, import_message
 from outfitter.core.openapi import id_path
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, Page, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
-from outfitter.people import bulk, departments, export, service
+from outfitter.people import bulk, departments, export, imports, service
 from outfitter.people.schemas import (
     DepartmentCreate,
     DepartmentOut,
@@ -182,3 +183,15 @@ def update_department(
 def delete_department(department_id: DepartmentId, client: WriteAccess) -> dict[str, object]:
     department = departments.delete_department(client.session, client.auth, department_id)
     return ok(department, "Department deleted successfully.")
+
+
+@router.post(
+    "/employees/import",
+    response_model=Envelope[ImportResult],
+    responses=error_responses(409, 422),
+    openapi_extra=CSV_REQUEST_BODY,
+    summary="Create employees from a CSV file (up to 10 MiB and 10,000 rows), all or nothing",
+)
+def import_employees(client: WriteAccess, data: CsvBody, dry_run: DryRun = False) -> dict[str, Any]:
+    result = imports.import_employees(client.session, data, dry_run=dry_run)
+    return ok(result, import_message(result, "employees"))
