@@ -31,7 +31,8 @@ CSV_REQUEST_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "description": "A CSV file (UTF-8, comma or semicolon) whose header names the create body's fields",
-        "content": {"text/csv": {"schema": {"type": "string"}}},
+        # A file: generated clients take it as bytes (openapi-python-client's File).
+        "content": {"text/csv": {"schema": {"type": "string", "format": "binary"}}},
     }
 }
 
