@@ -137,3 +137,11 @@ def test_only_csv_up_to_10_mib_is_taken_here_and_json_elsewhere(api: Api, db: Se
     body = assert_error(post_csv(api, long_rows), 422)
     assert "rows.2.description" in body["errors"]
     assert device_count(db) == 0
+
+
+def test_unreadable_lines_and_nameless_columns_are_422(api: Api, db: Session) -> None:
+    huge_cell = "title,description\nA," + '"' + "x" * 200_000 + '"\n'
+    assert list(assert_error(post_csv(api, huge_cell), 422, "cannot be read as CSV")["errors"]) == ["rows.2"]
+    nameless = assert_error(post_csv(api, "title,,serial_number\nA,,S\n"), 422, "Column 2 has no name")
+    assert list(nameless["errors"]) == ["rows.1"]
+    assert device_count(db) == 0

@@ -98,13 +98,24 @@ def read_rows(data: bytes, columns: Collection[str], progress: Progress | None =
     header_line = text.split("\n", 1)[0]
     delimiter = ";" if header_line.count(";") > header_line.count(",") else ","
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        return _rows(reader, columns, progress)
+    except csv.Error as error:  # a cell over the csv module's field size limit, and the like
+        raise ValidationFailed.field(
+            f"rows.{reader.line_num}", f"This line cannot be read as CSV: {error}."
+        ) from None
+
+
+def _rows(reader: Any, columns: Collection[str], progress: Progress | None) -> list[CsvRow]:
     header = [name.strip() for name in next(reader, [])]
     if not any(header):
         raise ValidationFailed.field("rows.1", "The file is empty: give a header row naming the columns.")
     errors: dict[str, list[str]] = {}
     known = ", ".join(columns)
-    for name in header:
-        if name not in columns:
+    for position, name in enumerate(header, start=1):
+        if not name:
+            errors["rows.1"] = [f"Column {position} has no name; the columns are: {known}."]
+        elif name not in columns:
             errors[f"rows.1.{name}"] = [f"Unknown column {name!r}; the columns are: {known}."]
         elif header.count(name) > 1:
             errors[f"rows.1.{name}"] = ["This column is named twice."]
