@@ -45,7 +45,9 @@ CursorT = TypeVar("CursorT")
 
 def cell(value: Any) -> str:
     """A value as the API writes it in JSON, as one CSV cell, safe against formula injection."""
-    if value is None:
+    if isinstance(value, str):  # most cells: checked first, the export's hot path
+        text = value
+    elif value is None:
         text = ""
     elif isinstance(value, bool):
         text = "true" if value else "false"
@@ -55,18 +57,18 @@ def cell(value: Any) -> str:
         text = format(value, "f")
     elif isinstance(value, Enum):
         text = str(value.value)
-    elif isinstance(value, uuid.UUID | int | float | str):
+    elif isinstance(value, uuid.UUID | int | float):
         text = str(value)
     else:
         text = json.dumps(value, default=str)
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def flattened(record: Mapping[str, Any], column: str) -> Any:
-    """`record`'s value at a dotted column name (`specs.memory`, `assignee.name`); None if absent."""
+def flattened(record: Mapping[str, Any], path: Sequence[str]) -> Any:
+    """`record`'s value at a column's path (`("specs", "memory")`); None if absent."""
     value: Any = record
-    for part in column.split("."):
-        if not isinstance(value, Mapping):
+    for part in path:
+        if not isinstance(value, dict):
             return None
         value = value.get(part)
     return value
@@ -83,10 +85,11 @@ def csv_lines(columns: Sequence[str], chunks: Iterator[Sequence[Mapping[str, Any
         buffer.truncate()
         return data
 
+    paths = [tuple(column.split(".")) for column in columns]  # `specs.memory` is specs, then memory
     writer.writerow(columns)
     yield drain()
     for chunk in chunks:
-        writer.writerows([cell(flattened(record, column)) for column in columns] for record in chunk)
+        writer.writerows([cell(flattened(record, path)) for path in paths] for record in chunk)
         yield drain()
 
 
