@@ -63,6 +63,7 @@ def test_a_bom_and_semicolons_are_read(api: Api) -> None:
 
 def test_a_byte_that_is_not_utf8_is_named_by_its_line(api: Api, db: Session) -> None:
     lines = ["title,serial_number"] + [f"Device {number},S{number}" for number in range(2, 80)]
+    lines[1] = "Bürostuhl ergonomisch,S2"  # UTF-8 before the bad line: a file of mixed encodings
     data = "\n".join(lines).encode()
     data = data.replace(b"Device 57,", "Écran 57,".encode("latin-1"))
     body = assert_error(post_csv(api, data), 422, "UTF-8")
