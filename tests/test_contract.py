@@ -55,6 +55,14 @@ REFERS_TO_RECORDS = {
     "initiate_offboard": "orders name employees and the equipment they hold",
     # Not a record, but the same kind of rule: one between two parameters, which no schema states.
     "list_events": "until earlier than since is refused with 422 naming query.until",
+    "export_employees": "as list_employees",
+    "export_equipment": "as list_equipment",
+    "create_equipment_in_bulk": "each device's assignee_id, currency and country must name records",
+    "move_equipment_in_bulk": "equipment_ids and assignee_id must name the company's records",
+    # A CSV body is documented as a string: that its header must name the create body's fields
+    # and its cells valid values is the file's format, which JSON Schema cannot express.
+    "import_employees": "a CSV file whose header and cells a string schema cannot describe",
+    "import_equipment": "a CSV file whose header and cells a string schema cannot describe",
 }
 
 

@@ -42,6 +42,9 @@ def test_generated_requests_never_get_a_server_error(app: FastAPI, api: Api, eng
                 failures.append(
                     f"{case.method} {case.formatted_path} -> {response.status_code}: {response.text[:200]}"
                 )
+            content_type = (response.headers.get("content-type") or [""])[0]  # each header a list
+            if response.status_code == 200 and content_type.startswith("text/csv"):
+                return  # an export's file (decisions 15), the one answer that is not the envelope
             assert isinstance(response.json().get("success"), bool), f"{case.method} {case.formatted_path}"
 
         check()

@@ -19,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from outfitter.catalog.router import router as catalog_router
 from outfitter.config import Settings, get_settings
+from outfitter.core.csv_import import MAX_IMPORT_BYTES
 from outfitter.core.errors import error_body
 from outfitter.core.handlers import RETRY_AFTER_SECONDS, install_error_handlers, route_methods
 from outfitter.core.idempotency import IdempotencyMiddleware
@@ -37,6 +38,8 @@ from outfitter.people.router import router as people_router
 from outfitter.webhooks.router import router as webhooks_router
 
 API_PREFIX = "/api/v2"
+# The only paths whose body is a CSV file (text/csv, up to MAX_IMPORT_BYTES), not JSON.
+CSV_IMPORT_PATHS = ("/client/employees/import", "/client/equipment/import")
 
 logger = logging.getLogger("outfitter")
 
@@ -98,7 +101,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         prefix=API_PREFIX + "/",
     )
     app.add_middleware(NulGuardMiddleware)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.max_body_bytes,
+        csv_paths=frozenset(API_PREFIX + path for path in CSV_IMPORT_PATHS),
+        csv_max_bytes=MAX_IMPORT_BYTES,
+    )
     app.add_middleware(RequestContextMiddleware)
 
     # Each router straight on the app, the hottest first: FastAPI matches a request by walking the

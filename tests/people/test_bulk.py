@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastapi import FastAPI
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
@@ -110,9 +111,8 @@ def test_malformed_bulk_bodies_are_422(api: Api) -> None:
     assert set(body["errors"]) == {"employees.0.0", "employees.0.1"}
 
 
-def test_a_thousand_employees_in_a_constant_number_of_statements(
-    api: Api, engine: Engine, db: Session
-) -> None:
+def test_a_thousand_employees_in_a_constant_number_of_statements(api: Api, app: FastAPI, db: Session) -> None:
+    engine: Engine = app.state.engine  # the app's own engine, which serves the requests
     statements: list[str] = []
 
     def count(*args: Any) -> None:
@@ -132,5 +132,6 @@ def test_a_thousand_employees_in_a_constant_number_of_statements(
 
     small = post(3)
     large = post(1000)
+    assert small > 0  # counted on the engine that serves the requests
     assert large <= small + 2  # the driver may split a very large executemany into a few batches
     assert employee_count(db) == 1003

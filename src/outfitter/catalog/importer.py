@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -96,8 +97,11 @@ def _named(session: Session, model: type[Category] | type[AssetModel], name: str
     return record
 
 
-def import_catalog(session: Session, catalog: CatalogFile) -> ImportSummary:
-    """Upsert every asset, specification and price of `catalog`. Flushes; the caller commits."""
+def import_catalog(
+    session: Session, catalog: CatalogFile, progress: Callable[[int], None] | None = None
+) -> ImportSummary:
+    """Upsert every asset, specification and price of `catalog`, calling `progress(1)` after each
+    asset. Flushes; the caller commits."""
     summary = ImportSummary()
     for index, item in enumerate(catalog.assets):
         category = _named(session, Category, item.category)
@@ -129,6 +133,8 @@ def import_catalog(session: Session, catalog: CatalogFile) -> ImportSummary:
             _import_specification(
                 session, asset, spec_in, f"assets.{index}.specifications.{spec_index}", summary
             )
+        if progress is not None:
+            progress(1)
     return summary
 
 

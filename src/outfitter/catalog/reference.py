@@ -6,7 +6,7 @@ accept a country as its id, its name or its alpha-2 code."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import iso4217
@@ -150,3 +150,14 @@ def resolve_currency(session: Session, code: str | None, field: str) -> Currency
             field, f"Unknown currency {code!r}: give an ISO 4217 code such as USD (see /client/currencies)."
         )
     return currency
+
+
+def currencies_by_code(session: Session, codes: Iterable[str]) -> dict[str, Currency]:
+    """The currencies among `codes` (any case), by upper-case code: one statement for a batch."""
+    wanted = {code.strip().upper() for code in codes if code.strip()}
+    if not wanted:
+        return {}
+    return {
+        currency.code: currency
+        for currency in session.scalars(select(Currency).where(Currency.code.in_(wanted)))
+    }

@@ -96,29 +96,52 @@ class _BodyTooLarge(BaseException):
 
 
 class BodyLimitMiddleware:
-    """413 for bodies over the limit (declared or streamed), 415 for non-JSON bodies on the API."""
+    """413 for bodies over the limit (declared or streamed), 415 for non-JSON bodies on the API.
 
-    def __init__(self, app: ASGIApp, max_bytes: int, json_prefix: str = "/api/") -> None:
+    The CSV imports (`csv_paths`, exactly those paths) take `text/csv` instead, up to
+    `csv_max_bytes`; every other path keeps JSON and `max_bytes`."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        json_prefix: str = "/api/",
+        csv_paths: frozenset[str] = frozenset(),
+        csv_max_bytes: int = 0,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.json_prefix = json_prefix
+        self.csv_paths = csv_paths
+        self.csv_max_bytes = csv_max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
-        too_large = f"The request body is larger than the limit of {self.max_bytes} bytes."
+        takes_csv = scope["path"] in self.csv_paths
+        limit = self.csv_max_bytes if takes_csv else self.max_bytes
+        too_large = f"The request body is larger than the limit of {limit} bytes."
         declared = header_value(scope, b"content-length")
         if declared is not None and not declared.isdigit():
             await send_error(send, 400, "The Content-Length header must be a whole number of bytes.", [])
             return
-        if declared is not None and int(declared) > self.max_bytes:
+        if declared is not None and int(declared) > limit:
             await send_error(send, 413, too_large, [])
             return
         if scope["path"].startswith(self.json_prefix) and (declared is None or declared != "0"):
             content_type = (header_value(scope, b"content-type") or "").split(";")[0].strip().lower()
             has_body = declared is not None or header_value(scope, b"transfer-encoding") is not None
-            if has_body and not (content_type == "application/json" or content_type.endswith("+json")):
+            if takes_csv and has_body and content_type != "text/csv":
+                await send_error(
+                    send, 415, "The request body must be CSV: send 'Content-Type: text/csv'.", []
+                )
+                return
+            if (
+                not takes_csv
+                and has_body
+                and not (content_type == "application/json" or content_type.endswith("+json"))
+            ):
                 await send_error(
                     send, 415, "The request body must be JSON: send 'Content-Type: application/json'.", []
                 )
@@ -132,7 +155,7 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                if received > limit:
                     raise _BodyTooLarge
             return message
 

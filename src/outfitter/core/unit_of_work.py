@@ -119,6 +119,18 @@ class ClientWork(UnitOfWork):
             raise RuntimeError("the unit of work is opened by UnitOfWorkRoute, in the endpoint's thread")
         return self._auth
 
+    def sessions_after(self) -> Callable[[], Session]:
+        """Sessions for reads after this unit of work has ended (a streamed answer reads while
+        it is sent): each bound to the token's company, as the request's is, and closed by its user."""
+        sessions, company_id = self._sessions, self.auth.company_id
+
+        def open_session() -> Session:
+            session = sessions()
+            bind_company(session, company_id)
+            return session
+
+        return open_session
+
     def open(self) -> None:
         super().open()
         self._auth = authenticate(self.session, self._token, self._scope)

@@ -68,6 +68,20 @@ def record_added(
     return entry
 
 
+def refusal(equipment: Equipment, to_status: EquipmentStatus, assignee: Employee | None = None) -> str | None:
+    """Why `equipment` cannot move to `to_status` (for `assignee`), or None when the move is allowed.
+
+    The rule of a move, asked by `move` for one device and by bulk moves for each of theirs before
+    any of them moves. Re-assigning an Assigned device to another employee is allowed."""
+    from_status = equipment.status
+    reassign = from_status == EquipmentStatus.ASSIGNED and to_status == EquipmentStatus.ASSIGNED
+    if not reassign and to_status not in ALLOWED_MOVES.get(from_status, frozenset()):
+        return f"Equipment cannot move from {from_status} to {to_status}."
+    if reassign and assignee is not None and equipment.assignee_id == assignee.id:
+        return f"Equipment is already assigned to {assignee.full_name}."
+    return None
+
+
 def move(
     session: Session,
     equipment: Equipment,
@@ -76,26 +90,22 @@ def move(
     assignee: Employee | None = None,
     payload: dict[str, Any] | None = None,
 ) -> EquipmentHistory:
-    """Move `equipment` to `to_status` (409 when the move is not allowed) and write its history entry.
+    """Move `equipment` to `to_status` (409 when `refusal` refuses it) and write its history entry.
 
-    Assigned needs an assignee of the same company; every other status clears it. Re-assigning
-    an Assigned device to another employee is allowed and recorded as `assigned`.
+    Assigned needs an assignee of the same company; every other status clears it.
     """
     if to_status not in ALLOWED_MOVES:
         raise ValidationFailed.field(
             "status", f"Unknown status {to_status!r}; choose from {', '.join(EquipmentStatus)}."
         )
-    from_status = equipment.status
-    reassign = from_status == EquipmentStatus.ASSIGNED and to_status == EquipmentStatus.ASSIGNED
-    if not reassign and to_status not in ALLOWED_MOVES.get(from_status, frozenset()):
-        raise Conflict(f"Equipment cannot move from {from_status} to {to_status}.")
+    refused = refusal(equipment, to_status, assignee)
+    if refused is not None:
+        raise Conflict(refused)
     if to_status == EquipmentStatus.ASSIGNED:
         if assignee is None:
             raise ValidationFailed.field("assignee_id", "Assigned equipment needs an assignee.")
         if assignee.company_id != equipment.company_id:
             raise ValidationFailed.field("assignee_id", "Unknown employee.")
-        if reassign and equipment.assignee_id == assignee.id:
-            raise Conflict(f"Equipment is already assigned to {assignee.full_name}.")
     equipment.status = to_status
     equipment.assignee_id = assignee.id if to_status == EquipmentStatus.ASSIGNED and assignee else None
     equipment.status_changed_at = utcnow()

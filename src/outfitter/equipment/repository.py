@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, bindparam, func, select
+from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, and_, bindparam, func, or_, select
 from sqlalchemy.orm import aliased
 
 from outfitter.core.errors import NotFound
@@ -235,6 +237,24 @@ def _page(shape: tuple[object, ...], backwards: bool) -> Select[Any]:
     )
 
 
+_AFTER_CREATED = bindparam("after_created", type_=Equipment.created_at.type)
+_AFTER_ID = bindparam("after_id", type_=Equipment.id.type)
+
+
+@functools.cache
+def _chunk(shape: tuple[object, ...], after: bool) -> Select[Any]:
+    """The list's rows in its order (newest first), from a keyset: after the row (created_at, id)."""
+    statement = _with_references(select(*_BASE_COLUMNS)).where(*_conditions(shape))
+    if after:
+        statement = statement.where(
+            or_(
+                Equipment.created_at < _AFTER_CREATED,
+                and_(Equipment.created_at == _AFTER_CREATED, Equipment.id < _AFTER_ID),
+            )
+        )
+    return statement.order_by(Equipment.created_at.desc(), Equipment.id.desc()).limit(bindparam("limit"))
+
+
 def page_rows(filters: EquipmentFilters, params: PageParams) -> ReadPlan[PageResult[Any]]:
     """One page, newest first, with its exact total: a count, then the page's rows.
 
@@ -282,12 +302,21 @@ class EquipmentRepository(CompanyRepository[Equipment]):
     def page(self, filters: EquipmentFilters, params: PageParams) -> PageResult[Row[Any]]:
         return run_in_session(self.session, page_rows(filters, params))
 
+    def chunk(
+        self, filters: EquipmentFilters, after: tuple[datetime, uuid.UUID] | None, limit: int
+    ) -> Sequence[Row[Any]]:
+        """Up to `limit` rows of the filtered list after the keyset `after` (an export's chunk)."""
+        values = filters.parameters() | {"limit": limit}
+        if after is not None:
+            values |= {"after_created": after[0], "after_id": after[1]}
+        return company_rows(self.session, _chunk(filters.shape(), after is not None), values)
+
     def detail(self, equipment_id: uuid.UUID | str) -> Row[Any]:
         """Also reads what this request has just flushed."""
         return run_in_session(self.session, detail_row(equipment_id))  # type: ignore[no-any-return]
 
     def details(self, equipment_ids: list[uuid.UUID]) -> dict[uuid.UUID, Row[Any]]:
-        """The detail rows of many devices in one statement (the events of a batch)."""
+        """Many devices' detail rows in one statement (bulk answers, the events of a batch), by id."""
         if not equipment_ids:
             return {}
         rows = company_rows(self.session, _DETAILS, {"equipment_ids": equipment_ids})
@@ -306,3 +335,25 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         """An employee of this company, or None (unknown or another company's)."""
         statement = select(Employee).where(Employee.id == employee_id)
         return self.session.scalars(statement).one_or_none()
+
+    def serials_taken(self, serial_numbers: Collection[str]) -> set[str]:
+        """Which of `serial_numbers` the company's devices already carry: one statement."""
+        if not serial_numbers:
+            return set()
+        statement = select(Equipment.serial_number).where(Equipment.serial_number.in_(serial_numbers))
+        return {serial for serial in self.session.scalars(statement) if serial is not None}
+
+    def employees(self, employee_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
+        """The company's employees among `employee_ids` (another company's are simply absent)."""
+        if not employee_ids:
+            return {}
+        return {
+            employee.id: employee
+            for employee in self.session.scalars(select(Employee).where(Employee.id.in_(employee_ids)))
+        }
+
+    def for_move(self, equipment_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Equipment]:
+        """The company's devices among `equipment_ids`, locked for the move (FOR UPDATE on
+        PostgreSQL; SQLite's BEGIN IMMEDIATE already serialises writers): one statement."""
+        statement = self.select().where(Equipment.id.in_(equipment_ids)).with_for_update()
+        return {equipment.id: equipment for equipment in self.session.scalars(statement)}

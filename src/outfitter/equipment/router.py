@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import StreamingResponse
 
+from outfitter.core.csv_export import CSV_RESPONSE, csv_response
+from outfitter.core.csv_import import CSV_REQUEST_BODY, CsvBody, DryRun, ImportResult, import_message
 from outfitter.core.openapi import id_path
 from outfitter.core.pagination import PageParams, Pagination
 from outfitter.core.reads import ReadPlan
 from outfitter.core.schemas import Envelope, error_responses, ok
-from outfitter.core.unit_of_work import ReadOnlyAccess, UnitOfWorkRoute, WriteAccess
-from outfitter.equipment import service
+from outfitter.core.unit_of_work import ReadAccess, ReadOnlyAccess, UnitOfWorkRoute, WriteAccess
+from outfitter.equipment import bulk, export, imports, service
 from outfitter.equipment.repository import EquipmentFilters
 from outfitter.equipment.schemas import (
+    EquipmentBulkCreate,
+    EquipmentBulkMove,
     EquipmentCreate,
     EquipmentOut,
     EquipmentPageEnvelope,
@@ -36,15 +42,7 @@ def _page_answer_plan(
     return {**ok(page.body(records), FETCHED), **page.counters()}
 
 
-@router.get(
-    "/equipment",
-    response_model=EquipmentPageEnvelope,
-    responses=error_responses(422),
-    summary="List the company's equipment (Archived only with status=Archived)",
-)
-async def list_equipment(
-    reads: ReadOnlyAccess,
-    pagination: Pagination,
+async def _list_query(
     status: Annotated[EquipmentStatus | None, Query(description="Only this status")] = None,
     type: Annotated[
         TypeFilter | None, Query(description="Laptop/Workstation also matches Laptop and Workstation")
@@ -58,15 +56,41 @@ async def list_equipment(
         str | None, Query(max_length=10_000, description="Serial numbers separated by commas, exact")
     ] = None,
 ) -> dict[str, Any]:
-    filters = service.filters_plan(
-        status=status,
-        type=type,
-        memory=memory,
-        storage=storage,
-        country=country,
-        serial_number=serial_number,
-    )
-    return await reads.run(_page_answer_plan(filters, pagination))
+    """The list's filters, shared by the list and the export; `service.resolve_filters` checks them."""
+    return {
+        "status": status,
+        "type": type,
+        "memory": memory,
+        "storage": storage,
+        "country": country,
+        "serial_number": serial_number,
+    }
+
+
+ListQuery = Annotated[dict[str, Any], Depends(_list_query)]
+
+
+@router.get(
+    "/equipment",
+    response_model=EquipmentPageEnvelope,
+    responses=error_responses(422),
+    summary="List the company's equipment (Archived only with status=Archived)",
+)
+async def list_equipment(reads: ReadOnlyAccess, pagination: Pagination, query: ListQuery) -> dict[str, Any]:
+    return await reads.run(_page_answer_plan(service.filters_plan(**query), pagination))
+
+
+@router.get(
+    "/equipment/export",
+    response_model=None,
+    response_class=StreamingResponse,
+    responses={**CSV_RESPONSE, **error_responses(422)},
+    summary="The equipment list as a CSV file (the list's filters), streamed",
+)
+def export_equipment(client: ReadAccess, query: ListQuery) -> StreamingResponse:
+    filters = service.resolve_filters(client.session, **query)  # a bad filter is a 422, before any byte
+    chunks = export.equipment_chunks(client.sessions_after(), filters)
+    return csv_response(f"equipment-{datetime.now(UTC):%Y-%m-%d}.csv", export.COLUMNS, chunks)
 
 
 @router.get(
@@ -90,6 +114,30 @@ async def list_equipment_in_storage(reads: ReadOnlyAccess, pagination: Paginatio
 def create_equipment(client: WriteAccess, body: EquipmentCreate) -> dict[str, Any]:
     equipment = service.create_equipment(client.session, client.auth, body)
     return ok(equipment, "Equipment created successfully.")
+
+
+@router.post(
+    "/equipment/bulk",
+    status_code=201,
+    response_model=Envelope[list[EquipmentOut]],
+    responses=error_responses(409, 422),
+    summary="Register up to 1,000 devices at once, all or nothing, answered in order",
+)
+def create_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkCreate) -> dict[str, Any]:
+    items = [(f"equipment.{index}", item) for index, item in enumerate(body.equipment)]
+    devices = bulk.register_devices(client.session, client.auth, items)
+    return ok(devices, f"{len(devices)} equipment created successfully.")
+
+
+@router.post(
+    "/equipment/bulk-move",
+    response_model=Envelope[list[EquipmentOut]],
+    responses=error_responses(409, 422),
+    summary="Move up to 1,000 devices to one status, all or nothing (409 lists those that cannot)",
+)
+def move_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkMove) -> dict[str, Any]:
+    devices = bulk.move_devices(client.session, client.auth, body)
+    return ok(devices, f"{len(devices)} equipment moved to {body.status} successfully.")
 
 
 @router.get(
@@ -122,3 +170,15 @@ def update_equipment(equipmentId: EquipmentId, client: WriteAccess, body: Equipm
 def delete_equipment(equipmentId: EquipmentId, client: WriteAccess) -> dict[str, Any]:
     equipment = service.archive_equipment(client.session, client.auth, equipmentId)
     return ok(equipment, "Equipment deleted successfully.")
+
+
+@router.post(
+    "/equipment/import",
+    response_model=Envelope[ImportResult],
+    responses=error_responses(409, 422),
+    openapi_extra=CSV_REQUEST_BODY,
+    summary="Create equipment from a CSV file (up to 10 MiB and 10,000 rows), all or nothing",
+)
+def import_equipment(client: WriteAccess, data: CsvBody, dry_run: DryRun = False) -> dict[str, Any]:
+    result = imports.import_equipment(client.session, client.auth.actor, data, dry_run=dry_run)
+    return ok(result, import_message(result, "equipment"))

@@ -254,3 +254,23 @@ class EquipmentCreate(EquipmentFields):
 class EquipmentPatch(EquipmentFields):
     title: Annotated[str, NOT_BLANK] | None = Field(default=None, min_length=1, max_length=300)
     status: EquipmentStatus | None = None
+
+
+class EquipmentBulkCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    equipment: list[EquipmentCreate] = Field(
+        min_length=1,
+        max_length=1000,
+        description="Up to 1,000 devices, each the body of POST /client/equipment",
+    )
+
+
+class EquipmentBulkMove(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    equipment_ids: list[uuid.UUID] = Field(
+        min_length=1, max_length=1000, description="Up to 1,000 of the company's devices, each once"
+    )
+    status: EquipmentStatus
+    assignee_id: uuid.UUID | None = Field(default=None, description="Required when status is Assigned")

@@ -14,6 +14,8 @@ from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.pagination import PageParams, PageResult
 from outfitter.core.reads import ReadPlan, run_in_session
+from outfitter.core.tenancy import company_of
+from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle, presenters
 from outfitter.equipment.events import record_equipment_events, status_event
 from outfitter.equipment.repository import (
@@ -110,25 +112,15 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
     fields = body.model_fields_set | {"title"}
     references = _resolve_references(session, body, fields)
     assignee: Employee | None = None
-    if body.status == EquipmentStatus.ASSIGNED:
-        if body.assignee_id is None:
-            raise ValidationFailed.field("assignee_id", "Required when status is Assigned.")
+    assignee_error = creation_assignee_error(body)
+    if assignee_error is not None:
+        raise ValidationFailed.field("assignee_id", assignee_error)
+    if body.assignee_id is not None:
         assignee = _employee(repository, body.assignee_id)
-    elif body.assignee_id is not None:
-        raise ValidationFailed.field("assignee_id", "Only Assigned equipment has an assignee.")
     if body.serial_number and repository.serial_taken(body.serial_number):
         raise _serial_conflict(body.serial_number)
 
-    equipment = Equipment(
-        id=uuid.uuid4(),
-        source=EquipmentSource.EXTERNAL,
-        status=EquipmentStatus.UNASSIGNED,
-        specs={},
-        other_details=[],
-        documents=[],
-    )
-    repository.add(equipment)
-    _apply_fields(equipment, body, fields, references)
+    equipment = repository.add(new_equipment(session, body, references))
     _flush(session, body.serial_number)
     lifecycle.record_added(session, equipment, auth.actor)
     changes = [(EventType.EQUIPMENT_ADDED, equipment)]
@@ -137,6 +129,40 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
         changes.append((status_event(body.status), equipment))
     record_equipment_events(session, changes, auth.actor)
     return _detail(repository, equipment.id)
+
+
+def creation_assignee_error(body: EquipmentCreate) -> str | None:
+    """What is wrong with a new device's `assignee_id` for its `status`, or None."""
+    if body.status == EquipmentStatus.ASSIGNED and body.assignee_id is None:
+        return "Required when status is Assigned."
+    if body.status != EquipmentStatus.ASSIGNED and body.assignee_id is not None:
+        return "Only Assigned equipment has an assignee."
+    return None
+
+
+def new_equipment(session: Session, body: EquipmentCreate, references: dict[str, Any]) -> Equipment:
+    """A device registered by the company (source External), Unassigned until `lifecycle.move`
+    takes it to its status; every field is set, so that a batch of them inserts as one statement."""
+    equipment = Equipment(
+        id=uuid.uuid4(),
+        company_id=company_of(session),
+        source=EquipmentSource.EXTERNAL,
+        status=EquipmentStatus.UNASSIGNED,
+        status_changed_at=utcnow(),
+        specs={},
+        other_details=[],
+        documents=[],
+    )
+    _apply_fields(equipment, body, set(EquipmentCreate.model_fields), references)
+    return equipment
+
+
+def details(session: Session, equipment_ids: list[uuid.UUID]) -> list[dict[str, Any]]:
+    """Many devices as the single retrieve answers them, in the order given: two statements."""
+    repository = EquipmentRepository(session)
+    rows = repository.details(equipment_ids)
+    history = repository.history(equipment_ids, full=True)
+    return [presenters.detail(rows[equipment_id], history[equipment_id]) for equipment_id in equipment_ids]
 
 
 def update_equipment(

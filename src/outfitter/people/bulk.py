@@ -44,7 +44,7 @@ def _readable(message: str) -> str:
     return message.removeprefix("Value error, ")
 
 
-class _Countries:
+class BatchCountries:
     """Countries named by id, name (any case) or code, found with one statement for the batch."""
 
     def __init__(self, session: Session, values: set[str]) -> None:
@@ -82,8 +82,24 @@ def create_employees(
             for detail in error.errors():
                 key = ".".join([path, *(str(part) for part in detail["loc"])])
                 errors.setdefault(key, []).append(_readable(detail["msg"]))
+    created = create_validated(session, valid, errors, actor=actor)
+    return _mirror(employees, created), len(created)
 
-    countries = _Countries(session, {body.country_id for _, body in valid})
+
+def create_validated(
+    session: Session,
+    valid: list[tuple[str, EmployeeCreate]],
+    errors: dict[str, list[str]] | None = None,
+    *,
+    write: bool = True,
+    actor: str | None = None,
+) -> list[EmployeeOut]:
+    """The batch rules (countries, emails unique in the batch and the company) for bodies already
+    validated, keyed by their paths; 422 with these errors and `errors` (the bodies' own). Then one
+    INSERT for them all and one for their `employee.created` events, unless `write` is False (a dry
+    run: nothing written, nothing answered). Used by the bulk endpoint and the CSV import alike."""
+    errors = dict(errors or {})
+    countries = BatchCountries(session, {body.country_id for _, body in valid})
     repository = EmployeeRepository(session)
     taken = repository.existing_emails({body.email for _, body in valid})
     first_seen: dict[str, str] = {}
@@ -111,6 +127,8 @@ def create_employees(
             answer_countries.append(country)
     if errors:
         raise ValidationFailed.fields(errors)
+    if not write:
+        return []
 
     try:
         repository.insert_many(rows)
@@ -127,7 +145,7 @@ def create_employees(
         [NewEvent(EventType.EMPLOYEE_CREATED, item.id, as_event_data(EmployeeOut, item)) for item in created],
         actor=actor,
     )
-    return _mirror(employees, created), len(created)
+    return created
 
 
 def _mirror(employees: list[Any], created: list[EmployeeOut]) -> list[Any]:

@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, distinct, func, insert, or_, select, update
+from sqlalchemy import Select, and_, distinct, func, insert, or_, select, update
 from sqlalchemy.orm import Session, contains_eager, joinedload
 
 from outfitter.core.tenancy import CompanyRepository, company_of, parse_uuid
@@ -58,6 +58,19 @@ class EmployeeRepository(CompanyRepository[Employee]):
                 )
             )
         return statement
+
+    def chunk(
+        self, listing: Select[Employee], after: tuple[datetime, uuid.UUID] | None, limit: int
+    ) -> list[Employee]:
+        """Up to `limit` employees of `listing` (newest first) after the keyset `after`: an export's chunk."""
+        if after is not None:
+            created, last_id = after
+            listing = listing.where(
+                or_(
+                    Employee.created_at < created, and_(Employee.created_at == created, Employee.id < last_id)
+                )
+            )
+        return list(self.session.scalars(listing.limit(limit)).unique())
 
     def get_with_country(self, record_id: uuid.UUID | str) -> Employee:
         return self.get(record_id, joinedload(Employee.country))

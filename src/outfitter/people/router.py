@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import StreamingResponse
 
+from outfitter.core.csv_export import CSV_RESPONSE, csv_response
+from outfitter.core.csv_import import CSV_REQUEST_BODY, CsvBody, DryRun, ImportResult, import_message
 from outfitter.core.openapi import id_path
 from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, Page, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
-from outfitter.people import bulk, departments, service
+from outfitter.people import bulk, departments, export, imports, service
 from outfitter.people.schemas import (
     DepartmentCreate,
     DepartmentOut,
@@ -27,23 +31,43 @@ UserId = Annotated[str, id_path("The employee's id", alias="userId")]
 DepartmentId = Annotated[str, id_path("The department's id", alias="departmentId")]
 
 
+async def _list_query(
+    country: Annotated[str | None, Query(description="Country id, name or two-letter code")] = None,
+    department_id: Annotated[str | None, Query(description="Only active members of this department")] = None,
+    search: Annotated[
+        str | None, Query(max_length=200, description="Part of the first name, last name or email, any case")
+    ] = None,
+) -> dict[str, Any]:
+    """The list's filters, shared by the list and the export; `service.resolve_filters` checks them."""
+    return {"country": country, "department_id": department_id, "search": search}
+
+
+ListQuery = Annotated[dict[str, Any], Depends(_list_query)]
+
+
 @router.get(
     "/employees",
     response_model=Envelope[Page[EmployeeOut]],
     responses=error_responses(422),
     summary="List employees, newest first",
 )
-def list_employees(
-    client: ReadAccess,
-    pagination: Pagination,
-    country: Annotated[str | None, Query(description="Country id, name or two-letter code")] = None,
-    department_id: Annotated[str | None, Query(description="Only active members of this department")] = None,
-    search: Annotated[
-        str | None, Query(max_length=200, description="Part of the first name, last name or email, any case")
-    ] = None,
-) -> dict[str, object]:
-    records, page = service.list_employees(client.session, pagination, country, department_id, search)
+def list_employees(client: ReadAccess, pagination: Pagination, query: ListQuery) -> dict[str, object]:
+    filters = service.resolve_filters(client.session, **query)
+    records, page = service.list_employees(client.session, pagination, filters)
     return ok(page.body(records), "Employees fetched successfully.")
+
+
+@router.get(
+    "/employees/export",
+    response_model=None,
+    response_class=StreamingResponse,
+    responses={**CSV_RESPONSE, **error_responses(422)},
+    summary="The employee list as a CSV file (the list's filters), streamed",
+)
+def export_employees(client: ReadAccess, query: ListQuery) -> StreamingResponse:
+    filters = service.resolve_filters(client.session, **query)  # a bad filter is a 422, before any byte
+    chunks = export.employee_chunks(client.sessions_after(), filters)
+    return csv_response(f"employees-{datetime.now(UTC):%Y-%m-%d}.csv", export.COLUMNS, chunks)
 
 
 @router.post(
@@ -159,3 +183,15 @@ def update_department(
 def delete_department(department_id: DepartmentId, client: WriteAccess) -> dict[str, object]:
     department = departments.delete_department(client.session, client.auth, department_id)
     return ok(department, "Department deleted successfully.")
+
+
+@router.post(
+    "/employees/import",
+    response_model=Envelope[ImportResult],
+    responses=error_responses(409, 422),
+    openapi_extra=CSV_REQUEST_BODY,
+    summary="Create employees from a CSV file (up to 10 MiB and 10,000 rows), all or nothing",
+)
+def import_employees(client: WriteAccess, data: CsvBody, dry_run: DryRun = False) -> dict[str, Any]:
+    result = imports.import_employees(client.session, client.auth.actor, data, dry_run=dry_run)
+    return ok(result, import_message(result, "employees"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -129,14 +130,19 @@ def create_employee(session: Session, body: EmployeeCreate, actor: str | None = 
     return answer
 
 
-def list_employees(
-    session: Session,
-    params: PageParams,
-    country: str | None,
-    department_id: str | None,
-    search: str | None,
-) -> tuple[list[EmployeeOut], PageResult[Employee]]:
-    repository = EmployeeRepository(session)
+@dataclass(frozen=True)
+class EmployeeFilters:
+    """The list's filters, checked and resolved to ids."""
+
+    country_id: uuid.UUID | None = None
+    department_id: uuid.UUID | None = None
+    search: str | None = None
+
+
+def resolve_filters(
+    session: Session, country: str | None, department_id: str | None, search: str | None
+) -> EmployeeFilters:
+    """Query values as the list compares them: 422 naming query.country or query.department_id."""
     country_id = resolve_country(session, country, "query.country").id if country is not None else None
     department: uuid.UUID | None = None
     if department_id is not None:
@@ -144,7 +150,14 @@ def list_employees(
         if found is None:
             raise ValidationFailed.field("query.department_id", "Unknown department.")
         department = found.id
-    statement = repository.listing(country_id, department, (search or "").strip() or None)
+    return EmployeeFilters(country_id, department, (search or "").strip() or None)
+
+
+def list_employees(
+    session: Session, params: PageParams, filters: EmployeeFilters
+) -> tuple[list[EmployeeOut], PageResult[Employee]]:
+    repository = EmployeeRepository(session)
+    statement = repository.listing(filters.country_id, filters.department_id, filters.search)
     page = paginate(session, statement, params)
     return present(repository, page.items), page
 

@@ -1,0 +1,220 @@
+"""Benchmark of bulk equipment work, against the app under uvicorn on 127.0.0.1 (a free port):
+
+1. 1,000 devices registered with one bulk request versus 1,000 single requests;
+2. a 10,000-row CSV import of equipment (and of employees);
+3. the CSV export of 100,000 devices (loaded set-based with one INSERT ... SELECT
+   generate_series on PostgreSQL): time, and peak memory, measured twice: the Python heap's peak
+   during the export (tracemalloc, in a second run, since tracing slows it down) and the process's
+   peak RSS before and after. The same for 10,000 rows shows whether memory stays constant.
+
+    .venv/bin/python bench/bulk_equipment.py [--count 1000] [--import-rows 10000]
+        [--export-rows 100000] [--postgres postgresql://127.0.0.1:5432/postgres] [--no-sqlite]
+
+Steps 1 and 2 run on SQLite and PostgreSQL, step 3 on PostgreSQL only (set-based load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import tempfile
+import time
+import tracemalloc
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from harness import free_port, scratch_postgres, serving
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from outfitter.app import create_app
+from outfitter.config import Settings
+from outfitter.core.tokens import create_company, issue_token
+from outfitter.db.session import make_engine
+from outfitter.migrations import upgrade
+
+
+def device(run: str, index: int) -> dict[str, Any]:
+    return {
+        "title": f"Bench device {index}",
+        "serial_number": f"{run}-{index}",
+        "type": "Laptop",
+        "country": ("NG", "Kenya", "za")[index % 3],
+        "currency": "USD",
+        "purchase_price": "1299.99",
+        "specs": {"memory": "16GB", "storage": "512 GB"},
+        "status": ("Unassigned", "In_Storage")[index % 2],
+    }
+
+
+@contextmanager
+def serve(database_url: str) -> Iterator[tuple[str, str, uuid.UUID]]:
+    """Migrate, create a company and a token, serve the app; yields (base URL, token, company id)."""
+    engine = make_engine(Settings(database_url=database_url).database_url)
+    upgrade(engine)
+    with Session(engine) as session, session.begin():
+        company = create_company(session, "Bench Ltd")
+        token, company_id = issue_token(session, company.id, None).token, company.id
+    engine.dispose()
+    app = create_app(Settings(database_url=database_url, rate_limit="off"))
+    with serving(app, free_port()) as url:
+        yield f"{url}/api/v2", token, company_id
+
+
+def bulk_versus_single(client: httpx.Client, count: int) -> str:
+    started = time.perf_counter()
+    response = client.post(
+        "/client/equipment/bulk", json={"equipment": [device("bulk", i) for i in range(count)]}
+    )
+    bulk_seconds = time.perf_counter() - started
+    assert response.status_code == 201, response.text[:300]
+    started = time.perf_counter()
+    for index in range(count):
+        single = client.post("/client/equipment", json=device("single", index))
+        assert single.status_code == 201, single.text[:300]
+    single_seconds = time.perf_counter() - started
+    return (
+        f"register {count}: bulk 1 request {bulk_seconds:7.2f} s | single {count} requests "
+        f"{single_seconds:7.2f} s | single/bulk {single_seconds / bulk_seconds:5.1f}x"
+    )
+
+
+def csv_imports(client: httpx.Client, rows: int) -> str:
+    devices = "title,serial_number,type,country,currency,purchase_price,specs.memory,status\n" + "".join(
+        f"Imported {i},imp-{i},Laptop,NG,USD,999.50,8GB,{('Unassigned', 'In_Storage')[i % 2]}\n"
+        for i in range(rows)
+    )
+    people = "first_name,last_name,email,country_id,phone,address\n" + "".join(
+        f"Bench,Person {i},p{i}@bench.example.com,Kenya,+254 700 000000,1 Moi Avenue\n" for i in range(rows)
+    )
+    figures = []
+    for path, body in (("/client/equipment/import", devices), ("/client/employees/import", people)):
+        headers = {"Content-Type": "text/csv"}
+        started = time.perf_counter()
+        dry = client.post(path, content=body.encode(), headers=headers, params={"dry_run": "true"})
+        dry_seconds = time.perf_counter() - started
+        assert dry.status_code == 200 and dry.json()["data"]["count"] == rows, dry.text[:300]
+        started = time.perf_counter()
+        done = client.post(path, content=body.encode(), headers=headers)
+        seconds = time.perf_counter() - started
+        assert done.status_code == 200 and done.json()["data"]["count"] == rows, done.text[:300]
+        size = len(body.encode()) / 1024 / 1024
+        figures.append(
+            f"import {path.split('/')[2]} {rows} rows ({size:.1f} MiB): "
+            f"dry run {dry_seconds:6.2f} s, import {seconds:6.2f} s"
+        )
+    return "\n  ".join(figures)
+
+
+LOAD = text(
+    """
+    INSERT INTO equipment (id, company_id, title, type, source, status, serial_number, description,
+        other_details, specs, memory_key, storage_key, documents, purchase_price, status_changed_at,
+        created_at, updated_at)
+    SELECT gen_random_uuid(), :company_id, 'Loaded device ' || n, 'Laptop', 'External', 'Unassigned',
+        'LOAD-' || n, 'A device, "quoted", loaded for the export benchmark', '["charger"]'::json,
+        '{"memory": "16GB", "storage": "512 GB", "color": "=grey"}'::json, '16gb', '512gb', '[]'::json,
+        1299.99, now(), now() - n * interval '1 second', now()
+    FROM generate_series(CAST(:first AS integer), CAST(:last AS integer)) AS n
+    """
+)
+
+
+def load_devices(database_url: str, company_id: uuid.UUID, first: int, last: int) -> None:
+    """Devices number `first` to `last`, in one INSERT ... SELECT."""
+    engine = make_engine(Settings(database_url=database_url).database_url)
+    with engine.begin() as connection:
+        connection.execute(LOAD, {"company_id": company_id, "first": first, "last": last})
+        connection.execute(text("ANALYZE equipment"))
+    engine.dispose()
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def export_once(client: httpx.Client, traced: bool) -> tuple[float, int, int, float]:
+    """(seconds, rows, bytes, the Python heap's peak in MiB while exporting, if traced)."""
+    if traced:
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+    size = lines = 0
+    started = time.perf_counter()
+    with client.stream("GET", "/client/equipment/export") as response:
+        assert response.status_code == 200, response.read()[:300]
+        for piece in response.iter_bytes():  # read and dropped: the client holds no file
+            size += len(piece)
+            lines += piece.count(b"\n")  # no cell of the loaded rows holds a line break
+    seconds = time.perf_counter() - started
+    peak = 0.0
+    if traced:
+        peak = tracemalloc.get_traced_memory()[1] / 1024 / 1024
+        tracemalloc.stop()
+    return seconds, lines - 1, size, peak
+
+
+def export_figures(database_url: str, rows_list: list[int]) -> str:
+    figures = []
+    with (
+        serve(database_url) as (base_url, token, company_id),
+        httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=600) as client,
+    ):
+        loaded = 0
+        for rows in rows_list:
+            load_devices(database_url, company_id, loaded + 1, rows)
+            loaded = rows
+            export_once(client, traced=False)  # warm up
+            rss_before = peak_rss_mib()
+            seconds, written, size, _ = export_once(client, traced=False)
+            rss_after = peak_rss_mib()
+            _, _, _, heap_peak = export_once(client, traced=True)
+            assert written == rows, (written, rows)
+            figures.append(
+                f"export {rows} rows ({size / 1024 / 1024:.1f} MiB): {seconds:6.2f} s "
+                f"({rows / seconds:,.0f} rows/s) | Python heap peak exporting {heap_peak:6.1f} MiB | "
+                f"process peak RSS {rss_before:.0f} -> {rss_after:.0f} MiB"
+            )
+    return "\n  ".join(figures)
+
+
+def measure(database_url: str, count: int, import_rows: int) -> str:
+    with (
+        serve(database_url) as (base_url, token, _),
+        httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=600) as client,
+    ):
+        client.get("/client/equipment").raise_for_status()  # warm up: connection, token stamp
+        return bulk_versus_single(client, count) + "\n  " + csv_imports(client, import_rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--import-rows", type=int, default=10_000)
+    parser.add_argument("--export-rows", type=int, default=100_000)
+    parser.add_argument("--postgres", default="postgresql://127.0.0.1:5432/postgres")
+    parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--export-only", action="store_true")
+    args = parser.parse_args()
+
+    if not args.no_sqlite and not args.export_only:
+        with tempfile.TemporaryDirectory() as directory:
+            print(
+                "SQLite\n  "
+                + measure(f"sqlite:///{Path(directory) / 'bench.db'}", args.count, args.import_rows)
+            )
+    if not args.export_only:
+        with scratch_postgres(args.postgres) as postgres_url:
+            print("PostgreSQL\n  " + measure(postgres_url, args.count, args.import_rows))
+    with scratch_postgres(args.postgres) as postgres_url:
+        rows = sorted({args.export_rows // 10, args.export_rows})
+        print("PostgreSQL\n  " + export_figures(postgres_url, rows))
+
+
+if __name__ == "__main__":
+    main()

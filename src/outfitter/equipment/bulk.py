@@ -1,0 +1,168 @@
+"""Bulk equipment work: register up to 1,000 devices, or move up to 1,000, all or nothing.
+
+Registering is a constant number of statements whatever the batch's size: one read each for the
+countries, the currencies, the assignees and the serial numbers already taken, then one INSERT
+for the devices, one for their history and one for their events, and two reads for the answer.
+Every rule is checked for every item before anything is written, and every error is reported,
+keyed by the item's path (`equipment.3.serial_number`, or `rows.12.serial_number` for a file).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from outfitter.catalog.reference import currencies_by_code
+from outfitter.core.auth import AuthContext
+from outfitter.core.errors import Conflict, ValidationFailed
+from outfitter.equipment import lifecycle, service
+from outfitter.equipment.events import record_equipment_events, status_event
+from outfitter.equipment.repository import EquipmentRepository
+from outfitter.equipment.schemas import EquipmentBulkMove, EquipmentCreate
+from outfitter.models import Employee, Equipment, EquipmentStatus
+from outfitter.models.events import EventType
+from outfitter.people.bulk import BatchCountries
+
+MAX_BULK_EQUIPMENT = 1000
+UNKNOWN_EMPLOYEE = "Unknown employee: give the id of one of your employees."
+UNKNOWN_DEVICE = "Unknown equipment: give the id of one of your devices."
+
+
+@dataclass
+class CheckedDevice:
+    """An item that passed every rule, with what its rules looked up."""
+
+    path: str
+    body: EquipmentCreate
+    references: dict[str, Any] = field(default_factory=dict)
+    assignee: Employee | None = None
+
+
+def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]) -> list[CheckedDevice]:
+    """Every rule of registering a device, for every item, by set queries; 422 with all the errors."""
+    repository = EquipmentRepository(session)
+    countries = BatchCountries(session, {body.country for _, body in items if body.country})
+    currencies = currencies_by_code(session, {body.currency for _, body in items if body.currency})
+    assignees = repository.employees({body.assignee_id for _, body in items if body.assignee_id})
+    taken = repository.serials_taken({body.serial_number for _, body in items if body.serial_number})
+    errors: dict[str, list[str]] = {}
+    first_seen: dict[str, str] = {}
+    checked: list[CheckedDevice] = []
+    for path, body in items:
+        item = CheckedDevice(path, body, {"country_id": None, "currency_id": None})
+        problems: dict[str, str] = {}
+        if body.country:
+            country = countries.get(body.country)
+            if country is None:
+                problems["country"] = (
+                    f"Unknown country {body.country!r}: give a country id, name or two-letter code."
+                )
+            else:
+                item.references["country_id"] = country.id
+        if body.currency:
+            currency = currencies.get(body.currency.upper())
+            if currency is None:
+                problems["currency"] = (
+                    f"Unknown currency {body.currency!r}: give an ISO 4217 code such as USD."
+                )
+            else:
+                item.references["currency_id"] = currency.id
+        assignee_error = service.creation_assignee_error(body)
+        if assignee_error is None and body.assignee_id is not None:
+            item.assignee = assignees.get(body.assignee_id)
+            assignee_error = UNKNOWN_EMPLOYEE if item.assignee is None else None
+        if assignee_error is not None:
+            problems["assignee_id"] = assignee_error
+        serial = body.serial_number
+        if serial and serial in taken:
+            problems["serial_number"] = (
+                f"Equipment with serial number {serial!r} already exists in this company."
+            )
+        elif serial and serial in first_seen:
+            problems["serial_number"] = f"The serial number {serial!r} is also given at {first_seen[serial]}."
+        if serial:
+            first_seen.setdefault(serial, path)
+        for name, message in problems.items():
+            errors.setdefault(f"{path}.{name}", []).append(message)
+        checked.append(item)
+    if errors:
+        raise ValidationFailed.fields(errors)
+    return checked
+
+
+def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> list[Equipment]:
+    """Register checked devices: `equipment_added`, the move to their status, an event each."""
+    devices: list[Equipment] = []
+    for item in checked:
+        equipment = service.new_equipment(session, item.body, item.references)
+        session.add(equipment)
+        lifecycle.record_added(session, equipment, actor)
+        if item.body.status != EquipmentStatus.UNASSIGNED:
+            lifecycle.move(session, equipment, item.body.status, actor, assignee=item.assignee)
+        devices.append(equipment)
+    try:
+        session.flush()
+    except IntegrityError:  # a concurrent request took one of the serial numbers after our check
+        raise Conflict(
+            "A device with one of these serial numbers was registered meanwhile; nothing was registered."
+        ) from None
+    record_equipment_events(session, [(EventType.EQUIPMENT_ADDED, device) for device in devices], actor)
+    return devices
+
+
+def register_devices(
+    session: Session, auth: AuthContext, items: Sequence[tuple[str, EquipmentCreate]]
+) -> list[dict[str, Any]]:
+    """Register every item (all or nothing) and answer the devices in order, as the single create does."""
+    devices = insert_devices(session, auth.actor, check_devices(session, items))
+    return service.details(session, [device.id for device in devices])
+
+
+def move_devices(session: Session, auth: AuthContext, body: EquipmentBulkMove) -> list[dict[str, Any]]:
+    """Move every device to `body.status` (all or nothing): 422 for what the request names wrongly,
+    then 409 listing every device that cannot make the move, with its status; nothing moves unless
+    all can. One read locks every device; each move writes its history entry and its event."""
+    errors: dict[str, list[str]] = {}
+    first_index: dict[uuid.UUID, int] = {}
+    for index, equipment_id in enumerate(body.equipment_ids):
+        if equipment_id in first_index:
+            errors[f"equipment_ids.{index}"] = [f"Also given at equipment_ids.{first_index[equipment_id]}."]
+        first_index.setdefault(equipment_id, index)
+    repository = EquipmentRepository(session)
+    assignee: Employee | None = None
+    if body.status == EquipmentStatus.ASSIGNED and body.assignee_id is None:
+        errors["assignee_id"] = ["Required when status is Assigned."]
+    elif body.status != EquipmentStatus.ASSIGNED and body.assignee_id is not None:
+        errors["assignee_id"] = [f"Only Assigned equipment has an assignee, not {body.status}."]
+    elif body.assignee_id is not None:
+        assignee = repository.employees({body.assignee_id}).get(body.assignee_id)
+        if assignee is None:
+            errors["assignee_id"] = [UNKNOWN_EMPLOYEE]
+    devices = repository.for_move(set(body.equipment_ids))
+    for index, equipment_id in enumerate(body.equipment_ids):
+        if equipment_id not in devices:  # unknown, or another company's: the same words
+            errors.setdefault(f"equipment_ids.{index}", []).append(UNKNOWN_DEVICE)
+    if errors:
+        raise ValidationFailed.fields(errors)
+
+    refusals: dict[str, list[str]] = {}
+    for index, equipment_id in enumerate(body.equipment_ids):
+        equipment = devices[equipment_id]
+        refused = lifecycle.refusal(equipment, body.status, assignee)
+        if refused is not None:
+            refusals[f"equipment_ids.{index}"] = [f"{equipment_id} is {equipment.status}: {refused}"]
+    if refusals:
+        raise Conflict(
+            f"{len(refusals)} of the {len(devices)} devices cannot move to {body.status}; nothing was moved.",
+            errors=refusals,
+        )
+    moved = [devices[equipment_id] for equipment_id in body.equipment_ids]
+    for equipment in moved:
+        lifecycle.move(session, equipment, body.status, auth.actor, assignee=assignee)
+    record_equipment_events(session, [(status_event(body.status), device) for device in moved], auth.actor)
+    return service.details(session, body.equipment_ids)

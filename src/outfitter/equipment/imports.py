@@ -1,0 +1,50 @@
+"""Equipment from a CSV file: each row the body of POST /client/equipment, the rules of the bulk
+registration (checked for every row before anything is written), all or nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from pydantic import TypeAdapter
+from sqlalchemy.orm import Session
+
+from outfitter.core.csv_import import Progress, merged, read_rows, validate_rows
+from outfitter.core.errors import ValidationFailed
+from outfitter.equipment import bulk
+from outfitter.equipment.schemas import EquipmentCreate, SpecsIn
+
+COLUMNS = (
+    *(name for name in EquipmentCreate.model_fields if name != "specs"),
+    *(f"specs.{name}" for name in SpecsIn.model_fields),
+)
+_ROW = TypeAdapter(EquipmentCreate)
+
+
+def _other_details(fields: dict[str, Any]) -> None:
+    """`other_details` is a list: a cell holds a JSON array (as the export writes it) or one item."""
+    value = fields.get("other_details")
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):  # left a string: validation says a list is expected
+            fields["other_details"] = json.loads(value) if value.startswith("[") else [value]
+
+
+def import_equipment(
+    session: Session, actor: str, data: bytes, *, dry_run: bool, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Register the file's devices, or with `dry_run` only check them: what was (would be) created."""
+    rows = read_rows(data, COLUMNS, progress)
+    for row in rows:
+        _other_details(row.fields)
+    valid, errors = validate_rows(rows, _ROW, COLUMNS)
+    try:
+        checked = bulk.check_devices(session, valid)
+    except ValidationFailed as failure:
+        raise ValidationFailed.fields(merged(errors, failure)) from None
+    if errors:
+        raise ValidationFailed.fields(merged(errors, None))
+    if dry_run:
+        return {"dry_run": True, "count": len(checked), "ids": []}
+    devices = bulk.insert_devices(session, actor, checked)
+    return {"dry_run": False, "count": len(devices), "ids": [device.id for device in devices]}

@@ -1,0 +1,61 @@
+"""The employee list as a CSV file: the list's fields, one row per employee; `departments` holds
+the names of the employee's departments separated by "; ". What an employee holds and ordered
+(`equipment`, `orders`) are not columns: the single retrieve shows them."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from outfitter.core.csv_export import CHUNK_ROWS, stream_chunks
+from outfitter.people.repository import EmployeeRepository
+from outfitter.people.service import EmployeeFilters, employee_out
+
+COLUMNS = (
+    "id",
+    "first_name",
+    "last_name",
+    "email",
+    "personal_email",
+    "phone",
+    "country",
+    "country_code",
+    "currency_code",
+    "landmark",
+    "last_login",
+    "job_title",
+    "tax_number",
+    "employment_type",
+    "level",
+    "status",
+    "address",
+    "departments",
+    "created_at",
+)
+Keyset = tuple[datetime, uuid.UUID]
+
+
+def employee_chunks(
+    open_session: Callable[[], Session], filters: EmployeeFilters
+) -> Iterator[list[Mapping[str, Any]]]:
+    """The filtered list, newest first, chunk by chunk (each its own short read)."""
+
+    def read(session: Session, after: Keyset | None) -> tuple[list[Mapping[str, Any]], Keyset | None]:
+        repository = EmployeeRepository(session)
+        listing = repository.listing(filters.country_id, filters.department_id, filters.search)
+        employees = repository.chunk(listing, after, CHUNK_ROWS)
+        departments = repository.departments_of([employee.id for employee in employees])
+        records: list[Mapping[str, Any]] = []
+        for employee in employees:
+            held = departments.get(employee.id, [])
+            record = employee_out(employee, employee.country, held).model_dump()
+            record["departments"] = "; ".join(department.name for department in held)
+            records.append(record)
+        last = (employees[-1].created_at, employees[-1].id) if len(employees) == CHUNK_ROWS else None
+        return records, last
+
+    return stream_chunks(open_session, read)

@@ -1,0 +1,32 @@
+"""Employees from a CSV file: each row the body of POST /client/employees, the rules of the bulk
+create (`bulk.create_validated`, the same code), all or nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import TypeAdapter
+from sqlalchemy.orm import Session
+
+from outfitter.core.csv_import import Progress, merged, read_rows, validate_rows
+from outfitter.core.errors import ValidationFailed
+from outfitter.people import bulk
+from outfitter.people.schemas import EmployeeCreate
+
+COLUMNS = tuple(EmployeeCreate.model_fields)
+_ROW = TypeAdapter(EmployeeCreate)
+
+
+def import_employees(
+    session: Session, actor: str, data: bytes, *, dry_run: bool, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Create the file's employees, or with `dry_run` only check them: what was (would be) created."""
+    rows = read_rows(data, COLUMNS, progress)
+    valid, errors = validate_rows(rows, _ROW, COLUMNS)
+    try:
+        created = bulk.create_validated(session, valid, errors, write=not dry_run, actor=actor)
+    except ValidationFailed as failure:
+        raise ValidationFailed.fields(merged({}, failure)) from None
+    if dry_run:
+        return {"dry_run": True, "count": len(valid), "ids": []}
+    return {"dry_run": False, "count": len(created), "ids": [employee.id for employee in created]}

@@ -1,0 +1,97 @@
+"""`outfitter import employees|equipment COMPANY_ID FILE`: all or nothing, row errors one a line,
+dry runs; and the catalog import's progress."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+from typer.testing import CliRunner
+
+from outfitter.catalog.importer import import_catalog, load_catalog_file
+from outfitter.cli import app
+from outfitter.config import get_settings
+from tests.factories import Api
+
+runner = CliRunner()
+EMPLOYEES = (
+    "first_name,last_name,email,country_id,phone,address\n"
+    "Ada,Obi,ada@acme.io,NG,+234 801 234 5678,1 Marina\n"
+    "Bola,Ade,bola@acme.io,Kenya,+254 700 000000,2 Moi Avenue\n"
+)
+
+
+@pytest.fixture(autouse=True)
+def _database(monkeypatch: pytest.MonkeyPatch, database_url: str, engine: Engine) -> Iterator[None]:
+    monkeypatch.setenv("OUTFITTER_DATABASE_URL", database_url)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_import_employees_creates_them_for_the_company(api: Api, tmp_path: Path) -> None:
+    file = tmp_path / "people.csv"
+    file.write_text(EMPLOYEES, encoding="utf-8-sig")
+    code, out, _ = run("import", "employees", str(api.company_id), str(file), "--dry-run", "--json")
+    assert code == 0, out
+    assert json.loads(out) == {"dry_run": True, "count": 2, "ids": []}
+    assert api.get("/client/employees").json()["data"]["total"] == 0
+    code, out, _ = run("import", "employees", str(api.company_id), str(file))
+    assert code == 0 and out.strip() == "created 2 employees"
+    listed = api.get("/client/employees").json()["data"]["data"]
+    assert sorted(record["email"] for record in listed) == ["ada@acme.io", "bola@acme.io"]
+
+
+def test_row_errors_are_printed_one_a_line_and_nothing_is_written(api: Api, tmp_path: Path) -> None:
+    file = tmp_path / "people.csv"
+    file.write_text(EMPLOYEES + "Cy,Eze,ada@acme.io,Atlantis,+234 801 234 5678,3 Broad\n")
+    code, out, err = run("import", "employees", str(api.company_id), str(file))
+    assert code == 1 and out == ""
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("error: nothing was imported")
+    assert lines[1].startswith("rows.4.country_id: Unknown country 'Atlantis'")
+    assert lines[2] == "rows.4.email: The email ada@acme.io is also given at rows.2."
+    assert api.get("/client/employees").json()["data"]["total"] == 0
+
+
+def test_import_equipment_registers_the_devices(api: Api, tmp_path: Path) -> None:
+    file = tmp_path / "devices.csv"
+    file.write_text("title;serial_number;specs.memory\nMacBook;S1;16GB\nThinkPad;S2;8GB\n")
+    code, out, _ = run("import", "equipment", str(api.company_id), str(file), "--json")
+    assert code == 0, out
+    ids = json.loads(out)["ids"]
+    record = api.get(f"/client/equipment/{ids[0]}").json()["data"]
+    assert record["title"] == "MacBook" and record["specs"]["memory"] == "16GB"
+    assert record["history"][0]["actor"] == "system"
+
+
+def test_bad_arguments_are_one_line_errors(api: Api, tmp_path: Path) -> None:
+    file = tmp_path / "people.csv"
+    file.write_text(EMPLOYEES)
+    for args, fragment in [
+        (("not-a-uuid", str(file)), "COMPANY_ID must be a UUID"),
+        ((str(uuid.uuid4()), str(file)), "no company with id"),
+        ((str(api.company_id), str(tmp_path / "missing.csv")), "cannot read"),
+    ]:
+        code, _, err = run("import", "employees", *args)
+        assert code == 1 and fragment in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_catalog_import_reports_progress_per_asset(engine: Engine, demo_catalog_path: Path) -> None:
+    catalog = load_catalog_file(demo_catalog_path)
+    steps: list[int] = []
+    with Session(engine) as session, session.begin():
+        import_catalog(session, catalog, progress=steps.append)
+    assert steps == [1] * len(catalog.assets) and steps
+    code, out, _ = run("catalog", "import", str(demo_catalog_path))
+    assert code == 0 and "assets created: 0" in out

@@ -1,0 +1,230 @@
+"""Bulk registration and bulk moves: order, all or nothing, errors by position, tenancy, statements."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import FastAPI
+from sqlalchemy import Engine, event, func, select
+from sqlalchemy.orm import Session
+
+from outfitter.models import Equipment, EquipmentHistory
+from outfitter.models.events import Event
+from tests.equipment.helpers import events, make_employee, register
+from tests.factories import Api, assert_error
+
+
+def count(db: Session, model: Any) -> int:
+    total = db.scalar(select(func.count()).select_from(model)) or 0
+    db.rollback()  # end the read: SQLite writers wait for it
+    return total
+
+
+def stored_events(db: Session) -> list[tuple[str, str]]:
+    rows = db.execute(select(Event.type, Event.subject_id).order_by(Event.created_at)).all()
+    db.rollback()
+    return [(str(kind), str(subject)) for kind, subject in rows]
+
+
+def test_bulk_registers_in_order_as_the_single_create_answers(api: Api, db: Session) -> None:
+    employee = make_employee(db, api.company_id)
+    items = [
+        {
+            "title": "Laptop A",
+            "serial_number": "A1",
+            "country": "NG",
+            "currency": "usd",
+            "specs": {"memory": "16GB"},
+        },
+        {"title": "Phone B", "status": "In_Storage", "type": "Phones"},
+        {"title": "Tablet C", "status": "Assigned", "assignee_id": str(employee.id), "serial_number": "C1"},
+    ]
+    response = api.post("/client/equipment/bulk", {"equipment": items})
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["success"] is True and body["message"] == "3 equipment created successfully."
+    created = body["data"]
+    assert [record["title"] for record in created] == ["Laptop A", "Phone B", "Tablet C"]
+    assert [record["status"] for record in created] == ["Unassigned", "In_Storage", "Assigned"]
+    assert created[0]["country_code"] == "NG" and created[0]["currency"]["code"] == "USD"
+    assert created[0]["specs"]["memory"] == "16GB"
+    assert created[2]["assignee"]["id"] == str(employee.id)
+    assert [events(record) for record in created] == [
+        ["equipment_added"],
+        ["equipment_added", "moved_to_storage"],
+        ["equipment_added", "assigned"],
+    ]
+    for record in created:
+        single = api.get(f"/client/equipment/{record['id']}").json()["data"]
+        assert single == record
+    assert sorted(stored_events(db)) == sorted(("equipment.added", record["id"]) for record in created)
+
+
+def test_every_bad_item_is_reported_by_position_and_nothing_is_created(
+    api: Api, other_api: Api, db: Session
+) -> None:
+    register(api, title="Existing", serial_number="TAKEN")
+    stranger = make_employee(db, other_api.company_id, "Eve", "Other")
+    items: list[dict[str, Any]] = [{"title": f"Device {index}"} for index in range(12)]
+    items[1] = {"title": ""}
+    items[2]["country"] = "Atlantis"
+    items[3]["currency"] = "XXQ"
+    items[4]["status"] = "Assigned"
+    items[5] |= {"status": "Assigned", "assignee_id": str(stranger.id)}
+    items[6]["serial_number"] = "TAKEN"
+    items[7]["serial_number"] = "DUP"
+    items[9]["serial_number"] = "DUP"
+    items[10]["assignee_id"] = str(uuid.uuid4())
+    items[11]["colour"] = "red"
+    body = assert_error(api.post("/client/equipment/bulk", {"equipment": items}), 422)
+    assert set(body["errors"]) == {"equipment.1.title", "equipment.11.colour"}  # shapes come first
+    del items[11]["colour"]
+    items[1]["title"] = "Fixed"
+    body = assert_error(api.post("/client/equipment/bulk", {"equipment": items}), 422)
+    assert set(body["errors"]) == {
+        "equipment.2.country",
+        "equipment.3.currency",
+        "equipment.4.assignee_id",
+        "equipment.5.assignee_id",
+        "equipment.6.serial_number",
+        "equipment.9.serial_number",
+        "equipment.10.assignee_id",
+    }
+    assert body["errors"]["equipment.5.assignee_id"] == [
+        "Unknown employee: give the id of one of your employees."
+    ]
+    assert "equipment.7" in body["errors"]["equipment.9.serial_number"][0]
+    assert "already exists" in body["errors"]["equipment.6.serial_number"][0]
+    assert count(db, Equipment) == 1 and count(db, EquipmentHistory) == 1
+    assert stored_events(db) == []
+
+
+def test_the_batch_size_is_limited(api: Api, db: Session) -> None:
+    for items in ([], [{"title": "x"}] * 1001):
+        body = assert_error(api.post("/client/equipment/bulk", {"equipment": items}), 422)
+        assert list(body["errors"]) == ["equipment"]
+    assert list(assert_error(api.post("/client/equipment/bulk", {}), 422)["errors"]) == ["equipment"]
+    assert count(db, Equipment) == 0
+
+
+def test_registering_costs_the_same_statements_for_10_or_100_devices(
+    api: Api, db: Session, app: FastAPI
+) -> None:
+    engine: Engine = app.state.engine  # the app's own engine, which serves the requests
+    employee = make_employee(db, api.company_id)
+    statements: list[str] = []
+
+    def counted(*args: Any) -> None:
+        statements.append(args[2])
+
+    def post(size: int, offset: int) -> int:
+        items: list[dict[str, Any]] = []
+        for index in range(size):
+            item: dict[str, Any] = {"title": f"d{index}", "serial_number": f"S{offset + index}"}
+            if index % 3 == 0:
+                item |= {"country": ("NG", "Kenya")[index % 2], "currency": "USD", "specs": {"memory": "8GB"}}
+            if index % 3 == 1:
+                item |= {"status": "Assigned", "assignee_id": str(employee.id), "description": "x"}
+            if index % 3 == 2:
+                item |= {"status": "In_Storage", "purchase_price": "10.5"}
+            items.append(item)
+        statements.clear()
+        event.listen(engine, "before_cursor_execute", counted)
+        try:
+            response = api.post("/client/equipment/bulk", {"equipment": items})
+        finally:
+            event.remove(engine, "before_cursor_execute", counted)
+        assert response.status_code == 201, response.text[:500]
+        assert len(response.json()["data"]) == size
+        return len(statements)
+
+    post(1, 10_000)  # warm up: the token's last-used stamp is written once
+    small, large = post(10, 0), post(100, 1000)
+    assert 0 < small == large, (small, large)
+    assert (
+        count(db, Equipment) == 111 and count(db, EquipmentHistory) == 111 + 6 + 66
+    )  # added, plus a move for 2 in 3
+
+
+def test_bulk_move_moves_every_device_with_history_and_events(api: Api, db: Session) -> None:
+    employee = make_employee(db, api.company_id)
+    ids = [register(api, title=f"d{index}")["id"] for index in range(3)]
+    response = api.post(
+        "/client/equipment/bulk-move",
+        {"equipment_ids": ids, "status": "Assigned", "assignee_id": str(employee.id)},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["message"] == "3 equipment moved to Assigned successfully."
+    assert [record["id"] for record in body["data"]] == ids
+    for record in body["data"]:
+        assert record["status"] == "Assigned" and record["assignee"]["id"] == str(employee.id)
+        assert events(record) == ["equipment_added", "assigned"]
+        assert api.get(f"/client/equipment/{record['id']}").json()["data"] == record
+    assert sorted(stored_events(db)) == sorted(("equipment.assigned", each) for each in ids)
+    moved = api.post("/client/equipment/bulk-move", {"equipment_ids": ids[:2], "status": "In_Storage"})
+    assert moved.status_code == 200, moved.text
+    assert [record["assignee"] for record in moved.json()["data"]] == [None, None]
+    assert events(moved.json()["data"][0])[-1] == "moved_to_storage"
+
+
+def test_bulk_move_409_lists_every_device_that_cannot_move_and_moves_none(api: Api, db: Session) -> None:
+    free = register(api, title="free")["id"]
+    sold = register(api, title="sold")["id"]
+    archived = register(api, title="archived")["id"]
+    assert api.patch(f"/client/equipment/{sold}", {"status": "Sold"}).status_code == 200
+    assert api.delete(f"/client/equipment/{archived}").status_code == 200
+    body = assert_error(
+        api.post(
+            "/client/equipment/bulk-move", {"equipment_ids": [free, sold, archived], "status": "In_Storage"}
+        ),
+        409,
+        "2 of the 3 devices cannot move to In_Storage",
+    )
+    assert body["errors"] == {
+        "equipment_ids.1": [f"{sold} is Sold: Equipment cannot move from Sold to In_Storage."],
+        "equipment_ids.2": [f"{archived} is Archived: Equipment cannot move from Archived to In_Storage."],
+    }
+    assert api.get(f"/client/equipment/{free}").json()["data"]["status"] == "Unassigned"
+    assert stored_events(db) == []
+
+
+def test_bulk_move_refuses_what_the_request_names_wrongly(api: Api, other_api: Api, db: Session) -> None:
+    mine = register(api, title="mine")["id"]
+    theirs = register(other_api, title="theirs")["id"]
+    stranger = make_employee(db, other_api.company_id, "Eve", "Other")
+    unknown = str(uuid.uuid4())
+    body = assert_error(
+        api.post(
+            "/client/equipment/bulk-move",
+            {
+                "equipment_ids": [mine, theirs, unknown, mine],
+                "status": "Assigned",
+                "assignee_id": str(stranger.id),
+            },
+        ),
+        422,
+    )
+    assert body["errors"] == {
+        "equipment_ids.3": ["Also given at equipment_ids.0."],
+        "assignee_id": ["Unknown employee: give the id of one of your employees."],
+        "equipment_ids.1": ["Unknown equipment: give the id of one of your devices."],
+        "equipment_ids.2": ["Unknown equipment: give the id of one of your devices."],
+    }
+    missing = assert_error(
+        api.post("/client/equipment/bulk-move", {"equipment_ids": [mine], "status": "Assigned"}), 422
+    )
+    assert missing["errors"] == {"assignee_id": ["Required when status is Assigned."]}
+    extra = {"equipment_ids": [mine], "status": "Sold", "assignee_id": str(uuid.uuid4())}
+    assert list(assert_error(api.post("/client/equipment/bulk-move", extra), 422)["errors"]) == [
+        "assignee_id"
+    ]
+    for bad in ({"equipment_ids": [], "status": "Sold"}, {"equipment_ids": ["nope"], "status": "Sold"}):
+        assert assert_error(api.post("/client/equipment/bulk-move", bad), 422)["errors"]
+    too_many = {"equipment_ids": [str(uuid.uuid4()) for _ in range(1001)], "status": "Sold"}
+    assert list(assert_error(api.post("/client/equipment/bulk-move", too_many), 422)["errors"]) == [
+        "equipment_ids"
+    ]
+    assert api.get(f"/client/equipment/{mine}").json()["data"]["status"] == "Unassigned"
+    assert other_api.get(f"/client/equipment/{theirs}").json()["data"]["status"] == "Unassigned"

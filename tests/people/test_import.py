@@ -1,0 +1,102 @@
+"""Employees from CSV files: the bulk rules through the same code, errors by line and column,
+encodings, separators, dry runs, all or nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from outfitter.models import Employee
+from tests.factories import Api, assert_error
+from tests.people.helpers import create_employee
+
+HEADER = "first_name,last_name,email,country_id,phone,address,job_title"
+
+
+def post_csv(api: Api, content: bytes | str, **params: Any) -> httpx.Response:
+    data = content.encode() if isinstance(content, str) else content
+    return api.request(
+        "POST", "/client/employees/import", content=data, headers={"Content-Type": "text/csv"}, params=params
+    )
+
+
+def employee_count(db: Session) -> int:
+    total = db.scalar(select(func.count()).select_from(Employee)) or 0
+    db.rollback()
+    return total
+
+
+def row(number: int, **fields: str) -> str:
+    values = {
+        "first_name": "Ada",
+        "last_name": f"Obi{number}",
+        "email": f"ada{number}@acme.io",
+        "country_id": "NG",
+        "phone": "'+234 801 234 5678",  # as our export escapes it
+        "address": f'"{number} Marina Road, Lagos"',
+        "job_title": "",
+    } | fields
+    return ",".join(values[name] for name in HEADER.split(","))
+
+
+def test_import_creates_every_employee_as_the_api_answers_them(api: Api, db: Session) -> None:
+    content = "\n".join([HEADER, row(1, country_id="Kenya", job_title="Engineer"), row(2)]) + "\n"
+    response = post_csv(api, content)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["message"] == "2 employees created successfully." and body["data"]["count"] == 2
+    first = api.get(f"/client/employees/{body['data']['ids'][0]}").json()["data"]
+    assert (
+        first["email"] == "ada1@acme.io"
+        and first["country_code"] == "KE"
+        and first["job_title"] == "Engineer"
+    )
+    assert first["phone"] == "+234 801 234 5678" and first["address"] == "1 Marina Road, Lagos"
+    assert employee_count(db) == 2
+
+
+def test_bom_semicolons_and_non_ascii_names(api: Api) -> None:
+    content = (
+        "\ufeff" + HEADER.replace(",", ";") + "\n" + "Zoë;Müller;zoe@acme.io;DE;+49 30 1234567;Straße 1;\n"
+    )
+    response = post_csv(api, content.encode("utf-8"))
+    assert response.status_code == 200, response.text
+    [employee_id] = response.json()["data"]["ids"]
+    record = api.get(f"/client/employees/{employee_id}").json()["data"]
+    assert (record["first_name"], record["last_name"], record["country_code"]) == ("Zoë", "Müller", "DE")
+
+
+def test_errors_are_keyed_by_line_and_column_and_nothing_is_created(api: Api, db: Session) -> None:
+    create_employee(api, email="taken@acme.io")
+    rows = [row(number) for number in range(2, 1502)]
+    rows[5] = row(7, email="broken")
+    rows[100] = row(102, country_id="Atlantis")
+    rows[700] = row(702, email="TAKEN@acme.io")
+    rows[1498] = row(1500, email="ada2@acme.io")  # the email of line 2, deep in the file
+    content = HEADER + "\n" + "\n".join(rows) + "\n"
+    body = assert_error(post_csv(api, content), 422)
+    assert list(body["errors"]) == [
+        "rows.7.email",
+        "rows.102.country_id",
+        "rows.702.email",
+        "rows.1500.email",
+    ]
+    assert "rows.2" in body["errors"]["rows.1500.email"][0]
+    assert "already exists" in body["errors"]["rows.702.email"][0]
+    assert employee_count(db) == 1
+
+
+def test_a_dry_run_writes_nothing_and_the_file_is_checked(api: Api, db: Session) -> None:
+    content = "\n".join([HEADER, row(1), row(2), row(3)]) + "\n"
+    response = post_csv(api, content, dry_run="true")
+    assert response.status_code == 200, response.text
+    assert response.json()["data"] == {"dry_run": True, "count": 3, "ids": []}
+    assert employee_count(db) == 0
+    assert list(assert_error(post_csv(api, HEADER + ",salary\n"), 422)["errors"]) == ["rows.1.salary"]
+    latin = (HEADER + "\n" + row(1) + "\n" + row(2, first_name="Zo\xeb") + "\n").encode("latin-1")
+    assert list(assert_error(post_csv(api, latin), 422, "UTF-8")["errors"]) == ["rows.3"]
+    assert_error(api.post("/client/employees/import", {"employees": []}), 415)
+    assert employee_count(db) == 0
