@@ -184,6 +184,30 @@ def initiate_catalog(work: ClientWork, body: InitiateRequest, gateways: GatewayR
     return _pay(work, _write(session, work.auth, draft, _ttl(gateways)))
 
 
+def _named_devices(
+    session: Session, named: Sequence[tuple[str, object]], errors: dict[str, list[str]]
+) -> dict[uuid.UUID, Equipment]:
+    """The company's devices that a request names, each at its path (`orders.<employee>.<i>`):
+    a device named twice, or not one of the company's, is an error at its path (added to `errors`),
+    and so are more than MAX_DEVICES. Read without a lock: the write locks and checks them again."""
+    wanted: dict[str, uuid.UUID | None] = {}
+    seen: set[uuid.UUID] = set()
+    for path, value in named:
+        parsed = parse_uuid(value) if isinstance(value, str) else None
+        if parsed is not None and parsed in seen:
+            errors.setdefault(path, []).append("This equipment is named twice in the request.")
+        elif parsed is not None:
+            seen.add(parsed)
+        wanted[path] = parsed
+    if len(wanted) > MAX_DEVICES:
+        errors.setdefault("orders", []).append(f"At most {MAX_DEVICES} devices a transaction.")
+    devices = _storage_devices(session, seen, lock=False)
+    for path, equipment_id in wanted.items():
+        if (equipment_id is None or equipment_id not in devices) and path not in errors:
+            errors.setdefault(path, []).append("Unknown equipment: not one of this company's.")
+    return devices
+
+
 def initiate_storage(
     work: ClientWork, body: StorageInitiateRequest, gateways: GatewayRegistry
 ) -> Transaction:
@@ -191,23 +215,12 @@ def initiate_storage(
     country = resolve_country(session, body.employee_country_id, "employee_country_id")
     errors: dict[str, list[str]] = {}
     employees = _employees_of(session, list(body.orders), country, errors)
-    wanted: dict[str, uuid.UUID | None] = {}
-    seen: set[uuid.UUID] = set()
-    for key, ids in body.orders.items():
-        for index, value in enumerate(ids):
-            path = f"orders.{key}.{index}"
-            parsed = parse_uuid(value) if isinstance(value, str) else None
-            if parsed is not None and parsed in seen:
-                errors.setdefault(path, []).append("This equipment is named twice in the request.")
-            elif parsed is not None:
-                seen.add(parsed)
-            wanted[path] = parsed
-    if len(wanted) > MAX_DEVICES:
-        errors.setdefault("orders", []).append(f"At most {MAX_DEVICES} devices a transaction.")
-    devices = _storage_devices(session, seen, lock=False)
-    for path, equipment_id in wanted.items():
-        if (equipment_id is None or equipment_id not in devices) and path not in errors:
-            errors.setdefault(path, []).append("Unknown equipment: not one of this company's.")
+    named = [
+        (f"orders.{key}.{index}", value)
+        for key, ids in body.orders.items()
+        for index, value in enumerate(ids)
+    ]
+    devices = _named_devices(session, named, errors)
     if errors:
         raise ValidationFailed.fields(errors)
     _check_storage_devices(session, devices)
@@ -238,7 +251,7 @@ def initiate_storage(
     _register_with_gateway(work, draft, gateways)
     # Locked in id order, so two initiates naming the same devices queue instead of deadlocking;
     # checked again, since the gateway call gave others time to move or reserve them.
-    _check_storage_devices(session, _storage_devices(session, seen, lock=True))
+    _check_storage_devices(session, _storage_devices(session, set(devices), lock=True))
     transaction = _write(session, work.auth, draft, _ttl(gateways))
     reserve_devices(session, transaction, devices)
     return _pay(work, transaction)

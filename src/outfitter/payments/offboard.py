@@ -15,7 +15,6 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import resolve_country
 from outfitter.core.errors import Conflict, ValidationFailed
-from outfitter.core.tenancy import parse_uuid
 from outfitter.core.unit_of_work import ClientWork
 from outfitter.models import (
     Employee,
@@ -29,10 +28,10 @@ from outfitter.models import (
 from outfitter.payments.fees import compute_offboard_charges, schedule_for
 from outfitter.payments.gateways import GatewayRegistry
 from outfitter.payments.initiate import (
-    MAX_DEVICES,
     _currency,
     _Draft,
     _employees_of,
+    _named_devices,
     _pay,
     _register_with_gateway,
     _reserved_message,
@@ -53,22 +52,9 @@ def initiate_offboard(
     errors: dict[str, list[str]] = {}
     employees = _employees_of(session, list(body.orders), country, errors)
     named = body.devices()
-    wanted: dict[str, uuid.UUID | None] = {}
-    seen: set[uuid.UUID] = set()
-    for key, index, device in named:
-        path = f"orders.{key}.{index}"
-        parsed = parse_uuid(device.equipment_id)
-        if parsed is not None and parsed in seen:
-            errors.setdefault(path, []).append("This equipment is named twice in the request.")
-        elif parsed is not None:
-            seen.add(parsed)
-        wanted[path] = parsed
-    if len(named) > MAX_DEVICES:
-        errors.setdefault("orders", []).append(f"At most {MAX_DEVICES} devices a transaction.")
-    devices = _storage_devices(session, seen, lock=False)
-    for path, equipment_id in wanted.items():
-        if (equipment_id is None or equipment_id not in devices) and path not in errors:
-            errors.setdefault(path, []).append("Unknown equipment: not one of this company's.")
+    devices = _named_devices(
+        session, [(f"orders.{key}.{index}", device.equipment_id) for key, index, device in named], errors
+    )
     if errors:
         raise ValidationFailed.fields(errors)
     holders = {uuid.UUID(device.equipment_id): employees[key] for key, _, device in named}
@@ -102,7 +88,7 @@ def initiate_offboard(
     )
     _register_with_gateway(work, draft, gateways)
     # Locked in id order and checked again: the gateway call gave others time to move or reserve them.
-    _check_held_devices(session, _storage_devices(session, seen, lock=True), holders)
+    _check_held_devices(session, _storage_devices(session, set(devices), lock=True), holders)
     transaction = _write(session, work.auth, draft, _ttl(gateways))
     reserve_devices(session, transaction, devices)  # `_write` recorded transaction.initiated
     return _pay(work, transaction)
