@@ -96,14 +96,18 @@ def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]
 
 
 def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> list[Equipment]:
-    """Register checked devices: `equipment_added`, the move to their status, an event each."""
+    """Register checked devices: `equipment_added`, the move to their status, and the events the
+    single create records (`equipment.added`, then the move's), in one batch."""
     devices: list[Equipment] = []
+    changes: list[tuple[EventType, Equipment]] = []
     for item in checked:
         equipment = service.new_equipment(session, item.body, item.references)
         session.add(equipment)
         lifecycle.record_added(session, equipment, actor)
+        changes.append((EventType.EQUIPMENT_ADDED, equipment))
         if item.body.status != EquipmentStatus.UNASSIGNED:
             lifecycle.move(session, equipment, item.body.status, actor, assignee=item.assignee)
+            changes.append((status_event(item.body.status), equipment))
         devices.append(equipment)
     try:
         session.flush()
@@ -111,7 +115,7 @@ def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice
         raise Conflict(
             "A device with one of these serial numbers was registered meanwhile; nothing was registered."
         ) from None
-    record_equipment_events(session, [(EventType.EQUIPMENT_ADDED, device) for device in devices], actor)
+    record_equipment_events(session, changes, actor)
     return devices
 
 
