@@ -1,0 +1,108 @@
+"""The operator CLI. Every command exits non-zero with a one-line error on bad input;
+`--json` prints one JSON object.
+
+This module holds the `app` and the helpers every command uses; the command modules, one per
+group, are imported at its end because they import those helpers and register their commands
+on `app` as they load."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Annotated, Any, NoReturn
+
+import typer
+from sqlalchemy.orm import Session
+
+from outfitter.config import get_settings
+from outfitter.core.tenancy import TenantSession, across_companies
+from outfitter.db.session import make_engine
+
+app = typer.Typer(
+    help="Operate Outfitter: database, companies, tokens, catalog, wallets.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # locals can hold tokens
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+def fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=1)
+
+
+def emit(as_json: bool, payload: dict[str, Any], text: str) -> None:
+    typer.echo(json.dumps(payload, default=str) if as_json else text)
+
+
+def parse_id(value: str, what: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        fail(f"{what} must be a UUID, got {value!r}")
+
+
+def iso_or_none(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+@contextmanager
+def unit_of_work() -> Iterator[Session]:
+    """One committed transaction against the configured database, which must be migrated."""
+    from outfitter.migrations import is_current
+
+    engine = make_engine(get_settings().database_url)
+    try:
+        if not is_current(engine):
+            fail("the database schema is not up to date: run 'outfitter db upgrade' first")
+        # Operators act for any company; a command working for one binds the session to it.
+        with across_companies(TenantSession(engine, expire_on_commit=False)) as session, session.begin():
+            yield session
+    finally:
+        engine.dispose()
+
+
+def progress_bar() -> Any:
+    """A progress bar on stderr (stdout stays for the answer, `--json` included), gone when done."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    return Progress(*columns, console=Console(stderr=True), transient=True)
+
+
+@app.callback()
+def check_settings() -> None:
+    """A bad OUTFITTER_* setting is one line before any command runs, not a traceback (and not one
+    in every worker of `serve`)."""
+    from pydantic import ValidationError
+
+    try:
+        get_settings()
+    except ValidationError as exc:
+        fail("invalid configuration: " + "; ".join(_setting_error(error) for error in exc.errors()))
+
+
+def _setting_error(error: Any) -> str:
+    message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+    name = "_".join(str(part) for part in error.get("loc", ()))
+    return f"OUTFITTER_{name.upper()}: {message}" if name else message
+
+
+def main() -> None:
+    """The `outfitter` command: a database out of reach is one line too, whatever the command."""
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    try:
+        app()
+    except (OperationalError, InterfaceError) as exc:
+        typer.echo(f"error: the database cannot be reached: {str(exc.orig).splitlines()[0]}", err=True)
+        raise SystemExit(1) from None
+
+
+# Not sorted: `outfitter --help` lists commands, then groups, in the order they were registered.
+from outfitter.cli import setup, tenants, catalog, imports, payments, orders  # noqa: E402, F401, I001

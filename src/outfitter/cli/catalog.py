@@ -1,0 +1,28 @@
+"""The asset catalog: `catalog import`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from outfitter.cli import JsonFlag, app, emit, fail, progress_bar, unit_of_work
+
+catalog_app = typer.Typer(help="The asset catalog.", no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
+
+
+@catalog_app.command("import")
+def catalog_import(file: Path, as_json: JsonFlag = False) -> None:
+    """Load a catalog JSON file; importing the same file again creates nothing new."""
+    from outfitter.catalog.importer import CatalogImportError, import_catalog, load_catalog_file
+
+    try:
+        catalog = load_catalog_file(file)
+        with unit_of_work() as session, progress_bar() as bar:
+            task = bar.add_task(f"Importing {file.name}", total=len(catalog.assets))
+            summary = import_catalog(session, catalog, progress=lambda done: bar.advance(task, done))
+    except CatalogImportError as exc:
+        fail(str(exc))
+    payload = vars(summary)
+    emit(as_json, payload, ", ".join(f"{key.replace('_', ' ')}: {value}" for key, value in payload.items()))

@@ -1,0 +1,85 @@
+"""`outfitter import`: a company's employees or equipment from a CSV file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from sqlalchemy.orm import Session
+
+from outfitter.cli import JsonFlag, app, emit, fail, parse_id, progress_bar, unit_of_work
+from outfitter.core.tenancy import bind_company
+
+import_app = typer.Typer(
+    help="Create a company's employees or equipment from a CSV file.", no_args_is_help=True
+)
+app.add_typer(import_app, name="import")
+DryRunFlag = Annotated[bool, typer.Option("--dry-run", help="Check every row and write nothing.")]
+
+
+def _import_csv(company_id: str, file: Path, what: str, run: Any, dry_run: bool, as_json: bool) -> None:
+    """Read FILE, import it for the company in one transaction (all or nothing), print the result;
+    each row error on a line of its own, `rows.<line>.<column>: message`, then exit 1."""
+    from outfitter.core.csv_import import MAX_IMPORT_BYTES
+    from outfitter.core.errors import DomainError
+    from outfitter.models import Company
+
+    company = parse_id(company_id, "COMPANY_ID")
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        fail(f"cannot read {file}: {exc.strerror}")
+    if len(data) > MAX_IMPORT_BYTES:
+        fail(f"{file} is larger than the limit of {MAX_IMPORT_BYTES} bytes")
+    try:
+        with unit_of_work() as session, progress_bar() as bar:
+            if session.get(Company, company) is None:
+                fail(f"no company with id {company}")
+            bind_company(session, company)
+            task = bar.add_task(f"Checking {file.name}", total=data.count(b"\n") or None)
+            result = run(session, data, lambda rows: bar.advance(task, rows))
+            bar.update(task, description=f"Writing {result['count']} {what}")
+    except DomainError as exc:
+        if not exc.errors:
+            fail(exc.message)
+        typer.echo(f"error: nothing was imported: {exc.message}", err=True)
+        for path, messages in exc.errors.items():
+            for message in messages:
+                typer.echo(f"{path}: {message}", err=True)
+        raise typer.Exit(code=1) from None
+    verb = "would create" if dry_run else "created"
+    payload = {**result, "ids": [str(each) for each in result["ids"]]}
+    emit(
+        as_json,
+        payload,
+        f"{verb} {result['count']} {what}" + (" (dry run: nothing written)" if dry_run else ""),
+    )
+
+
+@import_app.command("employees")
+def import_employees(
+    company_id: str, file: Path, dry_run: DryRunFlag = False, as_json: JsonFlag = False
+) -> None:
+    """Create employees from a CSV file (the columns of POST /client/employees), all or nothing."""
+    from outfitter.core.events import SYSTEM_ACTOR
+    from outfitter.people.imports import import_employees as run_import
+
+    def run(session: Session, data: bytes, progress: Any) -> dict[str, Any]:
+        return run_import(session, SYSTEM_ACTOR, data, dry_run=dry_run, progress=progress)
+
+    _import_csv(company_id, file, "employees", run, dry_run, as_json)
+
+
+@import_app.command("equipment")
+def import_equipment(
+    company_id: str, file: Path, dry_run: DryRunFlag = False, as_json: JsonFlag = False
+) -> None:
+    """Register equipment from a CSV file (the columns of POST /client/equipment), all or nothing."""
+    from outfitter.core.events import SYSTEM_ACTOR
+    from outfitter.equipment.imports import import_equipment as run_import
+
+    def run(session: Session, data: bytes, progress: Any) -> dict[str, Any]:
+        return run_import(session, SYSTEM_ACTOR, data, dry_run=dry_run, progress=progress)
+
+    _import_csv(company_id, file, "equipment", run, dry_run, as_json)

@@ -1,0 +1,139 @@
+"""Setting Outfitter up and running it: `db upgrade`, `serve`, `demo` and `worker`."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from outfitter.cli import app, fail, unit_of_work
+from outfitter.config import get_settings
+from outfitter.core.tenancy import TenantSession, bind_company
+from outfitter.db.session import make_engine
+
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+# src/outfitter/demo/catalog.json: this module sits one folder below outfitter/.
+DEMO_CATALOG = Path(__file__).parent.parent / "demo" / "catalog.json"
+DEMO_COMPANY = "Demo Company"
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Migrate the schema to the newest revision and load reference data."""
+    from outfitter.migrations import upgrade
+
+    engine = make_engine(get_settings().database_url)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+    typer.echo("database is up to date")
+
+
+@app.command("serve")
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    workers: Annotated[int, typer.Option(help="Worker processes")] = 1,
+) -> None:
+    """Serve the HTTP API (uvicorn; TCP_NODELAY on every connection, workers end with this process)."""
+    from outfitter.server import ServeError
+    from outfitter.server import serve as run_server
+
+    try:
+        run_server(host, port, workers)
+    except ServeError as exc:
+        fail(str(exc))
+
+
+@app.command("demo")
+def demo() -> None:
+    """Migrate, load the demo catalog, create a demo company and print its token."""
+    from outfitter.catalog.importer import import_catalog, load_catalog_file
+    from outfitter.core.tokens import create_company, issue_token
+    from outfitter.migrations import upgrade
+    from outfitter.models import Company
+
+    settings = get_settings()
+    engine = make_engine(settings.database_url)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+    with unit_of_work() as session:
+        import_catalog(session, load_catalog_file(DEMO_CATALOG))
+        company = session.scalars(select(Company).where(Company.name == DEMO_COMPANY)).first()
+        if company is None:
+            company = create_company(session, DEMO_COMPANY)
+            _demo_wallet(session, company.id)
+        issued = issue_token(session, company.id)
+    base = settings.public_url.rstrip("/")
+    typer.echo(
+        f"Demo company {company.id} is ready.\n"
+        f"Token: {issued.token} (id {issued.record.id}; revoke it with 'outfitter token revoke')\n"
+        f"Try:   curl -H 'Authorization: Bearer {issued.token}' "
+        f"'{base}/api/v2/client/assets?country_id=NG&currency_code=NGN'\n"
+        f"Docs:  {base}/api/v2/docs"
+    )
+
+
+def _demo_wallet(session: Session, company_id: uuid.UUID) -> None:
+    """Give the demo company some credit when the payments module is present."""
+    try:
+        from outfitter.payments.wallet import credit_wallet
+    except ImportError:
+        return
+    bind_company(session, company_id)
+    credit_wallet(session, "NGN", Decimal("50000000"), "Demo credit")
+    credit_wallet(session, "USD", Decimal("50000"), "Demo credit")
+
+
+# --- the worker (issue 10) --------------------------------------------------------------------
+
+
+@app.command("worker")
+def worker(
+    concurrency: Annotated[
+        int | None, typer.Option(help="Sends at once (default OUTFITTER_WORKER_CONCURRENCY)", min=1, max=64)
+    ] = None,
+    once: Annotated[bool, typer.Option("--once", help="Do what is due now, then exit")] = False,
+) -> None:
+    """Send webhook deliveries and run the periodic jobs (expiry, reconciliation) until SIGTERM/SIGINT.
+
+    Any number of workers may run against one PostgreSQL database: they share the work."""
+    import logging
+    import signal
+
+    from outfitter.db.session import make_sessionmaker
+    from outfitter.migrations import is_current
+    from outfitter.worker import Worker
+
+    settings = get_settings()
+    size = (concurrency or settings.worker_concurrency) + 2
+    engine = make_engine(settings.database_url, pool_size=size, max_overflow=0)
+    try:
+        if not is_current(engine):
+            fail("the database schema is not up to date: run 'outfitter db upgrade' first")
+        # The worker's own log (what it sent, released, expired), not the libraries' chatter.
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.getLogger("outfitter").addHandler(handler)
+        logging.getLogger("outfitter").setLevel(logging.INFO)
+        runner = Worker(make_sessionmaker(engine, TenantSession), settings, concurrency=concurrency)
+        if once:
+            attempted = runner.run_once()
+            runner.close()
+            typer.echo(f"attempted {attempted} delivery(ies)")
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda _signum, _frame: runner.stop())
+        runner.run_forever()
+    finally:
+        engine.dispose()

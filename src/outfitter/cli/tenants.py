@@ -1,0 +1,127 @@
+"""Tenants and their access: `company create/list` and `token list/create/revoke`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from sqlalchemy import func, select
+
+from outfitter.cli import JsonFlag, app, emit, fail, iso_or_none, parse_id, unit_of_work
+
+company_app = typer.Typer(help="Companies (tenants).", no_args_is_help=True)
+token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
+app.add_typer(company_app, name="company")
+app.add_typer(token_app, name="token")
+
+
+@company_app.command("create")
+def company_create(name: str, as_json: JsonFlag = False) -> None:
+    """Create a company."""
+    from outfitter.core.tokens import create_company
+
+    with unit_of_work() as session:
+        try:
+            company = create_company(session, name)
+        except ValueError as exc:
+            fail(str(exc))
+        payload = {"id": str(company.id), "name": company.name}
+    emit(as_json, payload, f"created company {payload['name']} with id {payload['id']}")
+
+
+@company_app.command("list")
+def company_list(as_json: JsonFlag = False) -> None:
+    """List the companies, oldest first, with how many live tokens each has."""
+    from outfitter.models import ApiToken, Company
+
+    with unit_of_work() as session:
+        live_tokens = (
+            select(func.count())
+            .where(ApiToken.company_id == Company.id, ApiToken.revoked_at.is_(None))
+            .scalar_subquery()
+        )
+        rows = session.execute(
+            select(Company.id, Company.name, Company.created_at, live_tokens).order_by(Company.created_at)
+        ).all()
+        companies = [
+            {"id": str(id_), "name": name, "created_at": created.isoformat(), "live_tokens": tokens}
+            for id_, name, created, tokens in rows
+        ]
+    lines = [
+        f"{c['id']}  {c['name']}  (created {c['created_at']}, {c['live_tokens']} live token(s))"
+        for c in companies
+    ]
+    emit(as_json, {"companies": companies}, "\n".join(lines) or "no companies yet")
+
+
+@token_app.command("list")
+def token_list(
+    company_id: Annotated[str | None, typer.Argument(help="Only this company's")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """List tokens: id, company, scopes, expiry, last use, revocation. Never the token itself,
+    which only its hash stands for."""
+    from outfitter.models import ApiToken
+
+    statement = select(ApiToken).order_by(ApiToken.created_at)
+    if company_id is not None:
+        statement = statement.where(ApiToken.company_id == parse_id(company_id, "COMPANY_ID"))
+    with unit_of_work() as session:
+        tokens: list[dict[str, Any]] = [
+            {
+                "id": str(token.id),
+                "company_id": str(token.company_id),
+                "name": token.name,
+                "scopes": token.scope_list,
+                "created_at": token.created_at.isoformat(),
+                "expires_at": iso_or_none(token.expires_at),
+                "last_used_at": iso_or_none(token.last_used_at),
+                "revoked_at": iso_or_none(token.revoked_at),
+            }
+            for token in session.scalars(statement)
+        ]
+    lines = [
+        f"{t['id']}  company {t['company_id']}  {' '.join(t['scopes'])}  expires {t['expires_at'] or 'never'}"
+        f"  last used {t['last_used_at'] or 'never'}{'  REVOKED' if t['revoked_at'] else ''}"
+        for t in tokens
+    ]
+    emit(as_json, {"tokens": tokens}, "\n".join(lines) or "no tokens")
+
+
+@token_app.command("create")
+def token_create(
+    company_id: str,
+    scope: Annotated[list[str] | None, typer.Option("--scope", help="read or write; repeat for both")] = None,
+    expires_in_days: Annotated[int | None, typer.Option(help="Days until the token expires")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create an API token for a company. The token is shown once, now."""
+    from outfitter.core.tokens import issue_token
+
+    company_uuid = parse_id(company_id, "COMPANY_ID")
+    with unit_of_work() as session:
+        try:
+            issued = issue_token(session, company_uuid, scope, expires_in_days)
+        except ValueError as exc:
+            fail(str(exc))
+        payload: dict[str, Any] = {
+            "id": str(issued.record.id),
+            "token": issued.token,
+            "scopes": issued.record.scope_list,
+            "expires_at": issued.record.expires_at.isoformat() if issued.record.expires_at else None,
+        }
+    emit(as_json, payload, f"token {payload['id']} ({' '.join(payload['scopes'])}): {payload['token']}")
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: str) -> None:
+    """Revoke a token; requests with it answer 401 from now on."""
+    from outfitter.core.tokens import revoke_token
+
+    token_uuid = parse_id(token_id, "TOKEN_ID")
+    with unit_of_work() as session:
+        try:
+            revoke_token(session, token_uuid)
+        except ValueError as exc:
+            fail(str(exc))
+    typer.echo(f"token {token_id} revoked")
