@@ -5,13 +5,10 @@ change, in the request's own transaction. `lifecycle` writes history only."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
 from outfitter.core.events import NewEvent, as_event_data, record_events
-from outfitter.equipment import presenters
-from outfitter.equipment.repository import EquipmentRepository
 from outfitter.equipment.schemas import EquipmentOut
 from outfitter.models import Equipment, EquipmentStatus
 from outfitter.models.events import EventType
@@ -35,18 +32,16 @@ def record_equipment_events(
 ) -> None:
     """One event per (type, device); data = the device as GET /client/equipment/{id} answers it
     after the change; a constant number of statements for the whole batch (up to 1,000 devices)."""
+    # The service records these events, so it is imported when called, not at import time.
+    from outfitter.equipment.service import details
+
     if not changes:
         return
-    repository = EquipmentRepository(session)
     ids = list(dict.fromkeys(equipment.id for _, equipment in changes))
-    rows = repository.details(ids)  # flushes first: the rows are read as just changed
-    history = repository.history(ids, full=True)
-    now = datetime.now(UTC)
+    answers = details(session, ids)  # flushes first: the devices are read as just changed
     data = {
-        equipment_id: as_event_data(
-            EquipmentOut, presenters.detail(rows[equipment_id], history[equipment_id], now)
-        )
-        for equipment_id in ids
+        equipment_id: as_event_data(EquipmentOut, answer)
+        for equipment_id, answer in zip(ids, answers, strict=True)
     }
     record_events(
         session,

@@ -299,9 +299,6 @@ class EquipmentRepository(CompanyRepository[Equipment]):
     model = Equipment
     label = "Equipment"
 
-    def page(self, filters: EquipmentFilters, params: PageParams) -> PageResult[Row[Any]]:
-        return run_in_session(self.session, page_rows(filters, params))
-
     def chunk(
         self, filters: EquipmentFilters, after: tuple[datetime, uuid.UUID] | None, limit: int
     ) -> Sequence[Row[Any]]:
@@ -310,10 +307,6 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         if after is not None:
             values |= {"after_created": after[0], "after_id": after[1]}
         return company_rows(self.session, _chunk(filters.shape(), after is not None), values)
-
-    def detail(self, equipment_id: uuid.UUID | str) -> Row[Any]:
-        """Also reads what this request has just flushed."""
-        return run_in_session(self.session, detail_row(equipment_id))  # type: ignore[no-any-return]
 
     def details(self, equipment_ids: list[uuid.UUID]) -> dict[uuid.UUID, Row[Any]]:
         """Many devices' detail rows in one statement (bulk answers, the events of a batch), by id."""

@@ -96,16 +96,6 @@ def detail_plan(equipment_id: uuid.UUID | str) -> ReadPlan[dict[str, Any]]:
     return presenters.detail(row, history[row.id])
 
 
-def list_equipment(
-    session: Session, filters: EquipmentFilters, params: PageParams
-) -> tuple[list[dict[str, Any]], PageResult[Any]]:
-    return run_in_session(session, list_plan(filters, params))
-
-
-def get_equipment(session: Session, equipment_id: str) -> dict[str, Any]:
-    return run_in_session(session, detail_plan(equipment_id))
-
-
 def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> dict[str, Any]:
     """Register a device the company already owns: `equipment_added`, then the move to its status."""
     repository = EquipmentRepository(session)
