@@ -20,8 +20,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from outfitter.catalog.router import router as catalog_router
 from outfitter.config import Settings, get_settings
 from outfitter.core.csv_import import MAX_IMPORT_BYTES
-from outfitter.core.errors import error_body
-from outfitter.core.handlers import RETRY_AFTER_SECONDS, install_error_handlers, route_methods
+from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
+from outfitter.core.handlers import install_error_handlers, route_methods
 from outfitter.core.idempotency import IdempotencyMiddleware
 from outfitter.core.middleware import BodyLimitMiddleware, NulGuardMiddleware, RequestContextMiddleware
 from outfitter.core.openapi import install_contract, operation_id

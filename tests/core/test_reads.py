@@ -16,8 +16,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.errors import POOL_EXHAUSTED, ServiceUnavailable
-from outfitter.core.handlers import DATABASE_UNAVAILABLE
+from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED, ServiceUnavailable
 from outfitter.core.reads import APPLICATION_NAME, AsyncpgReads
 from tests.core.test_unavailable import ANY_TOKEN, assert_unavailable
 from tests.equipment.helpers import add_to_department, make_employee, register

@@ -18,7 +18,7 @@ from sqlalchemy.pool import QueuePool
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.handlers import DATABASE_UNAVAILABLE, POOL_EXHAUSTED
+from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED
 from tests.factories import CompanyFactory, assert_error
 
 ANY_TOKEN = {"Authorization": "Bearer otf_" + "x" * 43}

@@ -23,8 +23,6 @@ from outfitter.core.errors import (
     error_body,
 )
 
-__all__ = ["DATABASE_UNAVAILABLE", "POOL_EXHAUSTED", "RETRY_AFTER_SECONDS", "install_error_handlers"]
-
 logger = logging.getLogger("outfitter")
 
 _STATUS_MESSAGES = {

@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from outfitter.core.handlers import RETRY_AFTER_SECONDS, outage_message
+from outfitter.core.errors import RETRY_AFTER_SECONDS
+from outfitter.core.handlers import outage_message
 from outfitter.core.middleware import header_value, send_error
 from outfitter.core.tokens import hash_token
 from outfitter.db.base import utcnow
