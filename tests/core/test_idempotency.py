@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from outfitter.models import IdempotencyRecord
 from tests.core.test_auth import EMPLOYEE
 from tests.factories import Api, assert_error
 
@@ -33,7 +37,7 @@ def test_keys_are_private_to_the_token_that_used_them(api: Api, other_api: Api) 
     assert other_api.get("/client/employees").json()["data"]["total"] == 1
 
 
-def test_a_failed_validation_is_replayed_too_and_a_401_is_not_stored(api: Api) -> None:
+def test_a_failed_validation_is_replayed_too_and_a_401_is_not_stored(api: Api, db: Session) -> None:
     headers = {"Idempotency-Key": "bad-1"}
     bad = {**EMPLOYEE, "email": "nope"}
     assert_error(api.post("/client/employees", json=bad, headers=headers), 422)
@@ -44,6 +48,8 @@ def test_a_failed_validation_is_replayed_too_and_a_401_is_not_stored(api: Api) -
         headers={"Idempotency-Key": "k", "Authorization": "Bearer otf_x"},
     )
     assert_error(unauthorised, 401)
+    stored = db.scalars(select(IdempotencyRecord.key)).all()
+    assert stored == ["bad-1"]  # the 422 is kept for its replay; the 401 left nothing
 
 
 def test_overlong_key_is_400(api: Api) -> None:
