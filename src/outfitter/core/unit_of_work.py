@@ -43,6 +43,7 @@ from outfitter.core.auth import (
 from outfitter.core.ratelimit import RateLimiter
 from outfitter.core.reads import AsyncpgReads, Read, ReadPlan, run_in_session
 from outfitter.core.tenancy import TenantSession, across_companies, bind_company
+from outfitter.core.tokens import hash_token
 
 T = TypeVar("T")
 
@@ -132,11 +133,12 @@ class ClientWork(UnitOfWork):
         return open_session
 
     def open(self) -> None:
+        # First, before the session exists: a slow Redis must hold no connection and no transaction.
+        self._limiter.hit(self._request_state, hash_token(self._token))
         super().open()
         self._auth = authenticate(self.session, self._token, self._scope)
         bind_company(self.session, self._auth.company_id)
         self.session.info[_WROTE] = False  # the last-used stamp is not the endpoint's write
-        self._limiter.hit(self._request_state, str(self._auth.token_id))
 
 
 class ClientReads:
@@ -156,13 +158,13 @@ class ClientReads:
         reads: AsyncpgReads | None = self._state.reads
         if reads is None or not reads.serves_this_loop():
             return await to_thread.run_sync(self._run_in_session, plan)
+        statement, parameters, digest = token_lookup(self._token)
+        await self._hit_rate_limit(digest)  # before acquiring a connection, as ClientWork.open
         async with reads.connection() as connection:
-            statement, parameters, digest = token_lookup(self._token)
             rows = await connection.fetch(Read(statement, parameters, scoped=False))
             auth, stamp = check_token(rows[0] if rows else None, digest, self._scope)
             if stamp is not None:
                 await connection.execute(STAMP_LAST_USED, stamp)
-            await self._hit_rate_limit(str(auth.token_id))
             return await connection.run(plan, auth.company_id)
 
     async def _hit_rate_limit(self, key: str) -> None:
