@@ -32,6 +32,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 from starlette.responses import Response
 
+from outfitter.core import idempotency
 from outfitter.core.auth import (
     STAMP_LAST_USED,
     AuthContext,
@@ -40,6 +41,7 @@ from outfitter.core.auth import (
     check_token,
     token_lookup,
 )
+from outfitter.core.idempotency import IDEMPOTENCY_STATE, KeyedRequest
 from outfitter.core.ratelimit import RateLimiter
 from outfitter.core.reads import AsyncpgReads, Read, ReadPlan, run_in_session
 from outfitter.core.tenancy import TenantSession, across_companies, bind_company
@@ -73,7 +75,8 @@ class UnitOfWork:
             raise RuntimeError("end_reads() after a write would split the request: call other systems first")
         session.commit()  # only what opening wrote (the token's last-used stamp), if anything
 
-    def commit(self) -> None:
+    def commit(self, answer: Response | None = None) -> None:
+        """Commit the request's work; `answer` is what the request answers, once rendered."""
         self.session.commit()
 
     def close(self) -> None:
@@ -113,6 +116,7 @@ class ClientWork(UnitOfWork):
         self._limiter = limiter
         self._request_state = request_state
         self._auth: AuthContext | None = None
+        self._keyed: KeyedRequest | None = request_state.get(IDEMPOTENCY_STATE)
 
     @property
     def auth(self) -> AuthContext:
@@ -138,7 +142,17 @@ class ClientWork(UnitOfWork):
         super().open()
         self._auth = authenticate(self.session, self._token, self._scope)
         bind_company(self.session, self._auth.company_id)
-        self.session.info[_WROTE] = False  # the last-used stamp is not the endpoint's write
+        if self._keyed is not None:
+            idempotency.claim(self.session, self._keyed)  # may raise Answered: run nothing
+        self.session.info[_WROTE] = False  # neither the stamp nor the claim is the endpoint's write
+
+    def commit(self, answer: Response | None = None) -> None:
+        keyed = self._keyed if hasattr(answer, "body") else None  # a streamed answer is kept after
+        if keyed is not None and answer is not None:
+            idempotency.settle(self.session, keyed, answer)  # the answer commits with the work
+        super().commit()
+        if keyed is not None:
+            keyed.done = True
 
 
 class ClientReads:
@@ -292,8 +306,10 @@ def _in_one_unit_of_work(endpoint: Callable[..., Any], answer: JsonAnswer) -> Ca
         try:
             work.open()
             response = render(answer, endpoint(*args, **kwargs))
-            work.commit()
+            work.commit(response)
             return response
+        except idempotency.Answered as answered:  # the Idempotency-Key's answer, not the endpoint's
+            return answered.response
         finally:
             work.close()
 
