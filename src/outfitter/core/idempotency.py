@@ -103,10 +103,12 @@ class KeyedRequest:
 
 
 class Answered(Exception):
-    """The key already has its answer (or is in flight elsewhere): answer `response`, run nothing."""
+    """The key already has its answer (or is in flight elsewhere): answer `response`, run nothing.
+    The key's record stays as it is: nothing for the middleware to store after."""
 
-    def __init__(self, response: Response) -> None:
+    def __init__(self, request: KeyedRequest, response: Response) -> None:
         super().__init__(response.status_code)
+        request.done = True
         self.response = response
 
 
@@ -156,7 +158,7 @@ def claim(session: Session, request: KeyedRequest) -> None:
     if record is not None:
         answer = answer_for(record, request, now)
         if answer is not None:
-            raise Answered(answer)
+            raise Answered(request, answer)
         # The lease is over: take the claim over. The row stays locked until this request ends.
         taken = connection.execute(
             update(IdempotencyRecord)
@@ -168,7 +170,7 @@ def claim(session: Session, request: KeyedRequest) -> None:
             .values(created_at=now)
         ).rowcount
         if not taken:
-            raise Answered(_in_flight(None, now))
+            raise Answered(request, _in_flight(None, now))
         request.claim_id, request.claimed_at = record.id, now
         return
     claim_id = uuid.uuid4()
@@ -187,9 +189,8 @@ def claim(session: Session, request: KeyedRequest) -> None:
         session.rollback()
         record = session.scalars(select(IdempotencyRecord).where(*request.where())).one_or_none()
         now = utcnow()
-        raise Answered(
-            (answer_for(record, request, now) if record else None) or _in_flight(record, now)
-        ) from None
+        answer = answer_for(record, request, now) if record else None
+        raise Answered(request, answer or _in_flight(record, now)) from None
     request.claim_id, request.claimed_at = claim_id, now
 
 
@@ -209,9 +210,10 @@ def settle(session: Session, request: KeyedRequest, response: Response) -> None:
     )
     if not stored:
         raise Answered(
+            request,
             _conflict(
                 "A request with this Idempotency-Key was answered meanwhile; retry to receive its answer."
-            )
+            ),
         )
 
 

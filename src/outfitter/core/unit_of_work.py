@@ -309,7 +309,7 @@ def _in_one_unit_of_work(endpoint: Callable[..., Any], answer: JsonAnswer) -> Ca
             work.commit(response)
             return response
         except idempotency.Answered as answered:  # the Idempotency-Key's answer, not the endpoint's
-            return answered.response
+            return answered.response  # the key's record already says all there is to say
         finally:
             work.close()
 
