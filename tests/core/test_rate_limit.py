@@ -6,9 +6,11 @@ import logging
 import os
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
@@ -86,3 +88,39 @@ def test_an_unreachable_redis_fails_open(
     warnings = [record for record in caplog.records if "Redis is unreachable" in record.getMessage()]
     assert len(warnings) == 1  # once a minute, not once a request
     assert ready.status_code == 200 and ready.json()["data"]["redis"] == "unreachable"
+
+
+def _connections_in_use(app: FastAPI) -> tuple[int, int]:
+    """Connections checked out of the SQLAlchemy pool, and of the asyncpg pool (PostgreSQL)."""
+    reads = app.state.reads
+    pool = reads._pool if reads is not None else None
+    in_asyncpg = 0 if pool is None else pool.get_size() - pool.get_idle_size()
+    return app.state.engine.pool.checkedout(), in_asyncpg
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/client/currencies",  # a unit of work: the session path
+        "/client/equipment",  # a read plan: asyncpg on PostgreSQL
+        "/client/equipment/00000000-0000-0000-0000-000000000000",
+    ],
+)
+def test_the_rate_limit_is_asked_before_any_database_connection_is_held(
+    settings: Settings, engine: Engine, silent_redis: str, path: str
+) -> None:
+    """A slow Redis must not hold a pooled connection (or a transaction) while it is waited for."""
+    with _client(settings, rate_limit="100/minute", redis_url=silent_redis) as client:
+        api = CompanyFactory(engine, client).create("Waiting Ltd")
+        limiter = client.app.state.rate_limiter  # type: ignore[attr-defined]
+        asked_redis = limiter.strategy.hit
+        held: list[tuple[int, int]] = []
+
+        def hit(*args: Any) -> bool:
+            held.append(_connections_in_use(client.app))  # type: ignore[arg-type]
+            return bool(asked_redis(*args))  # then waits for the silent Redis, and fails open
+
+        limiter.strategy.hit = hit
+        response = api.get(path)
+    assert response.status_code in (200, 404), response.text
+    assert held == [(0, 0)]

@@ -27,7 +27,7 @@ from sqlalchemy import bindparam, insert, select
 from sqlalchemy.orm import Session
 
 from outfitter.core.schemas import format_timestamp
-from outfitter.core.tenancy import company_of
+from outfitter.core.tenancy import company_named
 from outfitter.db.base import utcnow
 from outfitter.models.events import Event, EventType
 from outfitter.models.webhooks import DeliveryStatus, WebhookDelivery, WebhookEndpoint
@@ -76,11 +76,12 @@ def record_events(
     actor: str | None = None,
     company_id: uuid.UUID | None = None,
 ) -> list[uuid.UUID]:
-    """Write `events` in one statement. The company is the bound session's; a session working
-    across companies (a gateway webhook, the worker) names it with `company_id`."""
+    """Write `events` in one statement. The company is the bound session's (`company_id`, if
+    given, must be it); a session working across companies (a gateway webhook, the worker) must
+    name it with `company_id`."""
     if not events:
         return []
-    company = company_id or company_of(session)
+    company = company_named(session, company_id)
     now = utcnow()
     ids = [uuid.uuid4() for _ in events]
     rows = [

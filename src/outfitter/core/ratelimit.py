@@ -1,5 +1,9 @@
 """Per-token rate limits with the `limits` library: in memory, or shared through Redis.
 
+A token's limit is keyed by its digest (`tokens.hash_token`), known before the database is asked,
+so the limit is applied before the request takes a connection or opens a transaction: a slow Redis
+holds nothing of the database's. An unknown token is limited like any other, then refused (401).
+
 Redis out of reach fails open: the request is served without a limit, a warning is logged at most
 once a minute, and Redis is not asked again for a few seconds, so an outage costs no request more
 than one short timeout."""

@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED, ServiceUnavailable
-from outfitter.core.tenancy import TenantScopeError, company_rows, scoped_for_company
+from outfitter.core.tenancy import TenantScopeError, company_rows, scoped_for_company, touches_company_data
 
 logger = logging.getLogger("outfitter")
 
@@ -45,11 +45,18 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Read:
     """One statement of a plan. `scoped`: the statement reads company data and is scoped to the
-    request's company; False only for what belongs to no company (tokens, reference data)."""
+    request's company; False only for what belongs to no company (tokens, reference data), which
+    both drivers check: an unscoped read of a company's table is refused, never run."""
 
     statement: Executable
     parameters: dict[str, Any] = field(default_factory=dict)
     scoped: bool = True
+
+
+def _unscoped(read: Read) -> Executable:
+    if touches_company_data(read.statement):
+        raise TenantScopeError("Read(scoped=False) of a company's table: company data is read scoped")
+    return read.statement
 
 
 # A plan's rows have attribute access on both drivers (SQLAlchemy's Row, or a named tuple).
@@ -65,7 +72,7 @@ def run_in_session(session: Session, plan: ReadPlan[T]) -> T:
             if read.scoped:
                 rows = company_rows(session, read.statement, read.parameters)  # type: ignore[arg-type]
             else:
-                rows = session.connection().execute(read.statement, read.parameters).all()
+                rows = session.connection().execute(_unscoped(read), read.parameters).all()
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
@@ -239,6 +246,8 @@ class ReadConnection:
             if company_id is None:
                 raise TenantScopeError("a scoped read needs the company it is scoped to")
             statement, parameters = scoped_for_company(statement, parameters, company_id)
+        else:
+            statement = _unscoped(read)
         form = _compiled_form(statement)
         sql, arguments = form.sql_and_arguments(parameters)
         return form.rows(await self._connection.fetch(self._sent(sql), *arguments))

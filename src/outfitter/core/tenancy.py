@@ -8,19 +8,25 @@ company filter added by `_scope_to_company`, relationship loads included, and ev
 company-owned row is stamped with the company (or refused if it names another). A session that is
 neither refuses to touch company-owned tables at all, so a new query cannot forget the filter:
 there is no filter to remember.
+
+INSERTs are checked where every path meets, on the session's connection (`_check_inserts`): an ORM
+flush, `session.execute(insert(...))` with rows as parameters (stamped with the bound company when
+they name none) or written into the statement (`.values(...)`: they must name it), a Core insert on
+`session.connection()`. A row naming another company is refused, and so is `INSERT ... FROM SELECT`,
+whose rows cannot be checked one by one. A session across companies writes any company's rows.
 """
 
 from __future__ import annotations
 
 import uuid
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
-from sqlalchemy import Executable, Row, Select, bindparam, event, select
-from sqlalchemy.orm import ORMExecuteState, Session, with_loader_criteria
+from sqlalchemy import Connection, Engine, Executable, Insert, Row, Select, Table, bindparam, event, select
+from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction, with_loader_criteria
 from sqlalchemy.orm.interfaces import ORMOption
-from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.sql.elements import BindParameter, ClauseElement
 from sqlalchemy.sql.util import find_tables
 
 from outfitter.core.errors import NotFound
@@ -56,7 +62,37 @@ def company_of(session: Session) -> uuid.UUID:
     return tenant
 
 
+def company_named(session: Session, company_id: uuid.UUID | None) -> uuid.UUID:
+    """The company a write through `session` is for: a bound session's own (`company_id`, when
+    given, must be it); a session across companies must name it with `company_id`."""
+    tenant = session.info.get(_TENANT)
+    if tenant == _ACROSS_COMPANIES:
+        if company_id is None:
+            raise TenantScopeError("a session across companies must name the company_id it writes for")
+        return company_id
+    bound = company_of(session)
+    if company_id is not None and company_id != bound:
+        raise TenantScopeError("company_id names another company than the one the session is bound to")
+    return bound
+
+
 _touches_company_data: weakref.WeakKeyDictionary[Executable, bool] = weakref.WeakKeyDictionary()
+
+
+def touches_company_data(statement: Executable) -> bool:
+    """Whether `statement` reads or writes a company-owned table anywhere, subqueries included."""
+    known = _touches_company_data.get(statement)
+    if known is None:
+        assert isinstance(statement, ClauseElement)
+        owned = _company_tables()
+        known = _touches_company_data[statement] = any(
+            table in owned for table in find_tables(statement, include_crud=True)
+        )
+    return known
+
+
+def _company_tables() -> set[Table]:
+    return {model.__table__ for model in _subclasses(CompanyOwned) if hasattr(model, "__table__")}
 
 
 def _company_owned(state: ORMExecuteState) -> bool:
@@ -65,7 +101,7 @@ def _company_owned(state: ORMExecuteState) -> bool:
     known = _touches_company_data.get(statement)
     if known is None:
         assert isinstance(statement, ClauseElement)
-        owned = {model.__table__ for model in _subclasses(CompanyOwned) if hasattr(model, "__table__")}
+        owned = _company_tables()
         known = _touches_company_data[statement] = any(
             issubclass(mapper.class_, CompanyOwned) for mapper in state.all_mappers
         ) or any(table in owned for table in find_tables(statement, include_crud=True))
@@ -156,6 +192,83 @@ def _stamp_new_rows(session: Session, _context: Any, _instances: Any) -> None:
                 raise TenantScopeError(f"a new {type(record).__name__} names another company")
         elif tenant != _ACROSS_COMPANIES:
             raise TenantScopeError(f"a new {type(record).__name__} added through an unbound session")
+
+
+# The tenancy of each connection a TenantSession works on: its `info`, read when a statement runs,
+# since a request binds its company after its transaction began (authentication reads first).
+_connection_tenancy: weakref.WeakKeyDictionary[Connection, dict[Any, Any]] = weakref.WeakKeyDictionary()
+_COMPANY_COLUMN: Final = "company_id"
+_UNNAMED: Final = object()
+
+
+@event.listens_for(TenantSession, "after_begin")
+def _note_connection(session: Session, _transaction: SessionTransaction, connection: Connection) -> None:
+    _connection_tenancy[connection] = session.info
+
+
+@event.listens_for(Engine, "before_execute", retval=True)
+def _check_inserts(
+    connection: Connection,
+    statement: Executable,
+    multiparams: list[dict[str, Any]],
+    params: dict[str, Any],
+    _options: Any,
+) -> tuple[Executable, list[dict[str, Any]], dict[str, Any]]:
+    """Every INSERT into a company's table through a TenantSession, by any path (module docstring)."""
+    if not isinstance(statement, Insert):
+        return statement, multiparams, params
+    info = _connection_tenancy.get(connection)
+    if info is None or statement.table not in _company_tables():
+        return statement, multiparams, params
+    tenant = info.get(_TENANT)
+    if tenant == _ACROSS_COMPANIES:
+        return statement, multiparams, params
+    table = statement.table.name
+    if not isinstance(tenant, uuid.UUID):
+        raise TenantScopeError(f"rows inserted into {table} through a session bound to no company")
+    if statement.select is not None:
+        raise TenantScopeError(
+            f"INSERT ... FROM SELECT into {table} through a bound session: its rows cannot be checked; "
+            "insert them as parameters, which are stamped with the company"
+        )
+    written = _companies_written(statement)
+    if statement._multi_values or not (multiparams or params):  # the rows are in the statement
+        if not written or any(not _is(company, tenant) for company in written):
+            raise TenantScopeError(f"rows written into an INSERT into {table} must name the bound company")
+        return statement, multiparams, params
+    in_statement = written[0] if written else _UNNAMED
+    rows = [_stamped(row, in_statement, tenant, table) for row in (multiparams or [params])]
+    return (statement, rows, {}) if multiparams else (statement, [], rows[0])
+
+
+def _companies_written(statement: Insert) -> list[object]:
+    """The company each row written into `statement` (`.values(...)`) names, or _UNNAMED."""
+    rows: list[Any] = [row for group in statement._multi_values for row in group]
+    if statement._values:
+        rows.append(statement._values)
+    positions = [column.key for column in statement.table.columns]
+    named: list[object] = []
+    for row in rows:
+        if isinstance(row, dict | Mapping):
+            by_key = {getattr(key, "key", key): value for key, value in row.items()}
+        else:
+            by_key = dict(zip(positions, row, strict=False))
+        value = by_key.get(_COMPANY_COLUMN, _UNNAMED)
+        named.append(value.value if isinstance(value, BindParameter) else value)
+    return named
+
+
+def _stamped(row: dict[str, Any], in_statement: object, tenant: uuid.UUID, table: str) -> dict[str, Any]:
+    company = row.get(_COMPANY_COLUMN, in_statement)
+    if company is _UNNAMED or company is None:
+        return {**row, _COMPANY_COLUMN: tenant}
+    if not _is(company, tenant):
+        raise TenantScopeError(f"a row inserted into {table} names another company")
+    return row
+
+
+def _is(company: object, tenant: uuid.UUID) -> bool:
+    return company == tenant or (isinstance(company, str) and parse_uuid(company) == tenant)
 
 
 ModelT = TypeVar("ModelT", bound=CompanyOwned)

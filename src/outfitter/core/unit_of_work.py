@@ -32,6 +32,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 from starlette.responses import Response
 
+from outfitter.core import idempotency
 from outfitter.core.auth import (
     STAMP_LAST_USED,
     AuthContext,
@@ -40,9 +41,11 @@ from outfitter.core.auth import (
     check_token,
     token_lookup,
 )
+from outfitter.core.idempotency import IDEMPOTENCY_STATE, KeyedRequest
 from outfitter.core.ratelimit import RateLimiter
 from outfitter.core.reads import AsyncpgReads, Read, ReadPlan, run_in_session
 from outfitter.core.tenancy import TenantSession, across_companies, bind_company
+from outfitter.core.tokens import hash_token
 
 T = TypeVar("T")
 
@@ -72,7 +75,8 @@ class UnitOfWork:
             raise RuntimeError("end_reads() after a write would split the request: call other systems first")
         session.commit()  # only what opening wrote (the token's last-used stamp), if anything
 
-    def commit(self) -> None:
+    def commit(self, answer: Response | None = None) -> None:
+        """Commit the request's work; `answer` is what the request answers, once rendered."""
         self.session.commit()
 
     def close(self) -> None:
@@ -112,6 +116,7 @@ class ClientWork(UnitOfWork):
         self._limiter = limiter
         self._request_state = request_state
         self._auth: AuthContext | None = None
+        self._keyed: KeyedRequest | None = request_state.get(IDEMPOTENCY_STATE)
 
     @property
     def auth(self) -> AuthContext:
@@ -132,11 +137,22 @@ class ClientWork(UnitOfWork):
         return open_session
 
     def open(self) -> None:
+        # First, before the session exists: a slow Redis must hold no connection and no transaction.
+        self._limiter.hit(self._request_state, hash_token(self._token))
         super().open()
         self._auth = authenticate(self.session, self._token, self._scope)
         bind_company(self.session, self._auth.company_id)
-        self.session.info[_WROTE] = False  # the last-used stamp is not the endpoint's write
-        self._limiter.hit(self._request_state, str(self._auth.token_id))
+        if self._keyed is not None:
+            idempotency.claim(self.session, self._keyed)  # may raise Answered: run nothing
+        self.session.info[_WROTE] = False  # neither the stamp nor the claim is the endpoint's write
+
+    def commit(self, answer: Response | None = None) -> None:
+        keyed = self._keyed if hasattr(answer, "body") else None  # a streamed answer is kept after
+        if keyed is not None and answer is not None:
+            idempotency.settle(self.session, keyed, answer)  # the answer commits with the work
+        super().commit()
+        if keyed is not None:
+            keyed.done = True
 
 
 class ClientReads:
@@ -156,13 +172,13 @@ class ClientReads:
         reads: AsyncpgReads | None = self._state.reads
         if reads is None or not reads.serves_this_loop():
             return await to_thread.run_sync(self._run_in_session, plan)
+        statement, parameters, digest = token_lookup(self._token)
+        await self._hit_rate_limit(digest)  # before acquiring a connection, as ClientWork.open
         async with reads.connection() as connection:
-            statement, parameters, digest = token_lookup(self._token)
             rows = await connection.fetch(Read(statement, parameters, scoped=False))
             auth, stamp = check_token(rows[0] if rows else None, digest, self._scope)
             if stamp is not None:
                 await connection.execute(STAMP_LAST_USED, stamp)
-            await self._hit_rate_limit(str(auth.token_id))
             return await connection.run(plan, auth.company_id)
 
     async def _hit_rate_limit(self, key: str) -> None:
@@ -290,8 +306,10 @@ def _in_one_unit_of_work(endpoint: Callable[..., Any], answer: JsonAnswer) -> Ca
         try:
             work.open()
             response = render(answer, endpoint(*args, **kwargs))
-            work.commit()
+            work.commit(response)
             return response
+        except idempotency.Answered as answered:  # the Idempotency-Key's answer, not the endpoint's
+            return answered.response  # the key's record already says all there is to say
         finally:
             work.close()
 

@@ -1,0 +1,207 @@
+"""Tenancy of writes and of the explicit escapes: a session bound to one company cannot insert
+another company's rows by any INSERT path, and neither an unscoped read nor an event naming a
+company can cross companies silently."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, func, insert, literal, select
+from sqlalchemy.orm import Session
+
+from outfitter.core.events import NewEvent, record_events
+from outfitter.core.reads import AsyncpgReads, Read, run_in_session
+from outfitter.core.tenancy import TenantScopeError, TenantSession, across_companies, bind_company
+from outfitter.models import Country, Employee, Event, EventType
+from tests.factories import CompanyFactory
+
+
+@pytest.fixture
+def two_companies(companies: CompanyFactory) -> tuple[uuid.UUID, uuid.UUID]:
+    return companies.create("First Ltd").company_id, companies.create("Second Ltd").company_id
+
+
+@pytest.fixture
+def bound(engine: Engine, two_companies: tuple[uuid.UUID, uuid.UUID]) -> Iterator[Session]:
+    """A session bound to the first company, as every request's is."""
+    with TenantSession(engine) as session:
+        bind_company(session, two_companies[0])
+        yield session
+        session.rollback()
+
+
+def _employee(session: Session, number: int, company_id: uuid.UUID | None = None) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": uuid.uuid4(),
+        "first_name": "Staff",
+        "last_name": f"N{number}",
+        "email": f"n{number}-{uuid.uuid4().hex[:6]}@example.com",
+        "country_id": session.scalars(select(Country.id).where(Country.code == "NG")).one(),
+        "phone": "+234 801 234 5678",
+        "address": "1 Marina Road, Lagos",
+    }
+    if company_id is not None:
+        row["company_id"] = company_id
+    return row
+
+
+def _companies_of_employees(engine: Engine) -> dict[uuid.UUID, int]:
+    with Session(engine) as session:
+        rows = session.execute(select(Employee.company_id, func.count()).group_by(Employee.company_id))
+        return {company: count for company, count in rows}
+
+
+INSERTS_NAMING_ANOTHER_COMPANY: dict[str, Callable[[Session, uuid.UUID], object]] = {
+    "ORM insert, multi-row values": lambda s, other: s.execute(
+        insert(Employee).values([_employee(s, 1, other), _employee(s, 2, other)])
+    ),
+    "ORM insert, one row of values": lambda s, other: s.execute(
+        insert(Employee).values(**_employee(s, 1, other))
+    ),
+    "ORM bulk insert (executemany)": lambda s, other: s.execute(
+        insert(Employee), [_employee(s, 1, other), _employee(s, 2, other)]
+    ),
+    "Core table insert through the session": lambda s, other: s.execute(
+        insert(Employee.__table__), [_employee(s, 1, other)]
+    ),
+    "Core insert on the session's connection": lambda s, other: s.connection().execute(
+        insert(Employee.__table__), [_employee(s, 1, other), _employee(s, 2, other)]
+    ),
+    "Core insert on the session's connection, one row": lambda s, other: s.connection().execute(
+        insert(Employee.__table__).values(**_employee(s, 1, other))
+    ),
+    "INSERT ... FROM SELECT": lambda s, other: s.execute(
+        insert(Employee).from_select(
+            ["id", "company_id", "first_name", "last_name", "email", "country_id", "phone", "address"],
+            select(
+                literal(uuid.uuid4()),
+                literal(other),
+                Employee.first_name,
+                Employee.last_name,
+                literal("copy@example.com"),
+                Employee.country_id,
+                Employee.phone,
+                Employee.address,
+            ).limit(1),
+        )
+    ),
+}
+
+
+@pytest.mark.parametrize("path", list(INSERTS_NAMING_ANOTHER_COMPANY))
+def test_a_bound_session_refuses_every_insert_of_another_companys_rows(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], path: str
+) -> None:
+    with pytest.raises(TenantScopeError):
+        INSERTS_NAMING_ANOTHER_COMPANY[path](bound, two_companies[1])
+    bound.rollback()
+    assert _companies_of_employees(engine) == {}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "ORM bulk insert (executemany)",
+        "Core table insert through the session",
+        "Core insert on the session's connection",
+    ],
+)
+def test_rows_that_name_no_company_are_stamped_with_the_bound_one(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], path: str
+) -> None:
+    rows = [_employee(bound, 1), _employee(bound, 2)]
+    statement = insert(Employee) if path.startswith("ORM") else insert(Employee.__table__)
+    (bound.connection() if "connection" in path else bound).execute(statement, rows)
+    bound.commit()
+    assert _companies_of_employees(engine) == {two_companies[0]: 2}
+
+
+def test_values_naming_the_bound_company_are_written(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID]
+) -> None:
+    first = two_companies[0]
+    bound.execute(insert(Employee).values([_employee(bound, 1, first), _employee(bound, 2, first)]))
+    bound.connection().execute(insert(Employee.__table__).values(**_employee(bound, 3, first)))
+    bound.commit()
+    assert _companies_of_employees(engine) == {first: 3}
+
+
+def test_values_that_name_no_company_are_refused(bound: Session) -> None:
+    """Rows written into the statement itself cannot be stamped: they must name the company."""
+    with pytest.raises(TenantScopeError, match="name"):
+        bound.execute(insert(Employee).values([_employee(bound, 1)]))
+
+
+def test_an_unbound_session_refuses_every_insert_of_company_rows(
+    engine: Engine, two_companies: tuple[uuid.UUID, uuid.UUID]
+) -> None:
+    with TenantSession(engine) as session:
+        with pytest.raises(TenantScopeError):
+            session.execute(insert(Employee), [_employee(session, 1, two_companies[0])])
+        session.rollback()
+        with pytest.raises(TenantScopeError):
+            session.connection().execute(
+                insert(Employee.__table__), [_employee(session, 1, two_companies[0])]
+            )
+    with across_companies(TenantSession(engine)) as session:  # said out loud: any company
+        session.execute(insert(Employee), [_employee(session, 1, two_companies[1])])
+        session.commit()
+    assert _companies_of_employees(engine) == {two_companies[1]: 1}
+
+
+# --- the explicit escapes: unscoped reads, events naming their company ---------------------------
+
+
+def test_an_unscoped_read_of_company_data_is_refused_in_a_session(bound: Session) -> None:
+    def plan() -> Any:
+        rows = yield Read(select(Employee.id), scoped=False)
+        return rows
+
+    with pytest.raises(TenantScopeError, match="scoped=False"):
+        run_in_session(bound, plan())
+
+    def reference() -> Any:
+        rows = yield Read(select(Country.id).where(Country.code == "NG"), scoped=False)
+        return rows
+
+    assert len(run_in_session(bound, reference())) == 1  # data of no company needs no scope
+
+
+def test_an_unscoped_read_of_company_data_is_refused_through_asyncpg(
+    postgres_only: None, database_url: str
+) -> None:
+    async def fetch() -> None:
+        reads = AsyncpgReads(database_url, 1, 5.0)
+        await reads.start()
+        try:
+            async with reads.connection() as connection:
+                assert await connection.fetch(Read(select(Country.id).limit(1), scoped=False))
+                await connection.fetch(Read(select(Employee.id), scoped=False))
+        finally:
+            await reads.close()
+
+    with pytest.raises(TenantScopeError, match="scoped=False"):
+        asyncio.run(fetch())
+
+
+def test_an_event_cannot_name_another_company_than_the_bound_one(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID]
+) -> None:
+    first, second = two_companies
+    event = NewEvent(EventType.EMPLOYEE_CREATED, uuid.uuid4(), {"n": 1})
+    with pytest.raises(TenantScopeError, match="another company"):
+        record_events(bound, [event], company_id=second)
+    bound.rollback()
+    record_events(bound, [event], company_id=first)  # naming its own company is fine
+    bound.commit()
+    with across_companies(TenantSession(engine)) as session:
+        with pytest.raises(TenantScopeError, match="company_id"):
+            record_events(session, [event])  # across companies, the company must be named
+        record_events(session, [event], company_id=second)
+        session.commit()
+    with Session(engine) as session:
+        assert sorted(session.scalars(select(Event.company_id))) == sorted([first, second])
