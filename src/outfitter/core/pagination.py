@@ -28,7 +28,7 @@ from sqlalchemy.types import Enum, Uuid
 
 from outfitter.config import get_settings
 from outfitter.core.errors import ValidationFailed
-from outfitter.core.schemas import DateTimeText, as_utc
+from outfitter.core.schemas import DateTimeText, NotNull, as_utc
 from outfitter.db.base import UTCDateTime
 
 DEFAULT_PER_PAGE = 15
@@ -130,8 +130,8 @@ def _fingerprint(request: Request) -> str:
 
 def _list_params(
     request: Request,
-    page: int,
-    per_page: int,
+    page: int | None,
+    per_page: int | None,
     cursor: str | None,
     limit: int | None,
     since: datetime | None,
@@ -140,7 +140,7 @@ def _list_params(
     given = request.query_params
     cursor_mode = [name for name in cursor_parameters if name in given]
     if not cursor_mode:
-        return PageParams(page=page, per_page=per_page)
+        return PageParams(page=page or 1, per_page=per_page or DEFAULT_PER_PAGE)
     if any(name in given for name in PAGE_PARAMETERS):
         raise ValidationFailed.field(f"query.{cursor_mode[0]}", MIXED)
     query = _fingerprint(request)
@@ -154,9 +154,19 @@ def _list_params(
     )
 
 
-PageQuery = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number, from 1 (page mode)")]
+# No default in the document (the defaults are applied here): a generated client that fills in
+# documented defaults would otherwise send page=1 with every cursor, and be refused for mixing.
+PageQuery = Annotated[
+    int | None, Query(ge=1, le=MAX_PAGE, description="Page number, from 1 (page mode; default 1)"), NotNull()
+]
 PerPageQuery = Annotated[
-    int, Query(ge=1, le=MAX_PER_PAGE, description=f"Records per page, 1 to {MAX_PER_PAGE} (page mode)")
+    int | None,
+    Query(
+        ge=1,
+        le=MAX_PER_PAGE,
+        description=f"Records per page, 1 to {MAX_PER_PAGE} (page mode; default {DEFAULT_PER_PAGE})",
+    ),
+    NotNull(),
 ]
 CursorQuery = Annotated[
     str | None,
@@ -180,8 +190,8 @@ UpdatedSinceQuery = Annotated[
 
 async def list_params(
     request: Request,
-    page: PageQuery = 1,
-    per_page: PerPageQuery = DEFAULT_PER_PAGE,
+    page: PageQuery = None,
+    per_page: PerPageQuery = None,
     cursor: CursorQuery = None,
     limit: LimitQuery = None,
 ) -> ListParams:
@@ -190,8 +200,8 @@ async def list_params(
 
 async def sync_list_params(
     request: Request,
-    page: PageQuery = 1,
-    per_page: PerPageQuery = DEFAULT_PER_PAGE,
+    page: PageQuery = None,
+    per_page: PerPageQuery = None,
     cursor: CursorQuery = None,
     limit: LimitQuery = None,
     updated_since: UpdatedSinceQuery = None,
@@ -200,8 +210,10 @@ async def sync_list_params(
 
 
 async def page_params(
-    page: PageQuery = 1,
-    per_page: PerPageQuery = DEFAULT_PER_PAGE,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number, from 1")] = 1,
+    per_page: Annotated[
+        int, Query(ge=1, le=MAX_PER_PAGE, description=f"Records per page, 1 to {MAX_PER_PAGE}")
+    ] = DEFAULT_PER_PAGE,
 ) -> PageParams:
     return PageParams(page=page, per_page=per_page)
 
