@@ -211,3 +211,15 @@ def test_in_storage_has_no_updated_since(api: Api, fleet: dict[str, dict[str, An
     """Only the main list syncs; elsewhere updated_since is an unknown parameter, ignored as such."""
     page = _page(api, "/client/equipment/in-storage", updated_since="2026-01-01T00:00:00Z")["data"]
     assert page["total"] == 2
+
+
+def test_search_and_cursors_stay_in_the_company(
+    api: Api, other_api: Api, db: Session, fleet: dict[str, dict[str, Any]]
+) -> None:
+    theirs = make_employee(db, other_api.company_id, first="Grace", last="Hopper")
+    register(
+        other_api, title="Zenbook Duo", serial_number="ZB-999", status="Assigned", assignee_id=str(theirs.id)
+    )
+    assert sorted(_titles(_page(api, q="grace")["data"]["data"])) == ["MacBook Air", "iPhone"]
+    assert _titles(_page(api, q="zb-")["data"]["data"]) == ["Zenbook"]
+    assert _titles(walk_cursor(other_api, "/client/equipment", q="o")) == ["Zenbook Duo"]

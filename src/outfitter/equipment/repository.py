@@ -23,6 +23,7 @@ from sqlalchemy import (
     func,
     or_,
     select,
+    union_all,
 )
 from sqlalchemy.orm import aliased
 
@@ -149,22 +150,32 @@ def _conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
     return conditions
 
 
+_matching = aliased(Equipment)
+
+
 def _search() -> ColumnElement[bool]:
-    """`q`: ILIKE on each column, which the trigram indexes answer on PostgreSQL (a bitmap OR)."""
+    """`q`: the devices whose title or serial number contains it (trigram indexes on PostgreSQL),
+    or whose assignee's name or email does. A union of the three, not an OR: PostgreSQL cannot
+    combine an OR holding a subquery with the indexes (a scan of the company's every row)."""
     pattern: BindParameter[str] = bindparam("search", type_=String())
+
+    def like(column: Any) -> ColumnElement[bool]:
+        return column.ilike(pattern, escape="\\")  # type: ignore[no-any-return]
+
     assignees = select(Employee.id).where(
         or_(
-            Employee.first_name.ilike(pattern, escape="\\"),
-            Employee.last_name.ilike(pattern, escape="\\"),
-            Employee.email.ilike(pattern, escape="\\"),
-            (Employee.first_name + " " + Employee.last_name).ilike(pattern, escape="\\"),
+            like(Employee.first_name),
+            like(Employee.last_name),
+            like(Employee.email),
+            like(Employee.first_name + " " + Employee.last_name),
         )
     )
-    return or_(
-        Equipment.title.ilike(pattern, escape="\\"),
-        Equipment.serial_number.ilike(pattern, escape="\\"),
-        Equipment.assignee_id.in_(assignees),
+    matches = union_all(
+        select(_matching.id).where(like(_matching.title)),
+        select(_matching.id).where(like(_matching.serial_number)),
+        select(_matching.id).where(_matching.assignee_id.in_(assignees)),
     )
+    return Equipment.id.in_(matches)
 
 
 # The hot reads select rows, not ORM objects: the answer's columns, joined, labelled as the
