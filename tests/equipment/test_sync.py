@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session
 
 from outfitter.core.schemas import format_timestamp
@@ -223,3 +223,27 @@ def test_search_and_cursors_stay_in_the_company(
     assert sorted(_titles(_page(api, q="grace")["data"]["data"])) == ["MacBook Air", "iPhone"]
     assert _titles(_page(api, q="zb-")["data"]["data"]) == ["Zenbook"]
     assert _titles(walk_cursor(other_api, "/client/equipment", q="o")) == ["Zenbook Duo"]
+
+
+def test_updated_since_waits_for_transactions_in_flight(
+    postgres_only: None, api: Api, db: Session, engine: Engine, fleet: dict[str, dict[str, Any]]
+) -> None:
+    """The classic hole: a transaction stamps a change at t1 but commits after another one stamped
+    at t2 > t1 has committed. A walk that returned the t2 change would have moved past t1 and
+    never see the first. The walk stops before the start of the oldest transaction in flight."""
+    since = _since(db)
+    slow = engine.connect()
+    slow_write = slow.begin()
+    slow.execute(
+        update(Equipment).where(Equipment.id == fleet["Zenbook"]["id"]).values(description="slow write")
+    )
+    try:
+        api.patch(f"/client/equipment/{fleet['Pixel']['id']}", {"description": "quick write"})
+        # The quick change (stamped after the slow transaction began) waits behind it.
+        assert walk_cursor(api, "/client/equipment", updated_since=since) == []
+        slow_write.commit()
+    finally:
+        slow.close()
+    changed = walk_cursor(api, "/client/equipment", updated_since=since)
+    assert _titles(changed) == ["Zenbook", "Pixel"]
+    assert [record["description"] for record in changed] == ["slow write", "quick write"]

@@ -18,11 +18,12 @@ import json
 import math
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import Depends, Query, Request
 from sqlalchemy import ColumnElement, Select, bindparam, func, select, tuple_
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.types import Enum, Uuid
 
@@ -368,13 +369,55 @@ def syncing(params: ListParams) -> datetime | None:
     return params.updated_since if isinstance(params, CursorParams) else None
 
 
-def listing_order(model: Any, params: ListParams) -> tuple[Keyset, list[ColumnElement[bool]]]:
-    """The order and extra conditions of a list that syncs: newest first; with `updated_since`,
-    the records changed since then, oldest change first (updated_at, then id)."""
+class _SyncHorizon(ColumnElement[datetime]):
+    """The time before which no transaction still in flight can have stamped a change: the start
+    of the oldest open transaction of another client of this database (our writes stamp
+    `updated_at` after their transaction began), or now. On SQLite, which runs one writer at a
+    time and shows a reader only committed data, NULL (no horizon)."""
+
+    type = UTCDateTime()
+    inherit_cache = True
+
+
+@compiles(_SyncHorizon, "postgresql")
+def _horizon_on_postgresql(_element: _SyncHorizon, _compiler: Any, **_kw: Any) -> str:
+    return (
+        "(SELECT least(min(xact_start), clock_timestamp()) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        " AND backend_type = 'client backend' AND xact_start IS NOT NULL)"
+    )
+
+
+@compiles(_SyncHorizon)
+def _no_horizon(_element: _SyncHorizon, _compiler: Any, **_kw: Any) -> str:
+    return "NULL"
+
+
+# Read in a statement of its own BEFORE the page: a transaction that commits between the two is
+# then either counted in the horizon or visible to the page (PostgreSQL's READ COMMITTED gives
+# each statement a new snapshot), never neither.
+SYNC_HORIZON = select(_SyncHorizon().label("horizon"))
+NO_HORIZON = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class ListOrder:
+    """A list's order and the conditions it adds; `horizon` only for an `updated_since` walk."""
+
+    keyset: Keyset
+    conditions: list[ColumnElement[bool]]
+    horizon: datetime | None = None
+
+
+def list_order(session: Session, model: Any, params: ListParams) -> ListOrder:
+    """The order of a list that syncs: newest first; with `updated_since`, the records changed
+    since then and before the horizon (reads it: one statement), oldest change first."""
     since = syncing(params)
     if since is None:
-        return newest_first(model), []
-    return Keyset((model.updated_at, model.id), descending=False), [model.updated_at >= since]
+        return ListOrder(newest_first(model), [])
+    horizon = session.scalar(SYNC_HORIZON) or NO_HORIZON
+    keyset = Keyset((model.updated_at, model.id), descending=False)
+    return ListOrder(keyset, [model.updated_at >= since, model.updated_at < horizon], horizon)
 
 
 def merge_pages(keyset: Keyset, params: CursorParams, *sources: tuple[list[Any], bool]) -> CursorResult[Any]:

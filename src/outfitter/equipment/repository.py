@@ -93,7 +93,8 @@ class EquipmentFilters:
     country_id: uuid.UUID | None = None
     serial_numbers: tuple[str, ...] = field(default_factory=tuple)
     search: str | None = None  # `q`: part of the serial number, title, or assignee's name or email
-    updated_since: datetime | None = None  # every status, changed at or after this time
+    updated_since: datetime | None = None  # every status, changed at or after this time...
+    horizon: datetime | None = None  # ...and before this one (core.pagination.SYNC_HORIZON)
 
     def shape(self) -> tuple[object, ...]:
         """Which filters are given (not their values): the statements are built once per shape."""
@@ -119,6 +120,7 @@ class EquipmentFilters:
             "serial_numbers": list(self.serial_numbers) or None,
             "search": search_pattern(self.search) if self.search is not None else None,
             "updated_since": self.updated_since,
+            "horizon": self.horizon,
         }
         return {name: value for name, value in values.items() if value is not None}
 
@@ -147,6 +149,7 @@ def _conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
         conditions.append(_search())
     if since:
         conditions.append(Equipment.updated_at >= bindparam("updated_since", type_=Equipment.updated_at.type))
+        conditions.append(Equipment.updated_at < bindparam("horizon", type_=Equipment.updated_at.type))
     return conditions
 
 

@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 from outfitter.catalog.reference import country_id_plan, resolve_country, resolve_currency
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
-from outfitter.core.pagination import CursorParams, ListParams, ListResult
-from outfitter.core.reads import ReadPlan, run_in_session
+from outfitter.core.pagination import NO_HORIZON, SYNC_HORIZON, CursorParams, ListParams, ListResult
+from outfitter.core.reads import Read, ReadPlan, run_in_session
 from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle, presenters
@@ -98,7 +98,9 @@ def list_plan(
                 "query.sort",
                 "updated_since lists the changes oldest first: leave sort out, or sort=updated_at.",
             )
-        filters = replace(filters, updated_since=params.updated_since)
+        if params.updated_since is not None:
+            horizon = (yield Read(SYNC_HORIZON, scoped=False))[0].horizon or NO_HORIZON
+            filters = replace(filters, updated_since=params.updated_since, horizon=horizon)
         page = yield from cursor_rows(filters, sort or EquipmentSort.CREATED_AT_DESC, params)
     else:
         page = yield from page_rows(filters, params, sort or EquipmentSort.CREATED_AT_DESC)

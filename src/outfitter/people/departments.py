@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.events import as_event_data, record_event
-from outfitter.core.pagination import CursorParams, ListParams, ListResult, list_page, listing_order, syncing
+from outfitter.core.pagination import CursorParams, ListParams, ListResult, list_order, list_page, syncing
 from outfitter.core.tenancy import parse_uuid
 from outfitter.db.base import utcnow
 from outfitter.models import Department, Employee, UserDepartment
@@ -119,8 +119,8 @@ def list_departments(
     """A page of either mode. With `updated_since`, deleted departments too (`deleted: true`)."""
     repository = DepartmentRepository(session)
     statement = repository.live() if syncing(params) is None else repository.every()
-    keyset, since = listing_order(Department, params)
-    page = list_page(session, statement.where(*since), keyset, params)
+    order = list_order(session, Department, params)
+    page = list_page(session, statement.where(*order.conditions), order.keyset, params)
     records = present(repository, auth, page.items)
     if isinstance(params, CursorParams):
         deleted = {department.id for department in page.items if department.deleted_at is not None}

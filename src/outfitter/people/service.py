@@ -16,13 +16,15 @@ from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.events import as_event_data, record_event
 from outfitter.core.money import round_money
 from outfitter.core.pagination import (
+    NO_HORIZON,
     CursorParams,
     CursorResult,
     Keyset,
+    ListOrder,
     ListParams,
     ListResult,
+    list_order,
     list_page,
-    listing_order,
     merge_pages,
 )
 from outfitter.models import Country, Department, Employee, Equipment, Order, OrderItem
@@ -172,13 +174,13 @@ def list_employees(
     the same order as tombstones (their last state, `deleted: true`), whatever the filters."""
     repository = EmployeeRepository(session)
     statement = repository.listing(filters.country_id, filters.department_id, filters.search)
-    keyset, since = listing_order(Employee, params)
-    page = list_page(session, statement.where(*since), keyset, params)
+    order = list_order(session, Employee, params)
+    page = list_page(session, statement.where(*order.conditions), order.keyset, params)
     if not isinstance(page, CursorResult) or not isinstance(params, CursorParams):
         return present(repository, page.items), page
     if params.updated_since is not None:
         live = (page.items, page.next_cursor is not None)
-        page = merge_pages(keyset, params, live, _offboarded(session, params))
+        page = merge_pages(order.keyset, params, live, _offboarded(session, params, order))
     presented = iter(present(repository, [item for item in page.items if isinstance(item, Employee)]))
     records: list[EmployeeOut] = [
         EmployeeChange(**next(presented).model_dump())
@@ -189,12 +191,17 @@ def list_employees(
     return records, page
 
 
-def _offboarded(session: Session, params: CursorParams) -> tuple[list[Any], bool]:
-    """The offboarding events since `updated_since`, after the cursor, as (updated_at, id, data)."""
+def _offboarded(session: Session, params: CursorParams, order: ListOrder) -> tuple[list[Any], bool]:
+    """The offboarding events since `updated_since` (before the walk's horizon), after the cursor,
+    as (updated_at, id, data)."""
     keyset = Keyset((Event.created_at, Event.subject_id), descending=False)
     statement = (
         select(Event.created_at.label("updated_at"), Event.subject_id.label("id"), Event.data)
-        .where(Event.type == EventType.EMPLOYEE_OFFBOARDED, Event.created_at >= params.updated_since)
+        .where(
+            Event.type == EventType.EMPLOYEE_OFFBOARDED,
+            Event.created_at >= params.updated_since,
+            Event.created_at < (order.horizon or NO_HORIZON),
+        )
         .order_by(*keyset.order_by())
         .limit(params.limit + 1)
     )
