@@ -17,7 +17,7 @@ from outfitter.core.pagination import (
     newest_first,
 )
 from outfitter.core.tenancy import CompanyRepository
-from outfitter.models.events import Event, EventCount, EventType
+from outfitter.models.events import Event, EventType
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,7 @@ class EventRepository(CompanyRepository[Event]):
         what the first does.
         """
         conditions = filters.conditions()
-        if conditions:
-            total = self.session.scalar(select(func.count()).select_from(Event).where(*conditions)) or 0
-        else:  # the whole log: its kept count, not a count of every index entry
-            total = self.session.scalar(select(func.coalesce(func.sum(EventCount.count), 0))) or 0
+        total = self.session.scalar(select(func.count()).select_from(Event).where(*conditions)) or 0
         start = params.offset
         end = min(start + params.per_page, total)
         if start >= end:

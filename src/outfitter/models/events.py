@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Index, PrimaryKeyConstraint, String
+from sqlalchemy import JSON, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from outfitter.db.base import Base, CompanyOwned, IdMixin, str_enum, utcnow
@@ -69,21 +69,3 @@ class Event(IdMixin, CompanyOwned, Base):
     actor: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
-
-
-EVENT_COUNT_SHARDS = 16
-
-
-class EventCount(CompanyOwned, Base):
-    """How many events a company has, kept exact by the database in the transactions that write
-    them (a trigger of migration 0009, whatever writes the events), so that the log's unfiltered
-    pages need no count of a million index entries. Spread over a few rows (`shard`): on
-    PostgreSQL each transaction adds to one, picked by its id, at commit (a deferred trigger), so
-    the row lock is the last one it takes and is held only while it commits, and concurrent
-    commits of a company seldom wait on one another. The total is their sum."""
-
-    __tablename__ = "event_counts"
-    __table_args__ = (PrimaryKeyConstraint("company_id", "shard"),)
-
-    shard: Mapped[int]
-    count: Mapped[int]
