@@ -12,7 +12,7 @@ noise falls on both alike:
   and the search q (trigram) on its first page.
 
 A deep cursor is the one the list would give after its 990,000th row: the keyset of that row,
-signed for the same query (`core.pagination.encode_cursor`, the fingerprint taken from a real
+signed for the same query (`core.cursors.encode_cursor`, the fingerprint taken from a real
 first-page cursor). Prints the median of N per case and the ratio deep / first. The scratch
 database is dropped at the end.
 
@@ -39,7 +39,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.pagination import encode_cursor
+from outfitter.core.cursors import encode_cursor
 from outfitter.core.tokens import create_company, issue_token
 from outfitter.db.session import make_engine
 from outfitter.migrations import upgrade

@@ -11,10 +11,6 @@ with other filters or another sort than the ones it came from, is a 422 naming `
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
 import math
 import uuid
 from dataclasses import dataclass
@@ -27,7 +23,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.types import Enum, Uuid
 
-from outfitter.config import get_settings
+from outfitter.core.cursors import OTHER_QUERY, decode_cursor, encode_cursor, query_fingerprint
 from outfitter.core.errors import ValidationFailed
 from outfitter.core.schemas import DateTimeText, NotNull, as_utc
 from outfitter.db.base import UTCDateTime
@@ -42,11 +38,6 @@ RowT = TypeVar("RowT")
 PAGE_PARAMETERS = ("page", "per_page")
 CURSOR_PARAMETERS = ("cursor", "limit", "updated_since")
 MIXED = "Use either page and per_page, or cursor and limit (and updated_since), not both."
-TAMPERED = "This cursor was not made by this list or was altered: start again without a cursor."
-OTHER_QUERY = (
-    "This cursor was made for other filters or another sort: send it with the query it came from, "
-    "or start again without a cursor."
-)
 
 
 @dataclass(frozen=True)
@@ -76,56 +67,6 @@ class CursorParams:
 ListParams = PageParams | CursorParams
 
 
-# --- the cursor on the wire --------------------------------------------------------------------
-
-
-def _key() -> bytes:
-    return get_settings().cursor_secret.encode()
-
-
-def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def _plain(value: Any) -> str:
-    return value.isoformat() if isinstance(value, datetime) else str(value)
-
-
-def encode_cursor(query: str, values: tuple[Any, ...]) -> str:
-    payload = json.dumps([query, *map(_plain, values)], separators=(",", ":")).encode()
-    signature = hmac.new(_key(), payload, hashlib.sha256).digest()[:16]
-    return f"{_b64(payload)}.{_b64(signature)}"
-
-
-def decode_cursor(cursor: str, query: str) -> tuple[str, ...]:
-    """The keyset a cursor carries, as strings (the list's `Keyset` types them)."""
-    try:
-        payload_text, signature_text = cursor.split(".")
-        payload, signature = _unb64(payload_text), _unb64(signature_text)
-    except ValueError:
-        raise ValidationFailed.field("query.cursor", TAMPERED) from None
-    expected = hmac.new(_key(), payload, hashlib.sha256).digest()[:16]
-    if not hmac.compare_digest(signature, expected):
-        raise ValidationFailed.field("query.cursor", TAMPERED)
-    decoded = json.loads(payload)  # ours: signed, so it is the list of strings we wrote
-    if decoded[0] != query:
-        raise ValidationFailed.field("query.cursor", OTHER_QUERY)
-    return tuple(decoded[1:])
-
-
-def _fingerprint(request: Request) -> str:
-    """The path and every query parameter but the cursor's own: what a cursor is bound to."""
-    items = sorted(
-        (name, value) for name, value in request.query_params.multi_items() if name not in {"cursor", "limit"}
-    )
-    digest = hashlib.sha256(json.dumps([request.url.path, items]).encode()).digest()
-    return _b64(digest[:12])
-
-
 # --- the dependencies ----------------------------------------------------------------------------
 
 
@@ -144,7 +85,7 @@ def _list_params(
         return PageParams(page=page or 1, per_page=per_page or DEFAULT_PER_PAGE)
     if any(name in given for name in PAGE_PARAMETERS):
         raise ValidationFailed.field(f"query.{cursor_mode[0]}", MIXED)
-    query = _fingerprint(request)
+    query = query_fingerprint(request)
     after = decode_cursor(cursor, query) if cursor else None
     try:
         updated_since = as_utc(since) if since is not None else None
