@@ -118,8 +118,19 @@ def run(url: str, runs: int, rows: int, plain_index: bool = False) -> None:
             first = client.get("/api/v2/client/events", headers=headers).json()["data"]
             prefix = client.get("/api/v2/client/events", params={"type": "equipment.*"}, headers=headers)
             prefix_last = prefix.json()["data"]["last_page"]
+            cursor_first = {"limit": 15}
+            deep = client.get("/api/v2/client/events", params=cursor_first, headers=headers).json()["data"]
+            for _ in range(50):  # 50 pages in: a cursor page costs the same at any depth
+                deep = client.get(
+                    "/api/v2/client/events",
+                    params={**cursor_first, "cursor": deep["next_cursor"]},
+                    headers=headers,
+                ).json()["data"]
             cases: dict[str, dict[str, Any]] = {
                 "first page": {},
+                "first page, cursor mode (no count)": cursor_first,
+                "page 51, cursor mode": {**cursor_first, "cursor": deep["next_cursor"]},
+                "type=equipment.*, cursor mode": {**cursor_first, "type": "equipment.*"},
                 "type=equipment.*": {"type": "equipment.*"},
                 "type=wallet.debited,order.*": {"type": "wallet.debited,order.*"},
                 f"subject_id (~{rows // SUBJECTS} events)": {"subject_id": str(subject)},

@@ -108,3 +108,21 @@ def counting_statements(app: FastAPI) -> Iterator[list[str]]:
         event.remove(engine, "before_cursor_execute", on_cursor)
         if reads is not None:
             reads.statement_listeners.remove(statements.append)
+
+
+def walk_cursor(api: Api, path: str, limit: int = 2, **params: Any) -> list[dict[str, Any]]:
+    """Every record of a list, page by page in cursor mode, checking each page's shape."""
+    records: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        query = {**params, "limit": limit, **({"cursor": cursor} if cursor else {})}
+        response = api.get(path, **query)
+        assert response.status_code == 200, response.text
+        page = response.json()["data"]
+        assert set(page) == {"data", "next_cursor", "limit"} and page["limit"] == limit
+        assert len(page["data"]) <= limit
+        records += page["data"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return records
+        assert len(page["data"]) == limit

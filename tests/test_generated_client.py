@@ -164,8 +164,8 @@ def test_a_whole_purchase_through_the_generated_client(
     order = _operation("payments", "get_order").sync_detailed(str(transaction.order_id), client=client)
     assert isinstance(order.parsed, models.OrderOutEnvelope), order.content
     for operation, model in (
-        ("list_orders", models.OrderOutPageEnvelope),
-        ("list_transactions", models.TransactionOutPageEnvelope),
+        ("list_orders", models.OrderOutListingEnvelope),
+        ("list_transactions", models.TransactionOutListingEnvelope),
         ("get_wallet", models.WalletOutEnvelope),
     ):
         answer = _operation("payments", operation).sync_detailed(client=client)
@@ -175,6 +175,14 @@ def test_a_whole_purchase_through_the_generated_client(
     assert isinstance(page.parsed, models.EquipmentPageEnvelope), page.content
     assert page.parsed.total == 1
     equipment_id = str(page.parsed.data.data[0].id)
+    # Cursor mode parses as its own envelope, with the cursor at both levels.
+    walked = _operation("equipment", "list_equipment").sync_detailed(client=client, limit=1)
+    assert isinstance(walked.parsed, models.EquipmentCursorEnvelope), walked.content
+    assert walked.parsed.next_cursor is None and str(walked.parsed.data.data[0].id) == equipment_id
+    changes = _operation("people", "list_employees").sync_detailed(client=client, limit=5)
+    assert isinstance(changes.parsed, models.EmployeeOutListingEnvelope), changes.content
+    assert isinstance(changes.parsed.data, models.EmployeeChangeCursorPage), changes.content
+    assert changes.parsed.data.data[0].deleted is False
     one = _operation("equipment", "get_equipment").sync_detailed(equipment_id, client=client)
     assert isinstance(one.parsed, models.EquipmentOutEnvelope), one.content
     assert one.parsed.data.assignee.id == created.parsed.data.id

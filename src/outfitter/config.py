@@ -41,6 +41,11 @@ class Settings(BaseSettings):
     flutterwave_secret_key: str | None = None
     flutterwave_webhook_hash: str | None = None
 
+    # Signs the lists' cursors (core.pagination), so that an altered one is refused with a clear
+    # 422. A cursor only positions a client within its own company's list, so this guards
+    # integrity, not secrecy; set your own in production all the same.
+    cursor_secret: str = "outfitter-cursor-development-key"
+
     transaction_ttl_hours: int = 24
     idempotency_ttl_hours: int = 24
 

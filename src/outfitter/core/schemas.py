@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from enum import StrEnum
@@ -10,10 +12,13 @@ from typing import Annotated, Any, Generic, TypeVar, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
+    Discriminator,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
     PlainSerializer,
+    Tag,
     WithJsonSchema,
 )
 from pydantic.json_schema import JsonSchemaValue
@@ -47,6 +52,18 @@ Timestamp = Annotated[
     PlainSerializer(format_timestamp, return_type=str),
     WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
 ]
+_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+
+
+def _date_time_text(value: object) -> object:
+    """Only a date and time written out: never a number, which Pydantic would read as unix seconds."""
+    if not isinstance(value, str) or not _DATE_TIME.match(value):
+        raise ValueError("Give an ISO 8601 date and time, such as 2026-01-31T09:30:00Z.")
+    return value
+
+
+# A time a client gives in a query (`since`, `updated_since`).
+DateTimeText = Annotated[datetime, BeforeValidator(_date_time_text)]
 DecimalString = Annotated[Decimal, PlainSerializer(lambda value: format(value, "f"), return_type=str)]
 DecimalNumber = Annotated[Decimal, PlainSerializer(float, return_type=float)]
 
@@ -105,9 +122,19 @@ class Schema(BaseModel):
     model_config = ConfigDict(from_attributes=True, populate_by_name=True)
 
 
+@dataclass(frozen=True)
+class ComponentName:
+    """Names an annotated type in the OpenAPI document's generic model names."""
+
+    name: str
+
+
 def component_name(annotation: Any) -> str:
     """A readable name for a type argument: EmployeeOut, EmployeeOutList, StringMap..."""
     origin, arguments = get_origin(annotation), get_args(annotation)
+    named = [meta.name for meta in getattr(annotation, "__metadata__", ()) if isinstance(meta, ComponentName)]
+    if named:
+        return named[0]
     if origin is list:
         return f"{component_name(arguments[0])}List"
     if origin is dict:
@@ -141,6 +168,35 @@ class Page(_Named, Schema, Generic[T]):
     per_page: int
     current_page: int
     last_page: int
+
+
+class CursorPage(_Named, Schema, Generic[T]):
+    """A page in cursor mode (core.pagination): no counters; `next_cursor` is None at the end."""
+
+    data: list[T]
+    next_cursor: str | None
+    limit: int
+
+
+def page_mode(value: Any) -> str:
+    fields = value if isinstance(value, dict) else vars(value)
+    return "cursor" if "next_cursor" in fields else "page"
+
+
+def paged(item: Any, cursor_item: Any = None) -> Any:
+    """A list's `data`: a `Page` of `item`, or a `CursorPage` (of `cursor_item`, `item` by
+    default), told apart by `next_cursor` alone, so that a page is validated once."""
+    page, cursor_page = Page[item], CursorPage[cursor_item or item]  # type: ignore[misc]
+    return Annotated[
+        Annotated[page, Tag("page")] | Annotated[cursor_page, Tag("cursor")],
+        Discriminator(page_mode),
+        ComponentName(f"{component_name(item)}Listing"),
+    ]
+
+
+def list_envelope(item: Any, cursor_item: Any = None) -> Any:
+    """The response model of a list with both modes: `Envelope[paged(item, cursor_item)]`."""
+    return Envelope[paged(item, cursor_item)]  # type: ignore[misc]
 
 
 class ErrorEnvelope(Schema):

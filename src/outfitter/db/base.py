@@ -9,7 +9,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Enum, ForeignKey, MetaData, Numeric, Uuid
+from sqlalchemy import BigInteger, DateTime, Enum, ForeignKey, Index, MetaData, Numeric, Uuid, func
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column
 from sqlalchemy.types import TypeDecorator, TypeEngine
@@ -111,6 +111,26 @@ class IdMixin:
 class TimestampMixin:
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class ChangeTracked(TimestampMixin):
+    """Timestamps of a record that clients sync with `updated_since` (core.pagination): every write
+    moves `updated_at` (the ORM's onupdate, and Core updates of the table; the database's default
+    covers Core inserts that leave it out), and `changes_index` orders a company's changes."""
+
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow, server_default=func.now())
+
+    @classmethod
+    def changes_index(cls, table: str) -> Index:
+        return Index(f"ix_{table}_company_updated", "company_id", "updated_at", "id")
+
+
+def trigram_index(table: str, column: str) -> Index:
+    """For `ILIKE '%part%'` searches: a trigram GIN index on PostgreSQL (pg_trgm, created by
+    migration 0009), a plain one on SQLite."""
+    return Index(
+        f"ix_{table}_{column}_trgm", column, postgresql_using="gin", postgresql_ops={column: "gin_trgm_ops"}
+    )
 
 
 class CompanyOwned:

@@ -7,13 +7,28 @@ import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, and_, bindparam, func, or_, select
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Row,
+    ScalarSelect,
+    Select,
+    String,
+    Subquery,
+    and_,
+    bindparam,
+    func,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.orm import aliased
 
 from outfitter.core.errors import NotFound
-from outfitter.core.pagination import PageParams, PageResult
+from outfitter.core.pagination import CursorParams, CursorResult, Keyset, PageParams, PageResult
 from outfitter.core.reads import Read, ReadPlan, run_in_session
 from outfitter.core.tenancy import CompanyRepository, company_rows, parse_uuid
 from outfitter.models import (
@@ -33,6 +48,40 @@ from outfitter.models import (
 LAPTOP_TYPES = [EquipmentType.LAPTOP_WORKSTATION, EquipmentType.LAPTOP, EquipmentType.WORKSTATION]
 
 
+class EquipmentSort(StrEnum):
+    """The list's `sort` values (`-` for descending); `-created_at` is the default."""
+
+    CREATED_AT = "created_at"
+    CREATED_AT_DESC = "-created_at"
+    UPDATED_AT = "updated_at"
+    UPDATED_AT_DESC = "-updated_at"
+    NAME = "name"
+    NAME_DESC = "-name"
+    STATUS = "status"
+    STATUS_DESC = "-status"
+
+    @property
+    def keyset(self) -> Keyset:
+        """The order as a keyset: the sort column, then (for status) the newest, then the id."""
+        columns = {
+            "created_at": (Equipment.created_at, Equipment.id),
+            "updated_at": (Equipment.updated_at, Equipment.id),
+            "name": (Equipment.title, Equipment.id),
+            "status": (Equipment.status, Equipment.created_at, Equipment.id),
+        }[self.value.lstrip("-")]
+        return Keyset(columns, descending=self.value.startswith("-"))
+
+
+# `updated_since`: the changes oldest first, Archived ones included.
+CHANGES = Keyset((Equipment.updated_at, Equipment.id), descending=False)
+
+
+def search_pattern(text: str) -> str:
+    """`q` as a LIKE pattern matching any part (its own % and _ taken literally)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
 @dataclass(frozen=True)
 class EquipmentFilters:
     """Already validated and resolved: folded memory/storage keys, a country id."""
@@ -43,6 +92,9 @@ class EquipmentFilters:
     storage_key: str | None = None
     country_id: uuid.UUID | None = None
     serial_numbers: tuple[str, ...] = field(default_factory=tuple)
+    search: str | None = None  # `q`: part of the serial number, title, or assignee's name or email
+    updated_since: datetime | None = None  # every status, changed at or after this time...
+    horizon: datetime | None = None  # ...and before this one (core.pagination.SYNC_HORIZON)
 
     def shape(self) -> tuple[object, ...]:
         """Which filters are given (not their values): the statements are built once per shape."""
@@ -54,6 +106,8 @@ class EquipmentFilters:
             self.storage_key is not None,
             self.country_id is not None,
             bool(self.serial_numbers),
+            self.search is not None,
+            self.updated_since is not None,
         )
 
     def parameters(self) -> dict[str, object]:
@@ -64,16 +118,21 @@ class EquipmentFilters:
             "storage_key": self.storage_key,
             "country_id": self.country_id,
             "serial_numbers": list(self.serial_numbers) or None,
+            "search": search_pattern(self.search) if self.search is not None else None,
+            "updated_since": self.updated_since,
+            "horizon": self.horizon,
         }
         return {name: value for name, value in values.items() if value is not None}
 
 
 @functools.cache
 def _conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
-    status, type_kind, memory, storage, country, serials = shape
-    conditions: list[ColumnElement[bool]] = [
-        Equipment.status == bindparam("status") if status else Equipment.status != EquipmentStatus.ARCHIVED
-    ]
+    status, type_kind, memory, storage, country, serials, search, since = shape
+    conditions: list[ColumnElement[bool]] = []
+    if status:
+        conditions.append(Equipment.status == bindparam("status"))
+    elif not since:
+        conditions.append(Equipment.status != EquipmentStatus.ARCHIVED)
     if type_kind == "laptops":
         conditions.append(Equipment.type.in_(bindparam("type", expanding=True)))
     elif type_kind:
@@ -86,7 +145,40 @@ def _conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
         conditions.append(Equipment.country_id == bindparam("country_id"))
     if serials:
         conditions.append(Equipment.serial_number.in_(bindparam("serial_numbers", expanding=True)))
+    if search:
+        conditions.append(_search())
+    if since:
+        conditions.append(Equipment.updated_at >= bindparam("updated_since", type_=Equipment.updated_at.type))
+        conditions.append(Equipment.updated_at < bindparam("horizon", type_=Equipment.updated_at.type))
     return conditions
+
+
+_matching = aliased(Equipment)
+
+
+def _search() -> ColumnElement[bool]:
+    """`q`: the devices whose title or serial number contains it (trigram indexes on PostgreSQL),
+    or whose assignee's name or email does. A union of the three, not an OR: PostgreSQL cannot
+    combine an OR holding a subquery with the indexes (a scan of the company's every row)."""
+    pattern: BindParameter[str] = bindparam("search", type_=String())
+
+    def like(column: Any) -> ColumnElement[bool]:
+        return column.ilike(pattern, escape="\\")  # type: ignore[no-any-return]
+
+    assignees = select(Employee.id).where(
+        or_(
+            like(Employee.first_name),
+            like(Employee.last_name),
+            like(Employee.email),
+            like(Employee.first_name + " " + Employee.last_name),
+        )
+    )
+    matches = union_all(
+        select(_matching.id).where(like(_matching.title)),
+        select(_matching.id).where(like(_matching.serial_number)),
+        select(_matching.id).where(_matching.assignee_id.in_(assignees)),
+    )
+    return Equipment.id.in_(matches)
 
 
 # The hot reads select rows, not ORM objects: the answer's columns, joined, labelled as the
@@ -219,22 +311,40 @@ def _count(shape: tuple[object, ...]) -> Select[Any]:
     return select(func.count()).select_from(Equipment).where(*_conditions(shape))
 
 
+def _rows_of(ids: Subquery, keyset: Keyset) -> Select[Any]:
+    """The rows of a page of ids (read by the index alone), with what they reference, in order."""
+    order = [ids.c[column.key] for column in keyset.columns]
+    return _with_references(select(*_BASE_COLUMNS).join(ids, ids.c.id == Equipment.id)).order_by(
+        *(column.desc() if keyset.descending else column.asc() for column in order)
+    )
+
+
 @functools.cache
-def _page(shape: tuple[object, ...], backwards: bool) -> Select[Any]:
-    """The page's ids by the index (newest first, or oldest first for a back-half page), then
-    their rows with what they reference, newest first."""
-    order = (Equipment.created_at, Equipment.id)
+def _page(shape: tuple[object, ...], backwards: bool, sort: EquipmentSort) -> Select[Any]:
+    """The page's ids by the index (in the sort's order, or the other way for a back-half page),
+    then their rows with what they reference, in the sort's order."""
+    keyset = sort.keyset
+    descending = keyset.descending != backwards
     ids = (
-        select(Equipment.id, Equipment.created_at)
+        select(*keyset.columns)
         .where(*_conditions(shape))
-        .order_by(*(column.asc() if backwards else column.desc() for column in order))
+        .order_by(*(column.desc() if descending else column.asc() for column in keyset.columns))
         .offset(bindparam("offset"))
         .limit(bindparam("limit"))
         .subquery()
     )
-    return _with_references(select(*_BASE_COLUMNS).join(ids, ids.c.id == Equipment.id)).order_by(
-        ids.c.created_at.desc(), ids.c.id.desc()
-    )
+    return _rows_of(ids, keyset)
+
+
+@functools.cache
+def _cursor_page(shape: tuple[object, ...], sort: EquipmentSort | None, after: bool) -> Select[Any]:
+    """A cursor page: the ids after the keyset by the index, then their rows, in order (the
+    sort's, or the changes' when `sort` is None)."""
+    keyset = CHANGES if sort is None else sort.keyset
+    ids = select(*keyset.columns).where(*_conditions(shape))
+    if after:
+        ids = ids.where(keyset.after())
+    return _rows_of(ids.order_by(*keyset.order_by()).limit(bindparam("limit")).subquery(), keyset)
 
 
 _AFTER_CREATED = bindparam("after_created", type_=Equipment.created_at.type)
@@ -255,7 +365,22 @@ def _chunk(shape: tuple[object, ...], after: bool) -> Select[Any]:
     return statement.order_by(Equipment.created_at.desc(), Equipment.id.desc()).limit(bindparam("limit"))
 
 
-def page_rows(filters: EquipmentFilters, params: PageParams) -> ReadPlan[PageResult[Any]]:
+def cursor_rows(
+    filters: EquipmentFilters, sort: EquipmentSort, params: CursorParams
+) -> ReadPlan[CursorResult[Any]]:
+    """A cursor page: one statement, no count; any depth costs what the first page does."""
+    order = None if filters.updated_since is not None else sort
+    keyset = CHANGES if order is None else order.keyset
+    values = filters.parameters() | {"limit": params.limit + 1}
+    if params.after is not None:
+        values |= keyset.parameters(params.after)
+    rows = yield Read(_cursor_page(filters.shape(), order, params.after is not None), values)
+    return keyset.result(list(rows), params)
+
+
+def page_rows(
+    filters: EquipmentFilters, params: PageParams, sort: EquipmentSort = EquipmentSort.CREATED_AT_DESC
+) -> ReadPlan[PageResult[Any]]:
     """One page, newest first, with its exact total: a count, then the page's rows.
 
     Unfiltered, the count is the company's rows minus its Archived ones: two index-only counts
@@ -271,7 +396,7 @@ def page_rows(filters: EquipmentFilters, params: PageParams) -> ReadPlan[PageRes
         return PageResult(items=[], total=total, params=params)
     backwards = start > total - end
     values |= {"offset": total - end if backwards else start, "limit": end - start}
-    rows = yield Read(_page(shape, backwards), values)
+    rows = yield Read(_page(shape, backwards, sort), values)
     return PageResult(items=list(rows), total=total, params=params)
 
 

@@ -11,18 +11,18 @@ from fastapi.responses import StreamingResponse
 from outfitter.core.csv_export import CSV_RESPONSE, csv_response
 from outfitter.core.csv_import import CSV_REQUEST_BODY, CsvBody, DryRun, ImportResult, import_message
 from outfitter.core.openapi import id_path
-from outfitter.core.pagination import PageParams, Pagination
+from outfitter.core.pagination import Listing, ListParams, SyncListing
 from outfitter.core.reads import ReadPlan
 from outfitter.core.schemas import Envelope, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, ReadOnlyAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.equipment import bulk, export, imports, service
-from outfitter.equipment.repository import EquipmentFilters
+from outfitter.equipment.repository import EquipmentFilters, EquipmentSort
 from outfitter.equipment.schemas import (
     EquipmentBulkCreate,
     EquipmentBulkMove,
     EquipmentCreate,
+    EquipmentListEnvelope,
     EquipmentOut,
-    EquipmentPageEnvelope,
     EquipmentPatch,
     TypeFilter,
 )
@@ -35,10 +35,10 @@ EquipmentId = Annotated[str, id_path("The equipment's id")]
 
 
 def _page_answer_plan(
-    filters: ReadPlan[EquipmentFilters], pagination: PageParams
+    filters: ReadPlan[EquipmentFilters], pagination: ListParams, sort: EquipmentSort | None = None
 ) -> ReadPlan[dict[str, Any]]:
-    """Counters inside `data` and beside `success`: clients of either shape work."""
-    records, page = yield from service.list_plan((yield from filters), pagination)
+    """Counters (or the cursor) inside `data` and beside `success`: clients of either shape work."""
+    records, page = yield from service.list_plan((yield from filters), pagination, sort)
     return {**ok(page.body(records), FETCHED), **page.counters()}
 
 
@@ -55,6 +55,14 @@ async def _list_query(
     serial_number: Annotated[
         str | None, Query(max_length=10_000, description="Serial numbers separated by commas, exact")
     ] = None,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            description="Search: part of the serial number, the name (title), or the assignee's name or "
+            "email, in any case",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     """The list's filters, shared by the list and the export; `service.resolve_filters` checks them."""
     return {
@@ -64,6 +72,7 @@ async def _list_query(
         "storage": storage,
         "country": country,
         "serial_number": serial_number,
+        "q": q,
     }
 
 
@@ -72,12 +81,23 @@ ListQuery = Annotated[dict[str, Any], Depends(_list_query)]
 
 @router.get(
     "/equipment",
-    response_model=EquipmentPageEnvelope,
+    response_model=EquipmentListEnvelope,
     responses=error_responses(422),
-    summary="List the company's equipment (Archived only with status=Archived)",
+    summary="List the company's equipment (Archived only with status=Archived, or with updated_since)",
 )
-async def list_equipment(reads: ReadOnlyAccess, pagination: Pagination, query: ListQuery) -> dict[str, Any]:
-    return await reads.run(_page_answer_plan(service.filters_plan(**query), pagination))
+async def list_equipment(
+    reads: ReadOnlyAccess,
+    pagination: SyncListing,
+    query: ListQuery,
+    sort: Annotated[
+        EquipmentSort | None,
+        Query(
+            description="The order: created_at, updated_at, name or status; `-` first for descending "
+            "(default -created_at). The id breaks ties."
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    return await reads.run(_page_answer_plan(service.filters_plan(**query), pagination, sort))
 
 
 @router.get(
@@ -95,11 +115,11 @@ def export_equipment(client: ReadAccess, query: ListQuery) -> StreamingResponse:
 
 @router.get(
     "/equipment/in-storage",
-    response_model=EquipmentPageEnvelope,
+    response_model=EquipmentListEnvelope,
     responses=error_responses(422),
     summary="List the company's equipment held in storage",
 )
-async def list_equipment_in_storage(reads: ReadOnlyAccess, pagination: Pagination) -> dict[str, Any]:
+async def list_equipment_in_storage(reads: ReadOnlyAccess, pagination: Listing) -> dict[str, Any]:
     filters = service.filters_plan(status=EquipmentStatus.IN_STORAGE)
     return await reads.run(_page_answer_plan(filters, pagination))
 

@@ -7,10 +7,20 @@ from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, WithJsonSchema, field_validator
 
 from outfitter.core.money import MAX_AMOUNT, storable
-from outfitter.core.schemas import DecimalString, Documented, OneOf, Page, Schema, Timestamp, as_utc
+from outfitter.core.schemas import (
+    CursorPage,
+    DecimalString,
+    Documented,
+    OneOf,
+    Page,
+    Schema,
+    Timestamp,
+    as_utc,
+    page_mode,
+)
 from outfitter.models import (
     CurrencyStatus,
     EquipmentEvent,
@@ -157,6 +167,22 @@ class EquipmentPageEnvelope(Schema):
     per_page: int
     current_page: int
     last_page: int
+
+
+class EquipmentCursorEnvelope(Schema):
+    """In cursor mode likewise: `next_cursor` and `limit` inside `data` and beside `success`."""
+
+    success: bool = True
+    message: str
+    data: CursorPage[EquipmentListItem]
+    next_cursor: str | None
+    limit: int
+
+
+EquipmentListEnvelope = Annotated[
+    Annotated[EquipmentPageEnvelope, Tag("page")] | Annotated[EquipmentCursorEnvelope, Tag("cursor")],
+    Discriminator(page_mode),
+]
 
 
 # --- requests --------------------------------------------------------------------------------

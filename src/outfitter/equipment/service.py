@@ -4,6 +4,7 @@ status change goes through `lifecycle.move`."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -12,8 +13,8 @@ from sqlalchemy.orm import Session
 from outfitter.catalog.reference import country_id_plan, resolve_country, resolve_currency
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
-from outfitter.core.pagination import PageParams, PageResult
-from outfitter.core.reads import ReadPlan, run_in_session
+from outfitter.core.pagination import NO_HORIZON, SYNC_HORIZON, CursorParams, ListParams, ListResult
+from outfitter.core.reads import Read, ReadPlan, run_in_session
 from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle, presenters
@@ -21,6 +22,8 @@ from outfitter.equipment.events import record_equipment_events, status_event
 from outfitter.equipment.repository import (
     EquipmentFilters,
     EquipmentRepository,
+    EquipmentSort,
+    cursor_rows,
     detail_row,
     history_rows,
     page_rows,
@@ -62,6 +65,7 @@ def filters_plan(
     storage: str | None = None,
     country: str | None = None,
     serial_number: str | None = None,
+    q: str | None = None,
 ) -> ReadPlan[EquipmentFilters]:
     """Query values as the list compares them; an unknown country is 422 naming query.country."""
     country_id = (yield from country_id_plan(country, "query.country")) if country else None
@@ -77,14 +81,29 @@ def filters_plan(
         storage_key=fold_spec(storage),
         country_id=country_id,
         serial_numbers=serials,
+        search=(q or "").strip() or None,
     )
 
 
 def list_plan(
-    filters: EquipmentFilters, params: PageParams
-) -> ReadPlan[tuple[list[dict[str, Any]], PageResult[Any]]]:
-    """A page of list records: its rows, then their histories (three statements at most)."""
-    page = yield from page_rows(filters, params)
+    filters: EquipmentFilters, params: ListParams, sort: EquipmentSort | None = None
+) -> ReadPlan[tuple[list[dict[str, Any]], ListResult[Any]]]:
+    """A page of list records in either mode: its rows, then their histories (three statements
+    at most). With `updated_since` (cursor mode), every status, the changes oldest first; `sort`
+    may then only be `updated_at`, the order it implies."""
+    page: ListResult[Any]
+    if isinstance(params, CursorParams):
+        if params.updated_since is not None and sort not in (None, EquipmentSort.UPDATED_AT):
+            raise ValidationFailed.field(
+                "query.sort",
+                "updated_since lists the changes oldest first: leave sort out, or sort=updated_at.",
+            )
+        if params.updated_since is not None:
+            horizon = (yield Read(SYNC_HORIZON, scoped=False))[0].horizon or NO_HORIZON
+            filters = replace(filters, updated_since=params.updated_since, horizon=horizon)
+        page = yield from cursor_rows(filters, sort or EquipmentSort.CREATED_AT_DESC, params)
+    else:
+        page = yield from page_rows(filters, params, sort or EquipmentSort.CREATED_AT_DESC)
     history = yield from history_rows([row.id for row in page.items], full=False)
     return [presenters.list_item(row, history[row.id]) for row in page.items], page
 

@@ -8,7 +8,14 @@ from datetime import datetime
 
 from sqlalchemy import ColumnElement, func, select
 
-from outfitter.core.pagination import PageParams, PageResult
+from outfitter.core.pagination import (
+    CursorParams,
+    CursorResult,
+    PageParams,
+    PageResult,
+    cursor_page,
+    newest_first,
+)
 from outfitter.core.tenancy import CompanyRepository
 from outfitter.models.events import Event, EventType
 
@@ -40,6 +47,12 @@ class EventFilters:
 class EventRepository(CompanyRepository[Event]):
     model = Event
     label = "Event"
+
+    def cursor_page(self, filters: EventFilters, params: CursorParams) -> CursorResult[Event]:
+        """A cursor page, newest first: one statement on the order's index, no count."""
+        return cursor_page(
+            self.session, select(Event).where(*filters.conditions()), newest_first(Event), params
+        )
 
     def page(self, filters: EventFilters, params: PageParams) -> PageResult[Event]:
         """One page, newest first (id breaks ties), with its exact total: two statements.

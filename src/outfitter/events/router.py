@@ -8,24 +8,24 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from outfitter.core.openapi import id_path
-from outfitter.core.pagination import Pagination
-from outfitter.core.schemas import Envelope, Page, error_responses, ok
+from outfitter.core.pagination import Listing
+from outfitter.core.schemas import DateTimeText, Envelope, error_responses, list_envelope, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute
 from outfitter.events import service
-from outfitter.events.schemas import DateTimeText, EventOut
+from outfitter.events.schemas import EventOut
 
 router = APIRouter(prefix="/client", tags=["events"], route_class=UnitOfWorkRoute)
 
 
 @router.get(
     "/events",
-    response_model=Envelope[Page[EventOut]],
+    response_model=list_envelope(EventOut),
     responses=error_responses(422),
     summary="The company's activity log, newest first",
 )
 def list_events(
     client: ReadAccess,
-    pagination: Pagination,
+    pagination: Listing,
     type: Annotated[
         str | None,
         Query(

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import ValidationFailed
-from outfitter.core.pagination import PageParams, PageResult
+from outfitter.core.pagination import CursorParams, ListParams, ListResult
 from outfitter.core.schemas import as_utc
 from outfitter.events.repository import EventFilters, EventRepository
 from outfitter.models.events import Event, EventType
@@ -59,16 +59,18 @@ def _utc(value: datetime | None, name: str) -> datetime | None:
 
 def list_events(
     session: Session,
-    params: PageParams,
+    params: ListParams,
     type: str | None,
     subject_id: uuid.UUID | None,
     since: datetime | None,
     until: datetime | None,
-) -> PageResult[Event]:
+) -> ListResult[Event]:
     start, end = _utc(since, "since"), _utc(until, "until")
     if start is not None and end is not None and end < start:
         raise ValidationFailed.field("query.until", "Must not be earlier than since.")
     filters = EventFilters(types=parse_types(type), subject_id=subject_id, since=start, until=end)
+    if isinstance(params, CursorParams):
+        return EventRepository(session).cursor_page(filters, params)
     return EventRepository(session).page(filters, params)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
-from outfitter.db.base import Base, CompanyOwned, IdMixin, TimestampMixin, str_enum, utcnow
+from outfitter.db.base import Base, ChangeTracked, CompanyOwned, IdMixin, str_enum, trigram_index, utcnow
 from outfitter.models.catalog import Country, Currency
 from outfitter.models.people import Employee
 
@@ -73,13 +73,18 @@ _FILTER_COLUMNS = ("type", "country_id", "memory_key", "storage_key")
 _OTHER = {column: [other for other in _FILTER_COLUMNS if other != column] for column in _FILTER_COLUMNS}
 
 
-class Equipment(IdMixin, TimestampMixin, CompanyOwned, Base):
+class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "equipment"
     __table_args__ = (
         UniqueConstraint("company_id", "serial_number"),
         # The list sorts newest first within a company, usually filtered by status.
         Index("ix_equipment_company_status_created", "company_id", "status", "created_at", "id"),
         Index("ix_equipment_company_created", "company_id", "created_at", "id"),
+        # The other sorts (`updated_at` also orders `updated_since`), and the search `q`.
+        ChangeTracked.changes_index("equipment"),
+        Index("ix_equipment_company_title", "company_id", "title", "id"),
+        trigram_index("equipment", "title"),
+        trigram_index("equipment", "serial_number"),
         # One per filter, led by it and carrying the other filter columns: a count or an id page
         # with any mix of filters is an index-only scan of the narrowest one.
         Index(

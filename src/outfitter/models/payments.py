@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, Numeric, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from outfitter.db.base import Base, CompanyOwned, IdMixin, TimestampMixin, str_enum, utcnow
+from outfitter.db.base import Base, ChangeTracked, CompanyOwned, IdMixin, TimestampMixin, str_enum, utcnow
 from outfitter.models.catalog import Country
 
 RATE = Numeric(9, 6)  # fee percentages, e.g. 2.500000 for 2.5 %
@@ -149,10 +149,11 @@ class FeeSchedule(IdMixin, TimestampMixin, Base):
     storage_fee_per_device: Mapped[Decimal]
 
 
-class Transaction(IdMixin, TimestampMixin, CompanyOwned, Base):
+class Transaction(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "transactions"
     __table_args__ = (
         Index("ix_transactions_company_created", "company_id", "created_at", "id"),
+        ChangeTracked.changes_index("transactions"),
         Index("ix_transactions_status_expires", "status", "expires_at"),
     )
 
@@ -218,9 +219,12 @@ class EquipmentReservation(IdMixin, CompanyOwned, Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class Order(IdMixin, TimestampMixin, CompanyOwned, Base):
+class Order(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "orders"
-    __table_args__ = (Index("ix_orders_company_created", "company_id", "created_at", "id"),)
+    __table_args__ = (
+        Index("ix_orders_company_created", "company_id", "created_at", "id"),
+        ChangeTracked.changes_index("orders"),
+    )
 
     # Unique: one transaction makes at most one order, whatever races to fulfil it.
     transaction_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("transactions.id"), unique=True)

@@ -9,7 +9,15 @@ from enum import StrEnum
 from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from outfitter.db.base import Base, CompanyOwned, IdMixin, TimestampMixin, str_enum
+from outfitter.db.base import (
+    Base,
+    ChangeTracked,
+    CompanyOwned,
+    IdMixin,
+    TimestampMixin,
+    str_enum,
+    trigram_index,
+)
 from outfitter.models.catalog import Country
 
 
@@ -18,11 +26,14 @@ class MembershipStatus(StrEnum):
     INACTIVE = "Inactive"  # ended: the employee left the department, or the department was deleted
 
 
-class Employee(IdMixin, TimestampMixin, CompanyOwned, Base):
+class Employee(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "employees"
     __table_args__ = (
         UniqueConstraint("company_id", "email"),
         Index("ix_employees_company_created", "company_id", "created_at", "id"),
+        ChangeTracked.changes_index("employees"),
+        # The equipment search matches assignees by part of a name or email (trigram, PostgreSQL).
+        *(trigram_index("employees", column) for column in ("first_name", "last_name", "email")),
     )
 
     first_name: Mapped[str] = mapped_column(String(100))
@@ -47,12 +58,13 @@ class Employee(IdMixin, TimestampMixin, CompanyOwned, Base):
         return f"{self.first_name} {self.last_name}"
 
 
-class Department(IdMixin, TimestampMixin, CompanyOwned, Base):
+class Department(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "departments"
     __table_args__ = (
         # Names are unique among live departments: a deleted one clears `active_name` (NULLs never clash).
         UniqueConstraint("company_id", "active_name"),
         Index("ix_departments_company_created", "company_id", "created_at", "id"),
+        ChangeTracked.changes_index("departments"),
     )
 
     name: Mapped[str] = mapped_column(String(200))

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 
 from outfitter.core.openapi import id_path
-from outfitter.core.pagination import Pagination
-from outfitter.core.schemas import Envelope, ErrorEnvelope, Page, error_responses, ok
+from outfitter.core.pagination import SyncListing
+from outfitter.core.schemas import Envelope, ErrorEnvelope, error_responses, list_envelope, ok
 from outfitter.core.unit_of_work import AcrossCompanies, ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.models import OrderKind, OrderStatus, TransactionStatus, WebhookOutcome
 from outfitter.payments import initiate, offboard, service
@@ -108,12 +108,12 @@ def initiate_offboard(
 
 @router.get(
     "/client/transactions",
-    response_model=Envelope[Page[TransactionOut]],
+    response_model=list_envelope(TransactionOut),
     responses=error_responses(422),
-    summary="List the company's transactions, newest first",
+    summary="List the company's transactions, newest first (or the changes since `updated_since`)",
 )
 def list_transactions(
-    client: ReadAccess, pagination: Pagination, status: StatusFilter = None
+    client: ReadAccess, pagination: SyncListing, status: StatusFilter = None
 ) -> dict[str, object]:
     return ok(
         service.list_transactions(client.session, status, pagination), "Transactions fetched successfully."
@@ -133,13 +133,13 @@ def verify_transaction(tx_ref: str, request: Request, client: ReadAccess) -> dic
 
 @router.get(
     "/client/orders",
-    response_model=Envelope[Page[OrderOut]],
+    response_model=list_envelope(OrderOut),
     responses=error_responses(422),
-    summary="List the company's orders, newest first",
+    summary="List the company's orders, newest first (or the changes since `updated_since`)",
 )
 def list_orders(
     client: ReadAccess,
-    pagination: Pagination,
+    pagination: SyncListing,
     kind: OrderKindFilter = None,
     status: OrderStatusFilter = None,
 ) -> dict[str, object]:

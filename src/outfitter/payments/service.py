@@ -13,11 +13,12 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import DomainError, NotFound
-from outfitter.core.pagination import PageParams, paginate
+from outfitter.core.pagination import ListParams, list_order, list_page
 from outfitter.core.tenancy import bind_company
 from outfitter.core.unit_of_work import ClientWork, CrossCompanyWork, UnitOfWork
 from outfitter.db.session import insert_if_absent
 from outfitter.models import (
+    Order,
     OrderKind,
     OrderStatus,
     Transaction,
@@ -147,18 +148,22 @@ def receive_webhook(
 
 
 def list_transactions(
-    session: Session, status: TransactionStatus | None, params: PageParams
+    session: Session, status: TransactionStatus | None, params: ListParams
 ) -> dict[str, Any]:
-    page = paginate(session, TransactionRepository(session).listing(status), params)
+    order = list_order(session, Transaction, params)
+    statement = TransactionRepository(session).listing(status).where(*order.conditions)
+    page = list_page(session, statement, order.keyset, params)
     orders = OrderRepository(session).ids_by_transaction([tx.id for tx in page.items])
     records = [TransactionOut.model_validate(transaction_fields(tx, orders.get(tx.id))) for tx in page.items]
     return page.body(records)
 
 
 def list_orders(
-    session: Session, params: PageParams, kind: OrderKind | None = None, status: OrderStatus | None = None
+    session: Session, params: ListParams, kind: OrderKind | None = None, status: OrderStatus | None = None
 ) -> dict[str, Any]:
-    page = paginate(session, OrderRepository(session).listing(kind, status), params)
+    order = list_order(session, Order, params)
+    statement = OrderRepository(session).listing(kind, status).where(*order.conditions)
+    page = list_page(session, statement, order.keyset, params)
     return page.body([order_out(order) for order in page.items])
 
 

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.events import as_event_data, record_event
-from outfitter.core.pagination import PageParams, PageResult, paginate
+from outfitter.core.pagination import CursorParams, ListParams, ListResult, list_order, list_page, syncing
 from outfitter.core.tenancy import parse_uuid
 from outfitter.db.base import utcnow
 from outfitter.models import Department, Employee, UserDepartment
@@ -20,6 +20,7 @@ from outfitter.models.events import EventType
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import (
     CompanyBrief,
+    DepartmentChange,
     DepartmentCreate,
     DepartmentOut,
     DepartmentPatch,
@@ -113,11 +114,20 @@ def _flush_name(session: Session, name: str) -> None:
 
 
 def list_departments(
-    session: Session, auth: AuthContext, params: PageParams
-) -> tuple[list[DepartmentOut], PageResult[Department]]:
+    session: Session, auth: AuthContext, params: ListParams
+) -> tuple[list[DepartmentOut], ListResult[Department]]:
+    """A page of either mode. With `updated_since`, deleted departments too (`deleted: true`)."""
     repository = DepartmentRepository(session)
-    page = paginate(session, repository.listing(), params)
-    return present(repository, auth, page.items), page
+    statement = repository.live() if syncing(params) is None else repository.every()
+    order = list_order(session, Department, params)
+    page = list_page(session, statement.where(*order.conditions), order.keyset, params)
+    records = present(repository, auth, page.items)
+    if isinstance(params, CursorParams):
+        deleted = {department.id for department in page.items if department.deleted_at is not None}
+        records = [
+            DepartmentChange(**record.model_dump(), deleted=record.id in deleted) for record in records
+        ]
+    return records, page
 
 
 def get_department(session: Session, auth: AuthContext, department_id: str) -> DepartmentOut:

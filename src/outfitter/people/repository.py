@@ -196,8 +196,9 @@ class DepartmentRepository(CompanyRepository[Department]):
         """Deleted departments are invisible everywhere."""
         return self.select(joinedload(Department.head)).where(Department.deleted_at.is_(None))
 
-    def listing(self) -> Select[Department]:
-        return self.live().order_by(Department.created_at.desc(), Department.id.desc())
+    def every(self) -> Select[Department]:
+        """Deleted ones too: only `updated_since` shows them (core.pagination)."""
+        return self.select(joinedload(Department.head))
 
     def find_live(self, record_id: uuid.UUID | str, for_update: bool = False) -> Department | None:
         parsed = parse_uuid(record_id)

@@ -11,15 +11,17 @@ from fastapi.responses import StreamingResponse
 from outfitter.core.csv_export import CSV_RESPONSE, csv_response
 from outfitter.core.csv_import import CSV_REQUEST_BODY, CsvBody, DryRun, ImportResult, import_message
 from outfitter.core.openapi import id_path
-from outfitter.core.pagination import Pagination
-from outfitter.core.schemas import Envelope, Page, error_responses, ok
+from outfitter.core.pagination import SyncListing
+from outfitter.core.schemas import Envelope, error_responses, list_envelope, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.people import bulk, departments, export, imports, service
 from outfitter.people.schemas import (
+    DepartmentChange,
     DepartmentCreate,
     DepartmentOut,
     DepartmentPatch,
     EmployeeBulkCreate,
+    EmployeeChange,
     EmployeeCreate,
     EmployeeOut,
     EmployeePatch,
@@ -47,11 +49,11 @@ ListQuery = Annotated[dict[str, Any], Depends(_list_query)]
 
 @router.get(
     "/employees",
-    response_model=Envelope[Page[EmployeeOut]],
+    response_model=list_envelope(EmployeeOut, EmployeeChange),
     responses=error_responses(422),
-    summary="List employees, newest first",
+    summary="List employees, newest first (or the changes since `updated_since`)",
 )
-def list_employees(client: ReadAccess, pagination: Pagination, query: ListQuery) -> dict[str, object]:
+def list_employees(client: ReadAccess, pagination: SyncListing, query: ListQuery) -> dict[str, object]:
     filters = service.resolve_filters(client.session, **query)
     records, page = service.list_employees(client.session, pagination, filters)
     return ok(page.body(records), "Employees fetched successfully.")
@@ -129,11 +131,11 @@ def delete_employee(user_id: UserId, client: WriteAccess) -> dict[str, object]:
 
 @router.get(
     "/departments",
-    response_model=Envelope[Page[DepartmentOut]],
+    response_model=list_envelope(DepartmentOut, DepartmentChange),
     responses=error_responses(422),
-    summary="List departments, newest first",
+    summary="List departments, newest first (or the changes since `updated_since`)",
 )
-def list_departments(client: ReadAccess, pagination: Pagination) -> dict[str, object]:
+def list_departments(client: ReadAccess, pagination: SyncListing) -> dict[str, object]:
     records, page = departments.list_departments(client.session, client.auth, pagination)
     return ok(page.body(records), "Departments fetched successfully.")
 

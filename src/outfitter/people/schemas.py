@@ -246,3 +246,16 @@ class DepartmentOut(Schema):
     updated_at: Timestamp
     head: HeadOut
     members: list[MemberOut]
+
+
+class EmployeeChange(EmployeeOut):
+    """An employee in a cursor page: `deleted` marks one offboarded (`updated_since` reports it,
+    as it was just before, at the time it left)."""
+
+    deleted: bool = False
+
+
+class DepartmentChange(DepartmentOut):
+    """A department in a cursor page: `deleted` marks one deleted (`updated_since` reports it)."""
+
+    deleted: bool = False

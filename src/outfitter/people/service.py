@@ -5,7 +5,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -13,13 +15,25 @@ from outfitter.catalog.reference import resolve_country
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.events import as_event_data, record_event
 from outfitter.core.money import round_money
-from outfitter.core.pagination import PageParams, PageResult, paginate
+from outfitter.core.pagination import (
+    NO_HORIZON,
+    CursorParams,
+    CursorResult,
+    Keyset,
+    ListOrder,
+    ListParams,
+    ListResult,
+    list_order,
+    list_page,
+    merge_pages,
+)
 from outfitter.models import Country, Department, Employee, Equipment, Order, OrderItem
-from outfitter.models.events import EventType
+from outfitter.models.events import Event, EventType
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import (
     REQUIRED_ON_PATCH,
     DepartmentBrief,
+    EmployeeChange,
     EmployeeCreate,
     EmployeeOut,
     EmployeePatch,
@@ -154,12 +168,48 @@ def resolve_filters(
 
 
 def list_employees(
-    session: Session, params: PageParams, filters: EmployeeFilters
-) -> tuple[list[EmployeeOut], PageResult[Employee]]:
+    session: Session, params: ListParams, filters: EmployeeFilters
+) -> tuple[list[EmployeeOut], ListResult[Any]]:
+    """A page of either mode. With `updated_since`, the employees offboarded since then come in
+    the same order as tombstones (their last state, `deleted: true`), whatever the filters."""
     repository = EmployeeRepository(session)
     statement = repository.listing(filters.country_id, filters.department_id, filters.search)
-    page = paginate(session, statement, params)
-    return present(repository, page.items), page
+    order = list_order(session, Employee, params)
+    page = list_page(session, statement.where(*order.conditions), order.keyset, params)
+    if not isinstance(page, CursorResult) or not isinstance(params, CursorParams):
+        return present(repository, page.items), page
+    if params.updated_since is not None:
+        live = (page.items, page.next_cursor is not None)
+        page = merge_pages(order.keyset, params, live, _offboarded(session, params, order))
+    presented = iter(present(repository, [item for item in page.items if isinstance(item, Employee)]))
+    records: list[EmployeeOut] = [
+        EmployeeChange(**next(presented).model_dump())
+        if isinstance(item, Employee)
+        else EmployeeChange.model_validate({**item.data, "deleted": True})
+        for item in page.items
+    ]
+    return records, page
+
+
+def _offboarded(session: Session, params: CursorParams, order: ListOrder) -> tuple[list[Any], bool]:
+    """The offboarding events since `updated_since` (before the walk's horizon), after the cursor,
+    as (updated_at, id, data)."""
+    keyset = Keyset((Event.created_at, Event.subject_id), descending=False)
+    statement = (
+        select(Event.created_at.label("updated_at"), Event.subject_id.label("id"), Event.data)
+        .where(
+            Event.type == EventType.EMPLOYEE_OFFBOARDED,
+            Event.created_at >= params.updated_since,
+            Event.created_at < (order.horizon or NO_HORIZON),
+        )
+        .order_by(*keyset.order_by())
+        .limit(params.limit + 1)
+    )
+    values: dict[str, Any] = {}
+    if params.after is not None:
+        statement, values = statement.where(keyset.after()), keyset.parameters(params.after)
+    rows = list(session.execute(statement, values).all())
+    return rows[: params.limit], len(rows) > params.limit
 
 
 def get_employee(session: Session, user_id: str) -> EmployeeOut:

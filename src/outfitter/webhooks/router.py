@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 
 from outfitter.core.openapi import id_path
-from outfitter.core.pagination import Pagination
-from outfitter.core.schemas import Envelope, Page, error_responses, ok
+from outfitter.core.pagination import Listing, Pagination
+from outfitter.core.schemas import Envelope, Page, error_responses, list_envelope, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.models import DeliveryStatus
 from outfitter.webhooks import service
@@ -109,12 +109,12 @@ def ping_webhook_endpoint(endpoint_id: EndpointId, client: WriteAccess) -> dict[
 
 @router.get(
     "/{endpointId}/deliveries",
-    response_model=Envelope[Page[WebhookDeliveryOut]],
+    response_model=list_envelope(WebhookDeliveryOut),
     responses=error_responses(404, 422),
     summary="The endpoint's deliveries, newest first",
 )
 def list_webhook_deliveries(
-    endpoint_id: EndpointId, client: ReadAccess, pagination: Pagination, status: StatusFilter = None
+    endpoint_id: EndpointId, client: ReadAccess, pagination: Listing, status: StatusFilter = None
 ) -> dict[str, object]:
     records, page = service.list_deliveries(client, endpoint_id, status, pagination)
     return ok(page.body(records), "Webhook deliveries fetched successfully.")

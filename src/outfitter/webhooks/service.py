@@ -14,7 +14,15 @@ from sqlalchemy import select
 from outfitter.config import Settings
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.events import webhook_payload
-from outfitter.core.pagination import PageParams, PageResult, paginate
+from outfitter.core.pagination import (
+    ListParams,
+    ListResult,
+    PageParams,
+    PageResult,
+    list_page,
+    newest_first,
+    paginate,
+)
 from outfitter.core.tenancy import company_of
 from outfitter.core.unit_of_work import UnitOfWork
 from outfitter.db.base import utcnow
@@ -178,11 +186,11 @@ def ping(work: UnitOfWork, endpoint_id: str) -> WebhookDeliveryOut:
 
 
 def list_deliveries(
-    work: UnitOfWork, endpoint_id: str, status: DeliveryStatus | None, params: PageParams
-) -> tuple[list[WebhookDeliveryOut], PageResult[Any]]:
+    work: UnitOfWork, endpoint_id: str, status: DeliveryStatus | None, params: ListParams
+) -> tuple[list[WebhookDeliveryOut], ListResult[Any]]:
     endpoint = EndpointRepository(work.session).get(endpoint_id)
     statement = DeliveryRepository(work.session).of_endpoint(endpoint.id, status)
-    page = paginate(work.session, statement, params)
+    page = list_page(work.session, statement, newest_first(WebhookDelivery), params)
     return [WebhookDeliveryOut.model_validate(delivery) for delivery in page.items], page
 
 
