@@ -23,7 +23,7 @@ from outfitter.core.csv_import import MAX_IMPORT_BYTES
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.handlers import install_error_handlers, route_methods
 from outfitter.core.idempotency import IdempotencyMiddleware
-from outfitter.core.middleware import BodyLimitMiddleware, NulGuardMiddleware, RequestContextMiddleware
+from outfitter.core.middleware import BodyLimitMiddleware, InputGuardMiddleware, RequestContextMiddleware
 from outfitter.core.openapi import install_contract, operation_id
 from outfitter.core.ratelimit import RateLimiter
 from outfitter.core.reads import AsyncpgReads
@@ -100,7 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ttl=timedelta(hours=settings.idempotency_ttl_hours),
         prefix=API_PREFIX + "/",
     )
-    app.add_middleware(NulGuardMiddleware)
+    app.add_middleware(InputGuardMiddleware)
     app.add_middleware(
         BodyLimitMiddleware,
         max_bytes=settings.max_body_bytes,
