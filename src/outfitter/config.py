@@ -32,7 +32,11 @@ def data_dir() -> Path:
 
 
 def default_database_url() -> str:
-    return f"sqlite:///{data_dir() / 'outfitter.db'}"
+    """The SQLite file in the data directory, which is created here: SQLite makes the file but not
+    its directory, and this runs only when OUTFITTER_DATABASE_URL is unset."""
+    directory = data_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{directory / 'outfitter.db'}"
 
 
 def display_database_url(url: str) -> str:

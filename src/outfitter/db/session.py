@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
-
-from outfitter.config import data_dir
 
 
 def make_engine(database_url: str, **kwargs: Any) -> Engine:
     if database_url.startswith("sqlite"):
-        database = make_url(database_url).database
-        if database and Path(database).parent == data_dir():
-            # The default database lives in the user's data directory, which may not exist yet.
-            data_dir().mkdir(parents=True, exist_ok=True)
         engine = create_engine(
             database_url, connect_args={"check_same_thread": False, "timeout": 30}, **kwargs
         )
