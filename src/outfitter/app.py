@@ -20,7 +20,7 @@ from outfitter.catalog.router import router as catalog_router
 from outfitter.config import Settings, display_database_url, get_settings
 from outfitter.core.csv_import import MAX_IMPORT_BYTES
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
-from outfitter.core.handlers import install_error_handlers, route_methods
+from outfitter.core.handlers import install_error_handlers, install_fixed_path_guard, route_methods
 from outfitter.core.idempotency import IdempotencyMiddleware
 from outfitter.core.middleware import BodyLimitMiddleware, InputGuardMiddleware, RequestContextMiddleware
 from outfitter.core.openapi import install_contract, operation_id
@@ -122,6 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for domain_router in domain_routers:
         app.include_router(domain_router, prefix=API_PREFIX)
     app.state.route_methods = route_methods(API_PREFIX, domain_routers)
+    install_fixed_path_guard(app, app.state.route_methods)
     app.include_router(sandbox_router)
     _add_docs(app)
     _add_health_checks(app)

@@ -120,7 +120,8 @@ class BodyLimitMiddleware:
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
-        takes_csv = scope["path"] in self.csv_paths
+        # Only POST takes a file: other methods there are refused by the router (405), whatever the body.
+        takes_csv = scope["method"] == "POST" and scope["path"] in self.csv_paths
         limit = self.csv_max_bytes if takes_csv else self.max_bytes
         too_large = f"The request body is larger than the limit of {limit} bytes."
         declared = header_value(scope, b"content-length")

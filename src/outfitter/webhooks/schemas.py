@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from outfitter.core.schemas import Documented, NotNull, Schema, Timestamp
+from outfitter.core.schemas import Documented, NotNull, Schema, StrictBool, Timestamp
 from outfitter.models import DeliveryStatus, EventType
 
 Url = Annotated[
@@ -39,7 +39,7 @@ class WebhookEndpointPatch(Body):
     url: Annotated[Url | None, NotNull()] = None
     event_types: Annotated[EventTypes | None, NotNull()] = None
     description: Description | None = None
-    enabled: Annotated[bool | None, NotNull()] = None
+    enabled: Annotated[StrictBool | None, NotNull()] = None
 
 
 class WebhookEndpointOut(Schema):
