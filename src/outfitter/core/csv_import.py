@@ -187,7 +187,7 @@ async def _csv_body(request: Request) -> bytes:
 
 
 CsvBody = Annotated[bytes, Depends(_csv_body)]
-DryRun = Annotated[QueryBool, Query(description="Check every row and write nothing: `true` or `false`")]
+DryRun = Annotated[QueryBool, Query(description="Check every row and write nothing")]
 
 
 def import_message(result: dict[str, Any], noun: str) -> str:

@@ -13,7 +13,7 @@ from outfitter.models import DeliveryStatus, EventType
 Url = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=2048),
-    Documented(format="uri", pattern=r"^[hH][tT][tT][pP][sS]?://"),
+    Documented(format="uri", pattern=r"^[hH][tT][tT][pP][sS]?://[^/?#@\s]"),  # a host follows
     Field(description="https:// (http:// only where the operator allows it); not a private address"),
 ]
 Description = Annotated[str, StringConstraints(strip_whitespace=True, max_length=500)]
