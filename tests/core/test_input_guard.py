@@ -6,10 +6,12 @@ lone surrogate reached the database driver, which cannot encode it."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from fastapi.testclient import TestClient
 
-from outfitter.core.middleware import MAX_JSON_DEPTH
+from outfitter.core.middleware import MAX_JSON_DEPTH, nested_too_deep
 from tests.factories import Api, assert_error
 from tests.people.helpers import create_employee
 
@@ -129,3 +131,20 @@ def test_encoded_surrogates_in_a_query_or_path_never_reach_the_database(api: Api
     assert found.status_code == 200, found.text
     assert found.json()["data"]["total"] == 0
     assert_error(api.client.get("/api/v2/client/employees/%ED%A0%80", headers=api.headers), 404)
+
+
+def alternating(depth: int) -> str:
+    """Objects and arrays in turn, `depth` levels, with brackets and escapes inside the strings."""
+    document = '"\\\\"'  # a string holding one backslash: its closing quote is real
+    for level in range(depth):
+        document = f'[{document}, "[[\\"{{"]' if level % 2 else f'{{"k[\\"": {document}, "s": "\\\\[["}}'
+    return document
+
+
+@pytest.mark.parametrize(
+    ("depth", "too_deep"), [(1, False), (63, False), (64, False), (65, True), (300, True)]
+)
+def test_the_depth_is_counted_exactly_outside_strings(depth: int, too_deep: bool) -> None:
+    body = alternating(depth).encode()
+    assert json.loads(body)  # valid JSON, `depth` deep
+    assert nested_too_deep(body) is too_deep
