@@ -14,16 +14,15 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from outfitter.catalog.router import router as catalog_router
-from outfitter.config import Settings, get_settings
+from outfitter.config import Settings, display_database_url, get_settings
 from outfitter.core.csv_import import MAX_IMPORT_BYTES
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
-from outfitter.core.handlers import install_error_handlers, route_methods
+from outfitter.core.handlers import install_error_handlers, install_fixed_path_guard, route_methods
 from outfitter.core.idempotency import IdempotencyMiddleware
-from outfitter.core.middleware import BodyLimitMiddleware, NulGuardMiddleware, RequestContextMiddleware
+from outfitter.core.middleware import BodyLimitMiddleware, InputGuardMiddleware, RequestContextMiddleware
 from outfitter.core.openapi import install_contract, operation_id
 from outfitter.core.ratelimit import RateLimiter
 from outfitter.core.reads import AsyncpgReads
@@ -32,6 +31,7 @@ from outfitter.core.tenancy import TenantSession
 from outfitter.db.session import make_engine, make_sessionmaker
 from outfitter.equipment.router import router as equipment_router
 from outfitter.events.router import router as events_router
+from outfitter.migrations import is_current
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
 from outfitter.people.router import router as people_router
@@ -100,7 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ttl=timedelta(hours=settings.idempotency_ttl_hours),
         prefix=API_PREFIX + "/",
     )
-    app.add_middleware(NulGuardMiddleware)
+    app.add_middleware(InputGuardMiddleware)
     app.add_middleware(
         BodyLimitMiddleware,
         max_bytes=settings.max_body_bytes,
@@ -122,6 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for domain_router in domain_routers:
         app.include_router(domain_router, prefix=API_PREFIX)
     app.state.route_methods = route_methods(API_PREFIX, domain_routers)
+    install_fixed_path_guard(app, app.state.route_methods)
     app.include_router(sandbox_router)
     _add_docs(app)
     _add_health_checks(app)
@@ -167,25 +168,38 @@ def _add_health_checks(app: FastAPI) -> None:
     @app.get(
         "/readyz",
         response_model=Envelope[dict[str, str]],
-        responses={503: {"model": NotReady, "description": "The database is unreachable"}},
+        responses={
+            503: {"model": NotReady, "description": "The database is unreachable, or its schema is behind"}
+        },
         tags=["operations"],
-        summary="Each dependency's state; 503 while the database is unreachable",
+        summary="Each dependency's state; 503 while the database is unreachable or its schema behind",
     )
     def readyz() -> object:
         """`database` decides readiness; Redis (rate limits, which fail open) is only reported."""
         checks = {"database": _check_database(app), "redis": app.state.rate_limiter.storage_state()}
         if checks["database"] != "ok":
-            body = error_body("The database is unreachable.")
+            body = error_body(NOT_READY[checks["database"]])
             body["data"] = checks
             return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
         return ok(checks, "Service is ready.")
 
 
+NOT_READY = {
+    "unreachable": "The database is unreachable.",
+    "schema behind": "The database schema is behind this release: run 'outfitter db upgrade'.",
+}
+
+
 def _check_database(app: FastAPI) -> str:
+    """ "ok", "unreachable", or "schema behind" (every request would fail on a missing table)."""
     try:
-        with app.state.engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
+        current = is_current(app.state.engine)
     except SQLAlchemyError as exc:
         logger.warning("readiness: the database is unreachable: %s", type(exc).__name__)
         return "unreachable"
+    if not current:
+        # The log names the database; the public answer does not.
+        database = display_database_url(app.state.settings.database_url)
+        logger.warning("readiness: the database schema is not up to date in %s", database)
+        return "schema behind"
     return "ok"

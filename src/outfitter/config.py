@@ -3,12 +3,49 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from limits import parse as parse_rate_limit
+from platformdirs import user_data_dir
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+
+# Settings whose value may hold a password or a secret: an error about them never repeats the value.
+SECRET_SETTINGS = frozenset(
+    {
+        "database_url",
+        "redis_url",
+        "sandbox_webhook_secret",
+        "flutterwave_secret_key",
+        "flutterwave_webhook_hash",
+    }
+)
+
+
+def data_dir() -> Path:
+    """Where the embedded SQLite database lives by default: the user's data directory
+    (~/.local/share/outfitter on Linux, XDG_DATA_HOME respected), whatever the current directory."""
+    return Path(user_data_dir("outfitter", appauthor=False))
+
+
+def default_database_url() -> str:
+    """The SQLite file in the data directory, which is created here: SQLite makes the file but not
+    its directory, and this runs only when OUTFITTER_DATABASE_URL is unset."""
+    directory = data_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{directory / 'outfitter.db'}"
+
+
+def display_database_url(url: str) -> str:
+    """The database as an operator names it in messages: no password, no driver suffix."""
+    parsed = make_url(url)
+    # URL.set() reads None as "unchanged"; _replace (URL is a named tuple) drops the password.
+    return parsed._replace(drivername=parsed.get_backend_name(), password=None).render_as_string(
+        hide_password=False
+    )
 
 
 class Settings(BaseSettings):
@@ -18,7 +55,7 @@ class Settings(BaseSettings):
     # real secrets, so no deployment runs on a value that is published in this repository.
     environment: Literal["embedded", "production"] = "embedded"
 
-    database_url: str = "sqlite:///./outfitter.db"
+    database_url: str = Field(default_factory=default_database_url)
     public_url: str = "http://127.0.0.1:8000"
     redis_url: str | None = None
     rate_limit: str = "120/minute"
@@ -85,6 +122,32 @@ class Settings(BaseSettings):
             raise ValueError("not a database URL") from None
         return value
 
+    @field_validator("public_url")
+    @classmethod
+    def _check_public_url(cls, value: str) -> str:
+        if not value.lower().startswith(("http://", "https://")) or len(value.split("://", 1)[1]) == 0:
+            raise ValueError("expected an http:// or https:// URL")
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.lower().startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("expected a redis://, rediss:// or unix:// URL")
+        return value
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _check_rate_limit(cls, value: str) -> str:
+        if value.strip().lower() != "off":
+            try:
+                parse_rate_limit(value)
+            except ValueError:
+                raise ValueError(
+                    "expected 'off' or a number of requests per period, e.g. 120/minute or 10/second"
+                ) from None
+        return value
+
     @field_validator("webhook_retry_schedule", mode="before")
     @classmethod
     def _parse_schedule(cls, value: object) -> object:
@@ -133,3 +196,41 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()
+
+
+# What each kind of pydantic error means for a value read from the environment.
+_ACCEPTED = {
+    "int_parsing": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "float_parsing": "expected a number",
+    "bool_parsing": "expected true or false",
+    "greater_than": "expected a number greater than {gt:g}",
+    "greater_than_equal": "expected a number of at least {ge:g}",
+    "less_than": "expected a number less than {lt:g}",
+    "less_than_equal": "expected a number of at most {le:g}",
+}
+
+
+def setting_errors(exc: ValidationError) -> list[str]:
+    """One line per bad setting: `OUTFITTER_NAME: what is accepted; got 'value'` (never the value of a
+    setting that may hold a secret)."""
+    lines = []
+    for error in exc.errors():
+        name = "_".join(str(part) for part in error.get("loc", ()))
+        message = _accepted(error, name)
+        lines.append(f"OUTFITTER_{name.upper()}: {message}" if name else message)
+    return lines
+
+
+def _accepted(error: Any, name: str) -> str:
+    kind = str(error.get("type", ""))
+    if kind in _ACCEPTED:
+        message = _ACCEPTED[kind].format(**error.get("ctx", {}))
+    elif kind == "literal_error":
+        message = "expected " + str(error.get("ctx", {}).get("expected", "one of the documented values"))
+    else:
+        message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+    given = error.get("input")
+    if name and name not in SECRET_SETTINGS and isinstance(given, str):
+        message += f"; got {given!r}"
+    return message

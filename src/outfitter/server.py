@@ -10,6 +10,8 @@ Two things `uvicorn.run` does not do for us:
    then gets TCP_NODELAY from asyncio (uvloop sets it on every TCP connection anyway). The same
    socket serves the single-process path, so both behave alike.
 2. Workers that die with the master: see `die_with_master`.
+3. A request it cannot parse (malformed, or a request line and headers over MAX_HEAD_BYTES) gets
+   the JSON error envelope, not uvicorn's plain-text 400: see `EnvelopeHttpToolsProtocol`.
 
 Bad input (port, worker count, an address that cannot be bound) raises `ServeError`, one line
 that the CLI prints as `error: ...`.
@@ -17,9 +19,11 @@ that the CLI prints as `error: ...`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import importlib.util
+import json
 import logging
 import os
 import signal
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from uvicorn import Config, Server
 from uvicorn.config import STARTUP_FAILURE
+from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.supervisors import Multiprocess
 
 if TYPE_CHECKING:
@@ -55,12 +60,80 @@ class ServeError(Exception):
     """Why the server cannot start, in one line."""
 
 
+# The request line and headers of one request, together. httptools has no limit of its own (h11's is
+# 16 KiB), and its URL parser gives up past 64 KiB: past this, the request is refused with a 400.
+MAX_HEAD_BYTES = 65536
+BAD_REQUEST_MESSAGE = (
+    "The request could not be read: its request line and headers must be valid HTTP/1.1 "
+    f"and at most {MAX_HEAD_BYTES} bytes together."
+)
+
+
 def event_loop() -> str:
     return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
 
 
-def http_protocol() -> str:
-    return "httptools" if importlib.util.find_spec("httptools") is not None else "h11"
+def http_protocol() -> type[asyncio.Protocol]:
+    if importlib.util.find_spec("httptools") is not None:
+        return EnvelopeHttpToolsProtocol
+    return EnvelopeH11Protocol
+
+
+def _bad_request_response(default_headers: list[tuple[bytes, bytes]]) -> bytes:
+    """The whole 400 response, in the error envelope (uvicorn's own is text/plain)."""
+    from outfitter.core.errors import error_body
+
+    body = json.dumps(error_body(BAD_REQUEST_MESSAGE)).encode()
+    head = [b"HTTP/1.1 400 Bad Request\r\n"]
+    head += [name + b": " + value + b"\r\n" for name, value in default_headers]
+    head += [
+        b"content-type: application/json\r\n",
+        b"content-length: " + str(len(body)).encode() + b"\r\n",
+        b"connection: close\r\n\r\n",
+    ]
+    return b"".join(head) + body
+
+
+class EnvelopeH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, answering what it cannot parse with the JSON envelope."""
+
+    def send_400_response(self, msg: str) -> None:
+        self.transport.write(_bad_request_response(self.server_state.default_headers))
+        self.transport.close()
+
+
+if importlib.util.find_spec("httptools") is not None:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class EnvelopeHttpToolsProtocol(HttpToolsProtocol):
+        """uvicorn's httptools protocol, with a limit on the request line and headers, answering
+        what it cannot parse (over the limit included) with the JSON envelope.
+
+        Raising in a parser callback makes httptools raise HttpParserCallbackError, an
+        HttpParserError, which uvicorn answers with send_400_response."""
+
+        head_bytes = 0
+
+        def on_message_begin(self) -> None:
+            self.head_bytes = 0
+            super().on_message_begin()
+
+        def on_url(self, url: bytes) -> None:
+            self._count(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._count(len(name) + len(value) + 4)  # ": " and CRLF
+            super().on_header(name, value)
+
+        def _count(self, size: int) -> None:
+            self.head_bytes += size
+            if self.head_bytes > MAX_HEAD_BYTES:
+                raise ValueError("request head over MAX_HEAD_BYTES")
+
+        def send_400_response(self, msg: str) -> None:
+            self.transport.write(_bad_request_response(self.server_state.default_headers))
+            self.transport.close()
 
 
 def _display(host: str, port: int) -> str:
@@ -140,6 +213,7 @@ def _config(app: str, host: str, port: int, workers: int, factory: bool = False)
         factory=factory,
         loop=event_loop(),
         http=http_protocol(),
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         proxy_headers=True,
     )
 

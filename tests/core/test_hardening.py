@@ -96,8 +96,8 @@ def test_a_malformed_content_length_is_400(client: TestClient, api: Api) -> None
     [
         ("/client/employees", "PUT", "GET, HEAD, POST"),
         ("/client/employees/00000000-0000-4000-8000-000000000000", "PUT", "DELETE, GET, HEAD, PATCH"),
-        # in-storage is also a value of /client/equipment/{equipmentId}, which PATCH and DELETE take
-        ("/client/equipment/in-storage", "POST", "DELETE, GET, HEAD, PATCH"),
+        # a fixed path names its own methods, not those of /client/equipment/{equipmentId}
+        ("/client/equipment/in-storage", "POST", "GET, HEAD"),
         ("/client/countries", "DELETE", "GET, HEAD"),
     ],
 )
@@ -127,3 +127,29 @@ def test_a_time_outside_the_storable_years_is_422(api: Api, when: str) -> None:
     assert assert_error(response, 422)["errors"]["purchase_date"] == [
         "The time falls outside the years 1 to 9999 once converted to UTC."
     ]
+
+
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        ("/client/equipment/bulk", "POST"),
+        ("/client/equipment/bulk-move", "POST"),
+        ("/client/equipment/import", "POST"),
+        ("/client/employees/bulk", "POST"),
+        ("/client/employees/import", "POST"),
+        ("/client/equipment/export", "GET, HEAD"),
+        ("/client/employees/export", "GET, HEAD"),
+        ("/client/equipment/in-storage", "GET, HEAD"),
+    ],
+)
+@pytest.mark.parametrize("method", ["GET", "PATCH", "PUT", "DELETE", "POST"])
+def test_a_fixed_path_beside_an_id_answers_405_for_the_id_routes_methods(
+    api: Api, path: str, allowed: str, method: str
+) -> None:
+    """`/client/equipment/bulk` is also a value of `/client/equipment/{equipmentId}`: the fixed path
+    wins, so PATCH or DELETE on it is a 405 naming its own methods, not a 404 or 422 for an id."""
+    if method in allowed.split(", "):
+        return
+    response = api.request(method, path, json={})
+    assert_error(response, 405, f"{method} is not allowed here; this path takes {allowed}.")
+    assert response.headers["allow"] == allowed

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -323,3 +324,99 @@ def test_bad_input_is_one_error_line_and_exit_1(
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert message in lines[0]
     assert "Traceback" not in done.stderr + done.stdout
+
+
+# --- a request uvicorn cannot parse still gets the JSON envelope (issue 16 item 21) -------------
+
+
+def _raw_exchange(port: int, request: bytes) -> tuple[str, dict[str, str], bytes]:
+    """Send raw bytes, read until the server closes: (status line, headers, body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        client.sendall(request)
+        data = b""
+        while chunk := client.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
+    return status, headers, body
+
+
+BAD_REQUEST_MESSAGE = (
+    "The request could not be read: its request line and headers must be valid HTTP/1.1 "
+    "and at most 65536 bytes together."
+)
+
+
+@pytest.mark.parametrize("served", [1, 2], indirect=True, ids=["1-worker", "2-workers"])
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GET /api/v2/client/employees?search=" + b"a" * 120_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+        + b"".join(b"X-%d: %s\r\n" % (n, b"a" * 20) for n in range(3000))
+        + b"\r\n",
+        b"NOT HTTP AT ALL\r\n\r\n",
+    ],
+    ids=["120KB-query", "100KB-header", "3000-headers", "garbage"],
+)
+def test_a_request_too_large_or_malformed_to_parse_gets_the_json_envelope(
+    served: Served, request_bytes: bytes
+) -> None:
+    status, headers, body = _raw_exchange(served.port, request_bytes)
+    assert status == "HTTP/1.1 400 Bad Request", (status, body)
+    assert headers["content-type"] == "application/json"
+    assert headers["connection"] == "close"
+    assert int(headers["content-length"]) == len(body)
+    assert json.loads(body) == {"success": False, "message": BAD_REQUEST_MESSAGE, "data": None}
+
+
+@pytest.mark.parametrize("served", [1], indirect=True, ids=["1-worker"])
+def test_a_long_query_under_the_limit_is_served(served: Served) -> None:
+    response = httpx.get(f"http://127.0.0.1:{served.port}/healthz", params={"q": "a" * 60_000}, timeout=10)
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("protocol", ["httptools", "h11"])
+def test_both_http_protocols_answer_what_they_cannot_parse_with_the_envelope(protocol: str) -> None:
+    """`serve` picks httptools (a dependency) when installed, else h11: both answer the envelope.
+    The head limit is exact with httptools; h11 applies its own only while a head is incomplete,
+    so it is shown a malformed request instead."""
+    from outfitter.server import MAX_HEAD_BYTES, EnvelopeH11Protocol, EnvelopeHttpToolsProtocol
+
+    http = EnvelopeHttpToolsProtocol if protocol == "httptools" else EnvelopeH11Protocol
+    listener = bind_socket("127.0.0.1", 0)
+    config = Config(
+        _tiny_app,
+        http=http,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        lifespan="off",
+        log_config=None,
+        access_log=False,
+    )
+    server = Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.01)
+        port = listener.getsockname()[1]
+        fits = (
+            b"GET /?q="
+            + b"a" * (MAX_HEAD_BYTES - 1000)
+            + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        assert _raw_exchange(port, fits)[0] == "HTTP/1.1 200 OK"
+        over = b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * MAX_HEAD_BYTES + b"\r\n\r\n"
+        if protocol == "h11":
+            over = b"NOT HTTP AT ALL\r\n\r\n"
+        status, headers, body = _raw_exchange(port, over)
+        assert status == "HTTP/1.1 400 Bad Request" and headers["content-type"] == "application/json"
+        assert json.loads(body) == {"success": False, "message": BAD_REQUEST_MESSAGE, "data": None}
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        listener.close()

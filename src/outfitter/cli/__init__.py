@@ -15,9 +15,10 @@ from datetime import datetime
 from typing import Annotated, Any, NoReturn
 
 import typer
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from outfitter.config import get_settings
+from outfitter.config import display_database_url, get_settings, setting_errors
 from outfitter.core.tenancy import TenantSession, across_companies
 from outfitter.db.session import make_engine
 
@@ -53,12 +54,9 @@ def iso_or_none(value: datetime | None) -> str | None:
 @contextmanager
 def unit_of_work() -> Iterator[Session]:
     """One committed transaction against the configured database, which must be migrated."""
-    from outfitter.migrations import is_current
-
     engine = make_engine(get_settings().database_url)
     try:
-        if not is_current(engine):
-            fail("the database schema is not up to date: run 'outfitter db upgrade' first")
+        require_current_schema(engine)
         # Operators act for any company; a command working for one binds the session to it.
         with across_companies(TenantSession(engine, expire_on_commit=False)) as session, session.begin():
             yield session
@@ -77,20 +75,29 @@ def progress_bar() -> Any:
 
 @app.callback()
 def check_settings() -> None:
-    """A bad OUTFITTER_* setting is one line before any command runs, not a traceback (and not one
-    in every worker of `serve`)."""
+    """Every OUTFITTER_* setting is checked before any command runs: one line per bad setting, not
+    a traceback (and not one in every worker of `serve`)."""
     from pydantic import ValidationError
 
     try:
         get_settings()
     except ValidationError as exc:
-        fail("invalid configuration: " + "; ".join(_setting_error(error) for error in exc.errors()))
+        for line in setting_errors(exc):
+            typer.echo(f"error: invalid configuration: {line}", err=True)
+        raise typer.Exit(code=1) from None
 
 
-def _setting_error(error: Any) -> str:
-    message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
-    name = "_".join(str(part) for part in error.get("loc", ()))
-    return f"OUTFITTER_{name.upper()}: {message}" if name else message
+def require_current_schema(engine: Engine) -> None:
+    """Exit with one line naming the database unless its schema is at this release's revision."""
+    from outfitter.migrations import is_current
+
+    if not is_current(engine):
+        fail(schema_behind_message(engine))
+
+
+def schema_behind_message(engine: Engine) -> str:
+    database = display_database_url(engine.url.render_as_string(hide_password=False))
+    return f"the database schema is not up to date in {database}: run 'outfitter db upgrade' first"
 
 
 def main() -> None:

@@ -9,7 +9,16 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy import select
 
-from outfitter.cli import JsonFlag, app, emit, fail, iso_or_none, parse_id, unit_of_work
+from outfitter.cli import (
+    JsonFlag,
+    app,
+    emit,
+    fail,
+    iso_or_none,
+    parse_id,
+    require_current_schema,
+    unit_of_work,
+)
 from outfitter.config import get_settings
 from outfitter.core.money import MAX_AMOUNT, storable
 from outfitter.core.tenancy import TenantSession, bind_company
@@ -233,15 +242,13 @@ def payments_resolve(anomaly_id: str) -> None:
 def payments_reconcile(as_json: JsonFlag = False) -> None:
     """Ask the gateways about Pending transactions: fulfil the paid, fail the declined, expire the old."""
     from outfitter.db.session import make_sessionmaker
-    from outfitter.migrations import is_current
     from outfitter.payments.gateways import GatewayRegistry
     from outfitter.payments.reconcile import reconcile
 
     settings = get_settings()
     engine = make_engine(settings.database_url)
     try:
-        if not is_current(engine):
-            fail("the database schema is not up to date: run 'outfitter db upgrade' first")
+        require_current_schema(engine)
         sessions = make_sessionmaker(engine, TenantSession)
         summary = reconcile(sessions, GatewayRegistry(settings, sessions))
     finally:

@@ -11,7 +11,7 @@ import typer
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from outfitter.cli import app, fail, unit_of_work
+from outfitter.cli import app, fail, require_current_schema, unit_of_work
 from outfitter.config import get_settings
 from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.db.session import make_engine
@@ -47,6 +47,11 @@ def serve(
     from outfitter.server import ServeError
     from outfitter.server import serve as run_server
 
+    engine = make_engine(get_settings().database_url)
+    try:
+        require_current_schema(engine)  # before a socket or a worker exists
+    finally:
+        engine.dispose()
     try:
         run_server(host, port, workers)
     except ServeError as exc:
@@ -112,15 +117,13 @@ def worker(
     import signal
 
     from outfitter.db.session import make_sessionmaker
-    from outfitter.migrations import is_current
     from outfitter.worker import Worker
 
     settings = get_settings()
     size = (concurrency or settings.worker_concurrency) + 2
     engine = make_engine(settings.database_url, pool_size=size, max_overflow=0)
     try:
-        if not is_current(engine):
-            fail("the database schema is not up to date: run 'outfitter db upgrade' first")
+        require_current_schema(engine)
         # The worker's own log (what it sent, released, expired), not the libraries' chatter.
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -23,7 +23,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from outfitter.core.csv_export import FORMULA_STARTS
 from outfitter.core.errors import ValidationFailed
-from outfitter.core.schemas import Schema
+from outfitter.core.schemas import QueryBool, Schema
 
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
 MAX_IMPORT_ROWS = 10_000
@@ -187,7 +187,7 @@ async def _csv_body(request: Request) -> bytes:
 
 
 CsvBody = Annotated[bytes, Depends(_csv_body)]
-DryRun = Annotated[bool, Query(description="Check every row and write nothing")]
+DryRun = Annotated[QueryBool, Query(description="Check every row and write nothing")]
 
 
 def import_message(result: dict[str, Any], noun: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
@@ -12,8 +13,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from sqlalchemy import exc as sa_exc
+from starlette.datastructures import URLPath
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import compile_path
+from starlette.routing import BaseRoute, Match, NoMatchFound, compile_path
+from starlette.types import Receive, Scope, Send
 
 from outfitter.core.errors import (
     DATABASE_UNAVAILABLE,
@@ -81,22 +84,69 @@ async def handle_http_error(request: Request, exc: StarletteHTTPException) -> JS
     return JSONResponse(error_body(message), status_code=exc.status_code, headers=headers)
 
 
-RouteMethods = list[tuple[re.Pattern[str], set[str]]]
+@dataclass(frozen=True)
+class RouteMethods:
+    """Each API path's methods, for the Allow header of a 405: fixed paths by their text, paths
+    with parameters by their pattern."""
+
+    fixed: dict[str, set[str]]
+    templates: list[tuple[re.Pattern[str], set[str]]]
 
 
 def route_methods(prefix: str, routers: Iterable[APIRouter]) -> RouteMethods:
-    """Each API path's pattern and methods, for the Allow header of a 405."""
-    return [
+    routes = [route for router in routers for route in router.routes if isinstance(route, APIRoute)]
+    fixed: dict[str, set[str]] = {}
+    for route in routes:
+        if "{" not in route.path:
+            fixed.setdefault(prefix + route.path, set()).update(route.methods or ())
+    templates = [
         (compile_path(prefix + route.path)[0], set(route.methods or ()))
-        for router in routers
-        for route in router.routes
-        if isinstance(route, APIRoute)
+        for route in routes
+        if "{" in route.path
     ]
+    return RouteMethods(fixed, templates)
 
 
 def methods_of_path(routes: RouteMethods, path: str) -> list[str]:
-    methods = {method for pattern, owned in routes if pattern.match(path) for method in owned}
+    """A fixed path (`/client/equipment/bulk`) takes its own methods only, though it is also a
+    value of a template beside it (`/client/equipment/{equipmentId}`); see FixedPathGuard."""
+    methods = routes.fixed.get(path)
+    if methods is None:
+        methods = {method for pattern, owned in routes.templates if pattern.match(path) for method in owned}
     return sorted(methods | ({"HEAD"} if "GET" in methods else set()))
+
+
+class FixedPathGuard(BaseRoute):
+    """Answers 405 on a fixed path for the methods that only a template beside it takes: PATCH on
+    `/client/equipment/bulk` would otherwise reach `PATCH /client/equipment/{equipmentId}` and
+    answer 404 (or 422) for an id "bulk". One dictionary look-up per request that reaches it."""
+
+    def __init__(self, refused: dict[str, frozenset[str]]) -> None:
+        self.refused = refused
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] == "http" and scope["method"] in self.refused.get(scope["path"], ()):
+            return Match.FULL, {}
+        return Match.NONE, {}
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise StarletteHTTPException(405)  # rendered, with Allow, by handle_http_error
+
+    def url_path_for(self, name: str, /, **path_params: Any) -> URLPath:
+        raise NoMatchFound(name, path_params)
+
+
+def install_fixed_path_guard(app: FastAPI, routes: RouteMethods) -> None:
+    """Put a FixedPathGuard first among the app's routes, for every fixed path that a template
+    beside it would take with other methods; nothing when none collides."""
+    refused: dict[str, frozenset[str]] = {}
+    for path, methods in routes.fixed.items():
+        taken = {method for pattern, owned in routes.templates if pattern.match(path) for method in owned}
+        taken -= methods
+        if taken:
+            refused[path] = frozenset(taken | ({"HEAD"} if "GET" in taken else set()))
+    if refused:
+        app.router.routes.insert(0, FixedPathGuard(refused))
 
 
 def _unavailable(request: Request, exc: Exception, message: str) -> JSONResponse:

@@ -1,4 +1,5 @@
-"""Pure ASGI middleware: request ids, rate-limit headers, and body limits (size and media type)."""
+"""Pure ASGI middleware: request ids, rate-limit headers, body limits (size and media type), and the
+guard against input no endpoint can handle (NUL, lone surrogates, JSON nested too deep)."""
 
 from __future__ import annotations
 
@@ -119,7 +120,8 @@ class BodyLimitMiddleware:
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
-        takes_csv = scope["path"] in self.csv_paths
+        # Only POST takes a file: other methods there are refused by the router (405), whatever the body.
+        takes_csv = scope["method"] == "POST" and scope["path"] in self.csv_paths
         limit = self.csv_max_bytes if takes_csv else self.max_bytes
         too_large = f"The request body is larger than the limit of {limit} bytes."
         declared = header_value(scope, b"content-length")
@@ -174,11 +176,76 @@ class BodyLimitMiddleware:
 
 NUL = "\x00"
 NUL_MESSAGE = "Must not contain NUL characters (\\u0000)."
+SURROGATE_MESSAGE = "Must not contain a lone surrogate (\\ud800 to \\udfff): send valid Unicode text."
+MAX_JSON_DEPTH = 64
+DEPTH_MESSAGE = f"Arrays and objects must not be nested more than {MAX_JSON_DEPTH} levels deep."
+# Text no column stores: NUL, and lone surrogates (UTF-8 cannot encode them; the driver fails).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# Where a JSON body can carry either: escapes (\u0000, \ud800..\udfff), raw bytes that Python's JSON
+# decoder passes through (it decodes with "surrogatepass"), and UTF-16/32 bodies (NUL bytes).
+_MAY_HOLD_UNSTORABLE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|\x00|\xed[\xa0-\xbf]")
+_QUOTED = re.compile(rb'"[^"]*"')
+_ONLY_BRACKETS_AND_QUOTES = bytes(byte for byte in range(256) if byte not in b'[]{}"')
+_BRACES_AS_BRACKETS = bytes.maketrans(b"{}", b"[]")
 
 
-class NulGuardMiddleware:
-    """The one place that refuses NUL characters, which no text column stores: in the path (404:
-    no record has such an id), in query parameters and in JSON bodies (422 naming each field)."""
+def unstorable(text: str) -> str | None:
+    """Why `text` cannot be stored (the message for its field), or None when it can."""
+    if text.isascii() and NUL not in text:
+        return None
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    return NUL_MESSAGE if found.group() == NUL else SURROGATE_MESSAGE
+
+
+def printable_path(path: str) -> str:
+    """A field path fit for the error body: NULs dropped, lone surrogates shown as U+FFFD."""
+    return _UNSTORABLE.sub(lambda found: "" if found.group() == NUL else "\ufffd", path)
+
+
+def nested_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the JSON `body` nests arrays and objects more than `limit` levels, found without
+    parsing it (parsers recurse, and a deep enough body overflows them), in C-speed passes.
+
+    Only the brackets outside strings count: escaped backslashes and quotes go first, then every
+    byte but brackets and quotes, then what lies between quotes; `{}` count as `[]`. Each round
+    then removes the innermost pairs, exactly one level: a body no deeper than `limit` has no
+    brackets left after `limit` rounds, and `limit + 1` openers in a row are too deep at once.
+    Brackets that do not pair up leave some too, so such a body is parsed to tell malformed
+    early (the endpoint answers 400) from deep (the parser overflows, or succeeds)."""
+    if body.count(b"[") + body.count(b"{") <= limit:  # cannot be deeper than its brackets
+        return False
+    unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    brackets = _QUOTED.sub(b"", unescaped.translate(_BRACES_AS_BRACKETS, _ONLY_BRACKETS_AND_QUOTES))
+    too_deep = b"[" * (limit + 1)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        if too_deep in brackets:
+            return True
+        brackets = brackets.replace(b"[]", b"")
+    if not brackets:
+        return False
+    try:
+        json.loads(body)
+    except RecursionError:
+        return True
+    except ValueError:
+        return False  # malformed before it got deep: the endpoint answers 400
+    return True
+
+
+class InputGuardMiddleware:
+    """The one place that refuses input no endpoint can handle, before any endpoint runs:
+
+    - a NUL character or a lone surrogate, which no text column stores: in the path (404: no record
+      has such an id), in query parameters and in JSON strings and keys (422 naming each field);
+    - a JSON body nested more than MAX_JSON_DEPTH levels (422), which would overflow a parser.
+
+    Only JSON can carry a lone surrogate: percent-decoding (path, query, urlencoded forms) replaces
+    invalid UTF-8 with U+FFFD, and multipart fields that are not valid in their charset are read as
+    latin-1. The checks walk iteratively and cost next to nothing on ordinary input."""
 
     def __init__(self, app: ASGIApp, json_prefix: str = "/api/") -> None:
         self.app = app
@@ -188,14 +255,14 @@ class NulGuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if NUL in scope["path"]:
+        if unstorable(scope["path"]):
             await send_error(send, 404, "Not found.", [])
             return
-        errors = {
-            f"query.{name.replace(NUL, '')}": [NUL_MESSAGE]
-            for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
-            if NUL in name or NUL in value
-        }
+        errors: dict[str, list[str]] = {}
+        for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
+            problem = unstorable(name) or unstorable(value)
+            if problem:
+                errors[printable_path(f"query.{name}")] = [problem]
         if errors:
             await send_validation_error(send, errors)
             return
@@ -209,14 +276,18 @@ class NulGuardMiddleware:
                 return  # the client went away
             body += message.get("body", b"")
             more = message.get("more_body", False)
-        if b"\\u0000" in body:  # only then is it worth parsing here
-            try:
-                errors = {path: [NUL_MESSAGE] for path in nul_paths(json.loads(body))}
-            except ValueError:
-                errors = {}  # not JSON: the endpoint answers 400
-            if errors:
-                await send_validation_error(send, errors)
+        if _is_json(scope):
+            if nested_too_deep(body):
+                await send_validation_error(send, {"body": [DEPTH_MESSAGE]})
                 return
+            if _MAY_HOLD_UNSTORABLE.search(body):  # only then is it worth parsing here
+                try:
+                    errors = unstorable_fields(json.loads(body))
+                except ValueError:
+                    errors = {}  # not JSON: the endpoint answers 400
+                if errors:
+                    await send_validation_error(send, errors)
+                    return
         replayed = False
 
         async def replay() -> Message:
@@ -229,18 +300,28 @@ class NulGuardMiddleware:
         await self.app(scope, replay, send)
 
 
-def nul_paths(value: Any, path: str = "") -> list[str]:
-    """The field paths (`employees.0.email`) of every string or key holding a NUL."""
-    if isinstance(value, str):
-        return [path or "body"] if NUL in value else []
-    found: list[str] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            child = f"{path}.{key}" if path else str(key)
-            found += [child.replace(NUL, "")] if NUL in key else nul_paths(item, child)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found += nul_paths(item, f"{path}.{index}" if path else str(index))
+def _is_json(scope: Scope) -> bool:
+    content_type = (header_value(scope, b"content-type") or "").split(";")[0].strip().lower()
+    return content_type == "application/json" or content_type.endswith("+json")
+
+
+def unstorable_fields(document: Any) -> dict[str, list[str]]:
+    """The field paths (`employees.0.email`) of every string or key that cannot be stored, each with
+    its message. Iterative: the depth is bounded before, but a walk must not recurse anyway."""
+    found: dict[str, list[str]] = {}
+    # (path, the key that leads there, value); pushed in reverse so that pop() keeps document order
+    pending: list[tuple[str, str, Any]] = [("", "", document)]
+    while pending:
+        path, key, value = pending.pop()
+        problem = unstorable(key) or (unstorable(value) if isinstance(value, str) else None)
+        if problem:
+            found[printable_path(path or "body")] = [problem]
+        elif isinstance(value, dict):
+            pending += [(f"{path}.{k}" if path else k, k, v) for k, v in reversed(value.items())]
+        elif isinstance(value, list):
+            pending += [
+                (f"{path}.{i}" if path else str(i), "", v) for i, v in reversed(list(enumerate(value)))
+            ]
     return found
 
 

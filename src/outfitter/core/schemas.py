@@ -18,6 +18,7 @@ from pydantic import (
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
     PlainSerializer,
+    Strict,
     Tag,
     WithJsonSchema,
 )
@@ -80,6 +81,22 @@ class Documented:
         self, schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         return {**handler(schema), **self.keywords}
+
+
+# Booleans are strict (decisions §12): a JSON body takes true or false, never "yes", 0 or "true".
+StrictBool = Annotated[bool, Strict()]
+
+
+def _query_bool(value: object) -> object:
+    if isinstance(value, bool):  # a default
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    raise ValueError("Expected true or false.")
+
+
+# A query parameter's boolean: exactly `true` or `false`; pydantic alone would take yes, 1, on...
+QueryBool = Annotated[bool, BeforeValidator(_query_bool)]
 
 
 class NotNull:

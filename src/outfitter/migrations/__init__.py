@@ -7,6 +7,7 @@ seeds the countries and currencies (catalog) and the default fee schedules (paym
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from alembic import command
@@ -39,10 +40,16 @@ def upgrade(engine: Engine) -> None:
         ensure_default_fee_schedules(session)
 
 
+@lru_cache
+def head_revisions() -> frozenset[str]:
+    """This release's newest revisions (read from the scripts once: /readyz asks on every probe)."""
+    return frozenset(ScriptDirectory.from_config(alembic_config()).get_heads())
+
+
 def is_current(engine: Engine) -> bool:
-    heads = set(ScriptDirectory.from_config(alembic_config()).get_heads())
+    """Whether the schema at `engine` is at this release's newest revision."""
     with engine.connect() as connection:
-        return set(MigrationContext.configure(connection).get_current_heads()) == heads
+        return set(MigrationContext.configure(connection).get_current_heads()) == head_revisions()
 
 
 def autogenerate(engine: Engine, message: str, rev_id: str | None = None) -> None:

@@ -7,13 +7,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from outfitter.core.schemas import Documented, NotNull, Schema, Timestamp
+from outfitter.core.schemas import Documented, NotNull, Schema, StrictBool, Timestamp
 from outfitter.models import DeliveryStatus, EventType
 
 Url = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=2048),
-    Documented(format="uri", pattern=r"^[hH][tT][tT][pP][sS]?://"),
+    Documented(format="uri", pattern=r"^[hH][tT][tT][pP][sS]?://[^/?#@\s]"),  # a host follows
     Field(description="https:// (http:// only where the operator allows it); not a private address"),
 ]
 Description = Annotated[str, StringConstraints(strip_whitespace=True, max_length=500)]
@@ -39,7 +39,7 @@ class WebhookEndpointPatch(Body):
     url: Annotated[Url | None, NotNull()] = None
     event_types: Annotated[EventTypes | None, NotNull()] = None
     description: Description | None = None
-    enabled: Annotated[bool | None, NotNull()] = None
+    enabled: Annotated[StrictBool | None, NotNull()] = None
 
 
 class WebhookEndpointOut(Schema):

@@ -1,0 +1,166 @@
+"""Start-up checks of the `outfitter` command, run as an operator meets them (the installed
+command, a fresh environment): settings validated first, one `error:` line per bad setting; `serve`
+and `worker` refuse a database whose schema is behind, naming it; /readyz says so; the SQLite
+default lives in the user's data directory, not in the current one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from outfitter.app import create_app
+from outfitter.config import Settings
+from tests.conftest import POSTGRES_URL
+
+OUTFITTER = Path(sys.executable).parent / "outfitter"
+
+
+def clean_env(**settings: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OUTFITTER_")}
+    env.update(settings)
+    return env
+
+
+def outfitter(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(OUTFITTER), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def assert_one_error_line(done: subprocess.CompletedProcess[str], expected: str) -> None:
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [expected]
+
+
+# --- item 20: every setting checked at start, one line each -----------------------------------
+
+BAD_SETTINGS = {
+    "OUTFITTER_RATE_LIMIT": (
+        "lots",
+        "expected 'off' or a number of requests per period, e.g. 120/minute or 10/second; got 'lots'",
+    ),
+    "OUTFITTER_DB_POOL_SIZE": ("many", "expected a whole number; got 'many'"),
+    "OUTFITTER_WORKER_POLL_SECONDS": ("0", "expected a number greater than 0; got '0'"),
+    "OUTFITTER_GATEWAY": ("paypal", "expected 'sandbox' or 'flutterwave'; got 'paypal'"),
+    "OUTFITTER_EMBEDDED_WORKER": ("maybe", "expected true or false; got 'maybe'"),
+    "OUTFITTER_REDIS_URL": ("localhost:6379", "expected a redis://, rediss:// or unix:// URL"),
+    "OUTFITTER_PUBLIC_URL": ("example.com", "expected an http:// or https:// URL; got 'example.com'"),
+}
+
+
+@pytest.mark.parametrize("command", [["serve"], ["worker", "--once"], ["db", "upgrade"], ["company", "list"]])
+def test_each_bad_setting_is_one_error_line_for_every_command(command: list[str], tmp_path: Path) -> None:
+    env = clean_env(
+        OUTFITTER_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}",
+        **{name: value for name, (value, _) in BAD_SETTINGS.items()},
+    )
+    done = outfitter(env, *command)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert sorted(done.stderr.strip().splitlines()) == sorted(
+        f"error: invalid configuration: {name}: {message}" for name, (_, message) in BAD_SETTINGS.items()
+    )
+
+
+def test_a_bad_rate_limit_alone_stops_serve_with_one_line(tmp_path: Path) -> None:
+    env = clean_env(OUTFITTER_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}", OUTFITTER_RATE_LIMIT="lots")
+    assert_one_error_line(
+        outfitter(env, "serve", "--port", "1"),
+        f"error: invalid configuration: OUTFITTER_RATE_LIMIT: {BAD_SETTINGS['OUTFITTER_RATE_LIMIT'][1]}",
+    )
+
+
+def test_a_secret_is_never_echoed_in_a_configuration_error(tmp_path: Path) -> None:
+    env = clean_env(
+        OUTFITTER_DATABASE_URL="mysql://admin:hunter2@db.example.com/outfitter",
+        OUTFITTER_REDIS_URL="redis-cluster://:hunter2@cache",
+    )
+    done = outfitter(env, "company", "list")
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 2, done.stderr
+    assert "hunter2" not in done.stderr
+
+
+# --- item 19: the schema must be at the head revision -----------------------------------------
+
+
+def schema_behind(database: str) -> str:
+    return f"error: the database schema is not up to date in {database}: run 'outfitter db upgrade' first"
+
+
+@pytest.fixture
+def empty_postgres() -> Iterator[str]:
+    """A PostgreSQL database with no tables, its URL with a password (ignored by trust auth)."""
+    admin_url = Settings(database_url=POSTGRES_URL).database_url
+    name = f"outfitter_empty_{uuid.uuid4().hex[:8]}"
+    try:
+        admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:
+        pytest.skip(f"PostgreSQL at {POSTGRES_URL} is not reachable: {exc}")
+    url = make_url(admin_url).set(database=name, password="s3cret-pw")
+    url = url.set(username=url.username or os.environ.get("USER") or "postgres")
+    yield url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", "0"], ["worker"], ["worker", "--once"]])
+def test_serve_and_worker_refuse_an_unmigrated_sqlite_database(command: list[str], tmp_path: Path) -> None:
+    database = tmp_path / "empty.db"
+    env = clean_env(OUTFITTER_DATABASE_URL=f"sqlite:///{database}", OUTFITTER_RATE_LIMIT="off")
+    assert_one_error_line(outfitter(env, *command), schema_behind(f"sqlite:///{database}"))
+
+
+@pytest.mark.parametrize(
+    "command", [["serve", "--port", "0", "--workers", "2"], ["worker"], ["company", "list"]]
+)
+def test_serve_and_worker_refuse_an_unmigrated_postgres_database_naming_it_without_password(
+    command: list[str], empty_postgres: str
+) -> None:
+    env = clean_env(OUTFITTER_DATABASE_URL=empty_postgres, OUTFITTER_RATE_LIMIT="off")
+    shown = empty_postgres.replace(":s3cret-pw@", "@")
+    done = outfitter(env, *command)
+    assert_one_error_line(done, schema_behind(shown))
+    assert "s3cret-pw" not in done.stderr
+
+
+def test_readyz_is_503_while_the_schema_is_behind(tmp_path: Path) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'empty.db'}", rate_limit="off")
+    with TestClient(create_app(settings)) as client:
+        response = client.get("/readyz")
+    assert response.status_code == 503, response.text
+    assert response.headers["Retry-After"] == "2"
+    assert response.json() == {
+        "success": False,
+        "message": "The database schema is behind this release: run 'outfitter db upgrade'.",
+        "data": {"database": "schema behind", "redis": "not configured"},
+    }
+
+
+# --- item 19: the SQLite default is anchored in the user's data directory ----------------------
+
+
+def test_the_default_database_lives_in_the_data_directory_whatever_the_current_one(tmp_path: Path) -> None:
+    """XDG_DATA_HOME moves the data directory (platformdirs), as on any Linux desktop or server."""
+    data_home, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = clean_env(XDG_DATA_HOME=str(data_home))
+    database = data_home / "outfitter" / "outfitter.db"
+    done = outfitter(env, "worker", "--once", cwd=elsewhere)
+    assert_one_error_line(done, schema_behind(f"sqlite:///{database}"))
+    assert outfitter(env, "db", "upgrade", cwd=tmp_path).returncode == 0
+    done = outfitter(env, "worker", "--once", cwd=elsewhere)
+    assert done.returncode == 0 and "attempted 0" in done.stdout, done.stderr
+    assert database.is_file() and not list(elsewhere.iterdir())
