@@ -162,6 +162,8 @@ def _add_health_checks(app: FastAPI) -> None:
         "/healthz", response_model=Envelope[dict[str, str]], tags=["operations"], summary="Process is up"
     )
     def healthz() -> dict[str, object]:
+        """Answers 200 while the process serves requests, whatever its dependencies' state: for a
+        liveness probe. Readiness (the database reachable) is /readyz."""
         return ok({"status": "ok"}, "Service is up.")
 
     @app.get(
@@ -172,7 +174,8 @@ def _add_health_checks(app: FastAPI) -> None:
         summary="Each dependency's state; 503 while the database is unreachable",
     )
     def readyz() -> object:
-        """`database` decides readiness; Redis (rate limits, which fail open) is only reported."""
+        """Each dependency's state, for a readiness probe: 503 while the database is unreachable.
+        Redis (rate limits, which fail open) is only reported."""
         checks = {"database": _check_database(app), "redis": app.state.rate_limiter.storage_state()}
         if checks["database"] != "ok":
             body = error_body("The database is unreachable.")

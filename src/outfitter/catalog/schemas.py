@@ -8,7 +8,7 @@ from decimal import Decimal
 from pydantic import Field
 
 from outfitter.core.money import round_money
-from outfitter.core.schemas import DecimalString, Schema, Timestamp
+from outfitter.core.schemas import Money, Schema, Timestamp
 from outfitter.models import AssetPricing, AssetSpecification, AssetStatus, Currency, CurrencyStatus
 
 
@@ -20,7 +20,7 @@ class CurrencyBrief(Schema):
 
 class AssetPricingOut(Schema):
     id: uuid.UUID
-    amount: DecimalString
+    amount: Money
     currency: CurrencyBrief
 
 

@@ -47,8 +47,15 @@ Timestamp = Annotated[
     PlainSerializer(format_timestamp, return_type=str),
     WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
 ]
-DecimalString = Annotated[Decimal, PlainSerializer(lambda value: format(value, "f"), return_type=str)]
-DecimalNumber = Annotated[Decimal, PlainSerializer(float, return_type=float)]
+# Money on the wire, in every answer: a decimal string, never a JSON number (a float would round
+# it). One schema everywhere, so that a generated client has one money type.
+MONEY_PATTERN = r"^-?[0-9]+(\.[0-9]+)?$"
+MONEY_SCHEMA: dict[str, Any] = {"type": "string", "pattern": MONEY_PATTERN, "examples": ["1299.99"]}
+Money = Annotated[
+    Decimal,
+    PlainSerializer(lambda value: format(value, "f"), return_type=str),
+    WithJsonSchema(MONEY_SCHEMA, mode="serialization"),
+]
 
 
 class Documented:
@@ -63,6 +70,27 @@ class Documented:
         self, schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         return {**handler(schema), **self.keywords}
+
+
+# An id the service reads as text, so that a malformed one is a 422 naming its field (or a 404 in
+# a path) rather than the body's shape: documented as the UUID it must be.
+UuidText = Annotated[str, Documented(format="uuid")]
+
+
+class DocumentedAs:
+    """Validates as the annotated type, documents as `shape`: for a field the service checks item by
+    item itself, to report every item's errors at its path (`employees.3.email`), but whose items a
+    client should see typed: `Annotated[list[Any], DocumentedAs(list[EmployeeCreate])]`."""
+
+    def __init__(self, shape: Any) -> None:
+        self.shape = shape
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        from pydantic import TypeAdapter
+
+        return handler(TypeAdapter(self.shape).core_schema)
 
 
 class NotNull:
