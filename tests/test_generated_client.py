@@ -235,3 +235,32 @@ def test_bulk_work_and_a_csv_import_through_the_generated_client(
         moved.status_code == 200
         and [record.status for record in moved.parsed.data] == [models.EquipmentStatus.IN_STORAGE] * 2
     )
+
+
+def test_webhook_payloads_parse_into_the_generated_event_models(
+    generated: ModuleType, app: FastAPI, api: Api, engine: Engine
+) -> None:
+    """openapi-python-client reads no `webhooks` section, but it makes a model of every component:
+    each event type's payload component, whose `data` is the subject's own answer model."""
+    load_demo_catalog(engine)
+    models = _module("models")
+    created = api.post("/client/employees", employee_body())
+    assert created.status_code == 201, created.text
+    event = api.get("/client/events", type="employee.created").json()["data"]["data"][0]
+    delivered = {
+        "id": event["id"],
+        "type": event["type"],
+        "timestamp": event["created_at"],
+        "data": event["data"],
+    }
+    parsed = models.EmployeeCreatedEvent.from_dict(delivered)
+    assert isinstance(parsed.data, models.EmployeeOut) and str(parsed.data.id) == created.json()["data"]["id"]
+    assert parsed.type_ == "employee.created"
+    for event_type in (
+        "equipment.moved_to_storage",
+        "transaction.fulfilled",
+        "order.completed",
+        "wallet.debited",
+    ):
+        name = "".join(word.capitalize() for word in event_type.replace(".", "_").split("_")) + "Event"
+        assert hasattr(models, name), name

@@ -19,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from outfitter.catalog.router import router as catalog_router
 from outfitter.config import Settings, get_settings
+from outfitter.core.cors import ListedOriginsCORS
 from outfitter.core.csv_import import MAX_IMPORT_BYTES
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.handlers import install_error_handlers, route_methods
@@ -35,6 +36,7 @@ from outfitter.events.router import router as events_router
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
 from outfitter.people.router import router as people_router
+from outfitter.webhooks.openapi import add_webhooks
 from outfitter.webhooks.router import router as webhooks_router
 
 API_PREFIX = "/api/v2"
@@ -108,6 +110,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         csv_max_bytes=MAX_IMPORT_BYTES,
     )
     app.add_middleware(RequestContextMiddleware)
+    if settings.cors_origins:  # outermost: a preflight is answered before any other check
+        app.add_middleware(ListedOriginsCORS, origins=settings.cors_origins)
 
     # Each router straight on the app, the hottest first: FastAPI matches a request by walking the
     # routes in order, level by level, and that walk was a third of a single retrieve's CPU.
@@ -125,7 +129,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(sandbox_router)
     _add_docs(app)
     _add_health_checks(app)
-    install_contract(app)
+    install_contract(app, add_webhooks)
     return app
 
 

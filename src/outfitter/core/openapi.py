@@ -143,12 +143,16 @@ def operation_id(route: APIRoute) -> str:
     return route.name
 
 
-def install_contract(app: FastAPI) -> None:
+def install_contract(app: FastAPI, *extensions: Callable[[dict[str, Any]], None]) -> None:
+    """Serve the completed document; each of `extensions` then adds to it (the webhooks section)."""
     generate: Callable[[], dict[str, Any]] = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = complete(generate())
+            document = complete(generate())
+            for extend in extensions:
+                extend(document)
+            app.openapi_schema = document
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
