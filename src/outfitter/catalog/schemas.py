@@ -1,4 +1,4 @@
-"""Catalog response shapes, field for field as the interface lists them."""
+"""Catalog response shapes, field for field as docs/api.md and the OpenAPI document give them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The OpenAPI document as a contract tools can trust (decisions 12).
+"""The OpenAPI document as a contract tools can trust (docs/api.md).
 
 Routers declare what is particular to an operation: its success model, the domain errors it
 raises (`error_responses(404, 409)`), the formats of its parameters. `contract_openapi` then

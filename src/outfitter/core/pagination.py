@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 DEFAULT_PER_PAGE = 15
 MAX_PER_PAGE = 100
-MAX_PAGE = 2**31 - 1  # the interface declares page as int32
+MAX_PAGE = 2**31 - 1  # page is an int32 in the OpenAPI document
 
 RowT = TypeVar("RowT")
 

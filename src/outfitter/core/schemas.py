@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 
 def format_timestamp(value: datetime) -> str:
-    """ISO 8601 UTC with microseconds, the form the interface shows: 2024-05-01T09:30:00.000000Z."""
+    """ISO 8601 UTC with microseconds, the form every answer gives: 2024-05-01T09:30:00.000000Z."""
     if value.utcoffset():
         value = value.astimezone(UTC)
     return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"

@@ -1,4 +1,4 @@
-"""Equipment request and response shapes, field for field as the interface lists them."""
+"""Equipment request and response shapes, field for field as docs/equipment.md lists them."""
 
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ class EquipmentOut(EquipmentBase):
 
 
 class EquipmentPageEnvelope(Schema):
-    """The equipment lists carry the counters inside `data` and beside `success` (decisions 2)."""
+    """The equipment lists carry the counters inside `data` and beside `success` (docs/api.md, Pagination)."""
 
     success: bool = True
     message: str

@@ -45,7 +45,7 @@ class PricingOrder(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     asset_pricing_id: UuidText = Field(max_length=100)
-    # Strict: true and "2" are not quantities (decisions 12).
+    # Strict: true and "2" are not quantities (docs/payments.md).
     quantity: StrictInt = Field(default=1, ge=1, le=MAX_QUANTITY)
 
 

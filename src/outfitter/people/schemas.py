@@ -1,5 +1,5 @@
-"""People request and response shapes: the Employee and Department resources field for field as the
-interface lists them, and the bodies that create and change them."""
+"""People request and response shapes: the Employee and Department resources field for field as
+docs/people.md lists them, and the bodies that create and change them."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ class EmployeeBulkCreate(Body):
     # item's errors at its path.
     employees: Annotated[list[Any], DocumentedAs(list[list[EmployeeCreate]] | list[EmployeeCreate])] = Field(
         json_schema_extra={"minItems": 1},
-        description="An array holding arrays of employees (the interface's shape), or a flat array; "
+        description="An array holding arrays of employees (the shape older clients send), or a flat array; "
         "at most 1,000 employees in all",
     )
 
@@ -144,7 +144,7 @@ class EmployeeBulkCreate(Body):
 class EmployeePatch(Body):
     model_config = ConfigDict(json_schema_extra={"examples": [{"job_title": "Staff Engineer"}]})
 
-    """Only the fields the interface lists; null clears the nullable ones."""
+    """Only the fields docs/people.md lists; null clears the nullable ones."""
 
     first_name: Annotated[Name | None, NotNull()] = None
     last_name: Annotated[Name | None, NotNull()] = None

@@ -1,4 +1,4 @@
-"""Webhook endpoint and delivery shapes, field for field as decisions.md section 13 lists them."""
+"""Webhook endpoint and delivery shapes, field for field as docs/webhooks.md lists them."""
 
 from __future__ import annotations
 
