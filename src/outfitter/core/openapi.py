@@ -71,18 +71,55 @@ _SAMPLES: dict[str, Any] = {
     "binary": "",
 }
 
+# By property name, for a string with no example of its own (a test validates every example).
+_NAMED_SAMPLES: dict[str, str] = {
+    "message": "Done successfully.",
+    "title": "MacBook Pro 14",
+    "first_name": "Ada",
+    "last_name": "Lovelace",
+    "employee_name": "Ada Lovelace",
+    "email": "ada.lovelace@example.com",
+    "personal_email": "ada@example.org",
+    "phone": "+234 801 234 5678",
+    "address": "1 Marina, Lagos",
+    "landmark": "Opposite the National Museum",
+    "job_title": "Engineer",
+    "employment_type": "Full-time",
+    "country": "Nigeria",
+    "country_code": "NG",
+    "currency": "NGN",
+    "currency_code": "NGN",
+    "tx_ref": "OTF-3F9A1C2B7D4E5F60A1B2",
+    "serial_number": "C02XK0ABJGH5",
+    "make": "Apple",
+    "model": "MacBook Pro 14 (M3 Pro)",
+    "year": "2024",
+    "type": "Laptop",
+    "description": "14-inch MacBook Pro for engineering work",
+    "actor": "Acme Ltd API",
+    "url": "https://hooks.example.com/outfitter",
+    "link": "https://outfitter.example.com/sandbox/checkout/OTF-3F9A1C2B7D4E5F60A1B2",
+    "image_url": "https://images.example.com/macbook-pro-14.jpg",
+    "asset_code": "APL-MBP14-M3P",
+    "company": "Acme Ltd",
+}
+
 
 def example_of(
-    schema: dict[str, Any], schemas: dict[str, Any], expanding: frozenset[str] = frozenset()
+    schema: dict[str, Any],
+    schemas: dict[str, Any],
+    expanding: frozenset[str] = frozenset(),
+    name: str | None = None,
 ) -> Any:
     """A value valid against `schema` (resolving `#/components/schemas/` references): the first of
     its `examples`, its const, first enum value or default, else one built from its type and
-    format. Optional members of objects are included, so the example shows every field."""
+    format, else a sample for a property of its `name` (`title`, `email`...). Optional members of
+    objects are included, so the example shows every field."""
     reference = schema.get("$ref")
     if isinstance(reference, str):
         if reference in expanding:  # a recursive schema: stop with the smallest value
             return None
-        return example_of(schemas[reference.rsplit("/", 1)[1]], schemas, expanding | {reference})
+        return example_of(schemas[reference.rsplit("/", 1)[1]], schemas, expanding | {reference}, name)
     if schema.get("examples"):
         return schema["examples"][0]
     if "example" in schema:
@@ -96,7 +133,7 @@ def example_of(
     for combiner in ("anyOf", "oneOf", "allOf"):
         branches = [branch for branch in schema.get(combiner, []) if branch.get("type") != "null"]
         if branches:
-            return example_of(branches[0], schemas, expanding)
+            return example_of(branches[0], schemas, expanding, name)
         if combiner in schema:
             return None
     kind = schema.get("type")
@@ -104,8 +141,8 @@ def example_of(
         kind = next((name for name in kind if name != "null"), "null")
     if kind == "object" or "properties" in schema:
         value = {
-            name: example_of(member, schemas, expanding)
-            for name, member in schema.get("properties", {}).items()
+            member_name: example_of(member, schemas, expanding, member_name)
+            for member_name, member in schema.get("properties", {}).items()
         }
         extra = schema.get("additionalProperties")
         if not value and isinstance(extra, dict):
@@ -113,11 +150,11 @@ def example_of(
             value[key if isinstance(key, str) else "key"] = example_of(extra, schemas, expanding)
         return value
     if kind == "array":
-        return [example_of(schema.get("items", {}), schemas, expanding)]
+        return [example_of(schema.get("items", {}), schemas, expanding, name)]
     if kind == "string":
         if schema.get("format") in _SAMPLES:
             return _SAMPLES[schema["format"]]
-        return "text".ljust(schema.get("minLength", 0), "x")
+        return _NAMED_SAMPLES.get(name or "", "text").ljust(schema.get("minLength", 0), "x")
     if kind == "integer":
         return int(schema.get("minimum", 1))
     if kind == "number":
