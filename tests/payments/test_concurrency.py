@@ -74,7 +74,7 @@ def test_fifty_webhook_deliveries_racing_verify_make_one_order(
         data = client.post(
             "/client/transactions/initiate", json=card_body(employee, pricing, quantity=3)
         ).json()["data"]
-        record_sandbox_payment(db, data["tx_ref"], data["total_amount"], "NGN")
+        record_sandbox_payment(db, data["tx_ref"], f"{data['total_amount']:.2f}", "NGN")
         body, headers = signed(sandbox_gateway(live_server.app), notice(data["tx_ref"]), "msg_race")
         webhook_url = f"{live_server.url}/api/v2/webhooks/payments/sandbox"
         calls: list[Callable[[], httpx.Response]] = [

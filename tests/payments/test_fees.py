@@ -81,13 +81,13 @@ def test_the_worked_example_through_the_api(api: Api, db: Session) -> None:
     assert {
         key: data[key] for key in ("amount", "insurance", "platform_fee", "gateway_fee", "total_amount")
     } == {
-        "amount": "4227.00",
-        "insurance": "126.81",
-        "platform_fee": "211.35",
-        "gateway_fee": "70.28",
-        "total_amount": "4755.44",
+        "amount": 4227.0,
+        "insurance": 126.81,
+        "platform_fee": 211.35,
+        "gateway_fee": 70.28,
+        "total_amount": 4755.44,
     }
-    assert (data["onboarding_fee"], data["device_config_fee"]) == ("75.00", "45.00")
+    assert (data["onboarding_fee"], data["device_config_fee"]) == (75.0, 45.0)
 
 
 def test_default_schedule_covers_the_required_currencies(db: Session) -> None:

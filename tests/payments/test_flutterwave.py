@@ -154,7 +154,7 @@ def test_card_purchase_through_flutterwave(fw: Api, db: Session, standin: Flutte
         "/client/transactions/initiate", card_body(employee, prices(fw)[0]["asset_pricing"]["id"])
     ).json()["data"]
     assert data["link"].startswith("https://checkout.flutterwave.test/") and data["status"] == "Pending"
-    assert standin.payments[data["tx_ref"]]["amount"] == data["total_amount"]
+    assert standin.payments[data["tx_ref"]]["amount"] == f"{data['total_amount']:.2f}"
     assert fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]["status"] == "Pending"
     payment = standin.pay(data["tx_ref"])
     assert_error(webhook(fw, payment, "wrong"), 401)
@@ -164,7 +164,7 @@ def test_card_purchase_through_flutterwave(fw: Api, db: Session, standin: Flutte
     assert webhook(fw, payment).json()["data"]["outcome"] == "duplicate"
     assert count(db, Order) == 1
     verified = fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]
-    assert verified["status"] == "Fulfilled" and verified["total_amount"] == data["total_amount"]
+    assert verified["status"] == "Fulfilled" and verified["total_amount"] == f"{data['total_amount']:.2f}"
 
 
 def test_verify_completes_a_flutterwave_payment_without_webhook(
@@ -319,7 +319,7 @@ def test_an_overpayment_fulfils_and_records_the_excess(
     fw: Api, db: Session, standin: FlutterwaveStandIn, monkeypatch: pytest.MonkeyPatch, database_url: str
 ) -> None:
     data = _initiate(fw, db)
-    paid = Decimal(data["total_amount"]) + Decimal("100.00")
+    paid = Decimal(f"{data['total_amount']:.2f}") + Decimal("100.00")
     payment = standin.pay(data["tx_ref"], amount=str(paid))
     assert webhook(fw, payment).json()["data"]["outcome"] == "fulfilled"
     [over] = _anomalies(monkeypatch, database_url)

@@ -151,7 +151,7 @@ def test_verify_asks_the_gateway_outside_any_transaction(
     app: FastAPI, engine: Engine, api: Api, db: Session, held: HeldGateway
 ) -> None:
     data = _pending_card_transaction(api, db, held)
-    record_sandbox_payment(db, data["tx_ref"], data["total_amount"], data["currency"])
+    record_sandbox_payment(db, data["tx_ref"], f"{data['total_amount']:.2f}", data["currency"])
     response = _while_held(
         app, engine, held, lambda: api.get(f"/client/transactions/{data['tx_ref']}/verify")
     )
@@ -163,10 +163,10 @@ def test_the_webhook_asks_the_gateway_before_its_transaction(
     app: FastAPI, engine: Engine, api: Api, db: Session, held: HeldGateway
 ) -> None:
     data = _pending_card_transaction(api, db, held)
-    record_sandbox_payment(db, data["tx_ref"], data["total_amount"], data["currency"])
+    record_sandbox_payment(db, data["tx_ref"], f"{data['total_amount']:.2f}", data["currency"])
     body, headers = signed(
         held.real,
-        notice(data["tx_ref"], data["total_amount"]),
+        notice(data["tx_ref"], f"{data['total_amount']:.2f}"),
         f"msg_{uuid.uuid4().hex}",
         datetime.now(UTC),
     )

@@ -44,7 +44,7 @@ def test_forged_missing_and_stale_signatures_are_401_and_change_nothing(
     api: Api, db: Session, client: TestClient, sandbox: SandboxGateway
 ) -> None:
     data = pending(api, db)
-    record_sandbox_payment(db, str(data["tx_ref"]), data["total_amount"], "NGN")
+    record_sandbox_payment(db, str(data["tx_ref"]), f"{data['total_amount']:.2f}", "NGN")
     body, headers = signed(sandbox, notice(str(data["tx_ref"])), "msg_1")
     forged = {**headers, "webhook-signature": "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}
     assert_error(client.post(URL, content=body, headers=forged), 401, "signature")
@@ -68,7 +68,7 @@ def test_duplicates_and_replays_answer_200_and_change_nothing(
     api: Api, db: Session, client: TestClient, sandbox: SandboxGateway
 ) -> None:
     data = pending(api, db)
-    record_sandbox_payment(db, str(data["tx_ref"]), data["total_amount"], "NGN")
+    record_sandbox_payment(db, str(data["tx_ref"]), f"{data['total_amount']:.2f}", "NGN")
     body, headers = signed(sandbox, notice(str(data["tx_ref"])), "msg_dup")
     first = client.post(URL, content=body, headers=headers)
     second = client.post(URL, content=body, headers=headers)
@@ -95,7 +95,7 @@ def test_the_body_is_never_trusted_for_money(
     # The notice claims the full amount; the gateway's own book says the payer paid less.
     data = pending(api, db)
     record_sandbox_payment(db, str(data["tx_ref"]), "100.00", "NGN")
-    body, headers = signed(sandbox, notice(str(data["tx_ref"]), data["total_amount"]), "msg_short")
+    body, headers = signed(sandbox, notice(str(data["tx_ref"]), f"{data['total_amount']:.2f}"), "msg_short")
     response = client.post(URL, content=body, headers=headers)
     assert response.status_code == 200 and response.json()["data"]["outcome"] == "failed"
     verified = api.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]

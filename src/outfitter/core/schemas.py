@@ -48,7 +48,8 @@ Timestamp = Annotated[
     WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
 ]
 # Money on the wire, in every answer: a decimal string, never a JSON number (a float would round
-# it). One schema everywhere, so that a generated client has one money type.
+# it). One schema everywhere, so that a generated client has one money type; the one exception is
+# the initiate answer's amounts, JSON numbers clients code against (`payments.schemas.InitiateAmount`).
 MONEY_PATTERN = r"^-?[0-9]+(\.[0-9]+)?$"
 MONEY_SCHEMA: dict[str, Any] = {"type": "string", "pattern": MONEY_PATTERN, "examples": ["1299.99"]}
 Money = Annotated[

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    StrictInt,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from outfitter.core.schemas import Documented, Money, OneOf, Schema, Timestamp, UuidText
 from outfitter.models import (
@@ -37,6 +47,20 @@ def _check_redirect_url(value: str | None) -> str | None:
     return value
 
 
+# The initiate answer's amounts: JSON numbers, as that answer has always given them and clients code
+# against (verify and the lists give the same amounts as Money strings): the one exception to Money.
+INITIATE_AMOUNT_SCHEMA: dict[str, Any] = {
+    "type": "number",
+    "description": "The same decimal amount that verify and the lists give as a decimal string, given "
+    "here as a JSON number, as the initiate answer always has (a fixed part of the API): parse it as a "
+    "decimal, not a float (e.g. `json.loads(text, parse_float=Decimal)`).",
+    "examples": [1299.99],
+}
+InitiateAmount = Annotated[
+    Decimal,
+    PlainSerializer(float, return_type=float),
+    WithJsonSchema(INITIATE_AMOUNT_SCHEMA, mode="serialization"),
+]
 # `orders` is keyed by employee id.
 EMPLOYEE_KEYS = Documented(propertyNames={"format": "uuid"})
 
@@ -252,9 +276,20 @@ class TransactionOut(_TransactionBase):
     total_amount: Money
 
 
-class TransactionInitiatedOut(TransactionOut):
-    """The initiate answer: the transaction with its checkout `link` (null for Credit)."""
+class TransactionInitiatedOut(_TransactionBase):
+    """The initiate answer: amounts as JSON numbers (`InitiateAmount`, the one exception to Money),
+    with the checkout `link` (null for Credit)."""
 
+    amount: InitiateAmount
+    insurance: InitiateAmount
+    gateway_fee: InitiateAmount
+    onboarding_fee: InitiateAmount
+    device_config_fee: InitiateAmount
+    platform_fee: InitiateAmount
+    retrieval_fee: InitiateAmount
+    inspection_fee: InitiateAmount
+    storage_fee: InitiateAmount
+    total_amount: InitiateAmount
     link: str | None
 
 
