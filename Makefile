@@ -24,10 +24,13 @@ install: $(STAMP)
 
 install-dev: $(DEV_STAMP)
 
-## Serve on the embedded default: SQLite, demo data, a printed token.
+## Serve on the embedded default: SQLite, demo data, a printed token. Another port: make run PORT=9000
+## (the payment links and the sandbox's webhook follow it, through OUTFITTER_PUBLIC_URL).
+PORT ?= 8000
 run: install
-	$(BIN)/outfitter demo
-	$(BIN)/outfitter serve --host 127.0.0.1 --port 8000
+	OUTFITTER_PUBLIC_URL=$${OUTFITTER_PUBLIC_URL:-http://127.0.0.1:$(PORT)} $(BIN)/outfitter demo
+	OUTFITTER_PUBLIC_URL=$${OUTFITTER_PUBLIC_URL:-http://127.0.0.1:$(PORT)} \
+		$(BIN)/outfitter serve --host 127.0.0.1 --port $(PORT)
 
 ## Lint, type-check, then the whole suite (SQLite always; PostgreSQL when reachable, required in CI).
 test: install-dev lint

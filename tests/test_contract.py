@@ -49,8 +49,8 @@ REFERS_TO_RECORDS = {
     "update_equipment": "assignee_id, currency and country must name records",
     "list_equipment": "country must name a country",
     "initiate_transaction": "orders name employees and asset prices; employee_country_id a country",
-    "initiate_transaction_guide_alias": "as initiate_transaction",
-    "initiate_transaction_interface_path": "as initiate_transaction",
+    "initiate_transaction_clients_path": "as initiate_transaction",
+    "initiate_transaction_root_path": "as initiate_transaction",
     "initiate_onboard_from_storage": "orders name employees and storage equipment",
     "initiate_offboard": "orders name employees and the equipment they hold",
     # Not a record, but the same kind of rule: one between two parameters, which no schema states.

@@ -18,6 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from outfitter.catalog.router import router as catalog_router
 from outfitter.config import Settings, display_database_url, get_settings
+from outfitter.core.cors import ListedOriginsCORS
 from outfitter.core.csv_import import MAX_IMPORT_BYTES
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.handlers import install_error_handlers, install_fixed_path_guard, route_methods
@@ -35,6 +36,7 @@ from outfitter.migrations import is_current
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
 from outfitter.people.router import router as people_router
+from outfitter.webhooks.openapi import add_webhooks
 from outfitter.webhooks.router import router as webhooks_router
 
 API_PREFIX = "/api/v2"
@@ -108,6 +110,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         csv_max_bytes=MAX_IMPORT_BYTES,
     )
     app.add_middleware(RequestContextMiddleware)
+    if settings.cors_origins:  # outermost: a preflight is answered before any other check
+        app.add_middleware(ListedOriginsCORS, origins=settings.cors_origins)
 
     # Each router straight on the app, the hottest first: FastAPI matches a request by walking the
     # routes in order, level by level, and that walk was a third of a single retrieve's CPU.
@@ -126,7 +130,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(sandbox_router)
     _add_docs(app)
     _add_health_checks(app)
-    install_contract(app)
+    install_contract(app, add_webhooks)
     return app
 
 
@@ -163,6 +167,8 @@ def _add_health_checks(app: FastAPI) -> None:
         "/healthz", response_model=Envelope[dict[str, str]], tags=["operations"], summary="Process is up"
     )
     def healthz() -> dict[str, object]:
+        """Answers 200 while the process serves requests, whatever its dependencies' state: for a
+        liveness probe. Readiness (the database reachable) is /readyz."""
         return ok({"status": "ok"}, "Service is up.")
 
     @app.get(
@@ -175,7 +181,8 @@ def _add_health_checks(app: FastAPI) -> None:
         summary="Each dependency's state; 503 while the database is unreachable or its schema behind",
     )
     def readyz() -> object:
-        """`database` decides readiness; Redis (rate limits, which fail open) is only reported."""
+        """Each dependency's state, for a readiness probe: 503 while the database is unreachable.
+        Redis (rate limits, which fail open) is only reported."""
         checks = {"database": _check_database(app), "redis": app.state.rate_limiter.storage_state()}
         if checks["database"] != "ok":
             body = error_body(NOT_READY[checks["database"]])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -105,6 +106,8 @@ class Settings(BaseSettings):
     worker_reconcile_interval_seconds: float = Field(default=600.0, gt=0)
     # `outfitter serve` runs one worker in-process unless this is false.
     embedded_worker: bool = True
+    # Browser origins allowed to call the API (CORS), separated by commas; none by default.
+    cors_origins: Annotated[list[str], NoDecode] = []
 
     @field_validator("database_url")
     @classmethod
@@ -160,6 +163,18 @@ class Settings(BaseSettings):
             not value or any(not isinstance(s, int | float) or s < 0 for s in value) or value != sorted(value)
         ):
             raise ValueError("expected one or more non-negative seconds, in increasing order")
+        return value
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _parse_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [part.strip().rstrip("/") for part in value.split(",") if part.strip()]
+        for origin in value if isinstance(value, list) else []:
+            if not isinstance(origin, str) or not re.fullmatch(r"https?://[^/\s]+", origin):
+                raise ValueError(
+                    f"expected origins such as https://app.example.com, separated by commas: {origin!r}"
+                )
         return value
 
     @model_validator(mode="after")

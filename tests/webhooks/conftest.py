@@ -19,7 +19,7 @@ from outfitter.db.session import make_sessionmaker
 from outfitter.models import EventType, WebhookAttempt, WebhookDelivery
 from outfitter.worker import Worker
 from tests.factories import Api
-from tests.webhooks.receiver import Receiver, running_receiver
+from tests.webhooks.receiver import Receiver, event_data, running_receiver
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def emit(engine: Engine, company_id: uuid.UUID, *types: EventType) -> list[uuid.
         bind_company(session, company_id)
         return record_events(
             session,
-            [NewEvent(type, uuid.uuid4(), {"id": str(uuid.uuid4()), "n": n}) for n, type in enumerate(types)],
+            [NewEvent(type, uuid.uuid4(), event_data(type)) for type in types],
         )
 
 

@@ -1,14 +1,67 @@
 """A real HTTP receiver for webhook tests: a threaded http.server on 127.0.0.1, answering each
-request with the next status of a script (then 200), optionally holding requests until released."""
+request with the next status of a script (then 200), optionally holding requests until released.
+
+Every body it receives is validated against its event type's schema in the `webhooks` section of
+the served OpenAPI document; a test whose receiver got one that does not match fails."""
 
 from __future__ import annotations
 
+import functools
+import json
+import tempfile
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+import jsonschema_rs
+
+from outfitter.app import create_app
+from outfitter.config import Settings
+from outfitter.core.openapi import example_of
+from outfitter.webhooks.openapi import SUBJECT_SCHEMAS
+
+
+@functools.cache
+def served_document() -> dict[str, Any]:
+    """The OpenAPI document the app serves at /api/v2/openapi.json."""
+    # Built without a request: nothing connects to this database.
+    unused = Path(tempfile.gettempdir()) / "outfitter-openapi-document.db"
+    app = create_app(Settings(database_url=f"sqlite:///{unused}", rate_limit="off"))
+    document: dict[str, Any] = app.openapi()
+    app.state.engine.dispose()
+    return document
+
+
+@functools.cache
+def _payload_validator(event_type: str) -> Any:
+    document = served_document()
+    body = document["webhooks"][event_type]["post"]["requestBody"]["content"]["application/json"]
+    return jsonschema_rs.validator_for({**body["schema"], "components": document["components"]})
+
+
+def payload_problems(body: bytes) -> list[str]:
+    """Why a delivered body does not match the document's schema of its event type (none: it does)."""
+    try:
+        payload = json.loads(body)
+        event_type = payload["type"]
+    except (ValueError, KeyError, TypeError) as exc:
+        return [f"not an event envelope: {exc!r}"]
+    if event_type not in served_document()["webhooks"]:
+        return [f"{event_type!r} is not an event type of the document's webhooks"]
+    return [f"{event_type}: {error}"[:500] for error in _payload_validator(event_type).iter_errors(payload)]
+
+
+def event_data(event_type: str) -> dict[str, Any]:
+    """`data` of a stand-in event of `event_type` that the document's schema accepts: the example of
+    its subject's answer, with an id of its own."""
+    schema = {"$ref": f"#/components/schemas/{SUBJECT_SCHEMAS[event_type.partition('.')[0]].__name__}"}
+    data: dict[str, Any] = example_of(schema, served_document()["components"]["schemas"])
+    return {**data, "id": str(uuid.uuid4())} if "id" in data else data
 
 
 @dataclass
@@ -26,6 +79,7 @@ class Receiver:
     hold: threading.Event | None = None  # when set, requests wait for it before answering
     arrived: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    invalid: list[str] = field(default_factory=list)  # what payload_problems found, per body
 
     def ids(self) -> list[str]:
         with self.lock:
@@ -38,7 +92,9 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            problems = payload_problems(body)
             with receiver.lock:
+                receiver.invalid.extend(problems)
                 receiver.received.append(
                     Received(self.path, {key.lower(): value for key, value in self.headers.items()}, body)
                 )
@@ -75,3 +131,6 @@ def running_receiver() -> Iterator[Receiver]:
             receiver.hold.set()
         server.shutdown()
         server.server_close()
+    assert not receiver.invalid, "bodies that do not match the document's webhooks:\n" + "\n".join(
+        receiver.invalid[:10]
+    )

@@ -34,7 +34,7 @@ from tests.factories import Api, load_demo_catalog
 from tests.payments.conftest import card_body, prices
 from tests.people.helpers import create_employee
 from tests.webhooks.conftest import attempts, deliveries, emit, make_worker, register
-from tests.webhooks.receiver import Receiver
+from tests.webhooks.receiver import Receiver, event_data
 
 
 def test_two_workers_racing_over_1000_deliveries_send_each_once(
@@ -45,7 +45,8 @@ def test_two_workers_racing_over_1000_deliveries_send_each_once(
     try:
         with TenantSession(engine) as session, session.begin():
             bind_company(session, api.company_id)
-            events = [NewEvent(EventType.EMPLOYEE_UPDATED, uuid.uuid4(), {"n": n}) for n in range(1000)]
+            data = event_data(EventType.EMPLOYEE_UPDATED)
+            events = [NewEvent(EventType.EMPLOYEE_UPDATED, uuid.uuid4(), data) for _ in range(1000)]
             ids = record_events(session, events)
         workers = [make_worker(engine, private_ok, concurrency=8, name=f"racer-{n}") for n in range(2)]
         done: list[int] = []

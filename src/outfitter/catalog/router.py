@@ -48,6 +48,9 @@ def list_assets(
     country: CountryAlias = None,
     currency: CurrencyAlias = None,
 ) -> dict[str, object]:
+    """The catalog's specifications that have a price for `country_id` and `currency_code` (both required: an
+    id, a name or a code), each with its asset and that price. Paginated; an unknown country or currency
+    is 422 naming it."""
     market = service.resolve_market(client.session, country_id or country, currency_code or currency)
     records, page = service.list_assets(client.session, *market, pagination)
     return ok(page.body(records), "Assets fetched successfully.")
@@ -60,6 +63,7 @@ def list_assets(
     summary="List asset categories",
 )
 def list_categories(client: ReadAccess) -> dict[str, object]:
+    """Every asset category (Laptops, Phones...), to filter and read the catalog by."""
     categories = CatalogRepository(client.session).categories()
     return ok(categories, "Categories fetched successfully.")
 
@@ -71,6 +75,7 @@ def list_categories(client: ReadAccess) -> dict[str, object]:
     summary="List asset models",
 )
 def list_models(client: ReadAccess) -> dict[str, object]:
+    """Every asset model the catalog holds (id and name)."""
     models = CatalogRepository(client.session).models()
     return ok(models, "Models fetched successfully.")
 
@@ -90,6 +95,8 @@ def get_asset(
     country: CountryAlias = None,
     currency: CurrencyAlias = None,
 ) -> dict[str, object]:
+    """One asset with its specifications and, for each, its price in `country_id` and `currency_code`. An
+    unknown asset is 404; an unknown country or currency 422."""
     market = service.resolve_market(client.session, country_id or country, currency_code or currency)
     asset = service.get_asset(client.session, asset_id, *market)
     return ok(asset, "Asset fetched successfully.")
@@ -102,6 +109,8 @@ def get_asset(
     summary="List countries (ISO 3166-1) with their currency",
 )
 def list_countries(client: ReadAccess) -> dict[str, object]:
+    """Every country (ISO 3166-1) with its id, two-letter code and currency: use any of id, name or code
+    wherever a body or query names a country."""
     countries = CatalogRepository(client.session).countries()
     return ok(countries, "Countries fetched successfully.")
 
@@ -113,5 +122,6 @@ def list_countries(client: ReadAccess) -> dict[str, object]:
     summary="List currencies (ISO 4217)",
 )
 def list_currencies(client: ReadAccess) -> dict[str, object]:
+    """Every currency (ISO 4217) with its code and minor units (decimal places of its amounts)."""
     currencies = CatalogRepository(client.session).currencies()
     return ok(currencies, "Currencies fetched successfully.")

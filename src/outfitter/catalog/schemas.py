@@ -1,4 +1,4 @@
-"""Catalog response shapes, field for field as the interface lists them."""
+"""Catalog response shapes, field for field as docs/api.md and the OpenAPI document give them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from decimal import Decimal
 from pydantic import Field
 
 from outfitter.core.money import round_money
-from outfitter.core.schemas import DecimalString, Schema, Timestamp
+from outfitter.core.schemas import Money, Schema, Timestamp
 from outfitter.models import AssetPricing, AssetSpecification, AssetStatus, Currency, CurrencyStatus
 
 
@@ -20,7 +20,7 @@ class CurrencyBrief(Schema):
 
 class AssetPricingOut(Schema):
     id: uuid.UUID
-    amount: DecimalString
+    amount: Money
     currency: CurrencyBrief
 
 

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from outfitter.cli import JsonFlag, app, emit, fail, parse_id, unit_of_work
 from outfitter.core.tenancy import bind_company
 
-# Orders: operators move their stages (decisions 14). The session works across companies until
+# Orders: operators move their stages (docs/orders.md). The session works across companies until
 # the order is found, then acts as its company (events and tenancy need one).
 orders_app = typer.Typer(help="Orders tracked to the door: stages and cancellation.", no_args_is_help=True)
 app.add_typer(orders_app, name="orders")

@@ -1,6 +1,6 @@
 """One pagination helper for every list, in two modes (docs/api.md, "Pagination"):
 
-- **pages**: `page` / `per_page`, exact counters, a stable order (as the interface has it);
+- **pages**: `page` / `per_page`, exact counters, a stable order (as page-based clients expect);
 - **cursor**: `cursor` / `limit` (and `updated_since` on the lists that sync), keyset pages that
   cost the same at any depth, `next_cursor` instead of counters.
 
@@ -30,7 +30,7 @@ from outfitter.db.base import UTCDateTime
 
 DEFAULT_PER_PAGE = 15
 MAX_PER_PAGE = 100
-MAX_PAGE = 2**31 - 1  # the interface declares page as int32
+MAX_PAGE = 2**31 - 1  # page is an int32 in the OpenAPI document
 MAX_CURSOR_LENGTH = 1000
 
 RowT = TypeVar("RowT")

@@ -29,7 +29,7 @@ T = TypeVar("T")
 
 
 def format_timestamp(value: datetime) -> str:
-    """ISO 8601 UTC with microseconds, the form the interface shows: 2024-05-01T09:30:00.000000Z."""
+    """ISO 8601 UTC with microseconds, the form every answer gives: 2024-05-01T09:30:00.000000Z."""
     if value.utcoffset():
         value = value.astimezone(UTC)
     return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
@@ -69,6 +69,18 @@ DecimalString = Annotated[Decimal, PlainSerializer(lambda value: format(value, "
 DecimalNumber = Annotated[Decimal, PlainSerializer(float, return_type=float)]
 
 
+# Money on the wire, in every answer: a decimal string, never a JSON number (a float would round
+# it). One schema everywhere, so that a generated client has one money type; the one exception is
+# the initiate answer's amounts, JSON numbers clients code against (`payments.schemas.InitiateAmount`).
+MONEY_PATTERN = r"^-?[0-9]+(\.[0-9]+)?$"
+MONEY_SCHEMA: dict[str, Any] = {"type": "string", "pattern": MONEY_PATTERN, "examples": ["1299.99"]}
+Money = Annotated[
+    Decimal,
+    PlainSerializer(lambda value: format(value, "f"), return_type=str),
+    WithJsonSchema(MONEY_SCHEMA, mode="serialization"),
+]
+
+
 class Documented:
     """Adds what a validator enforces to a type's JSON schema, validation unchanged:
     `Annotated[str, AfterValidator(_email), Documented(format="email")]`. Unlike `Field`, it also
@@ -83,7 +95,7 @@ class Documented:
         return {**handler(schema), **self.keywords}
 
 
-# Booleans are strict (decisions §12): a JSON body takes true or false, never "yes", 0 or "true".
+# Booleans are strict: a JSON body takes true or false, never "yes", 0 or "true".
 StrictBool = Annotated[bool, Strict()]
 
 
@@ -97,6 +109,27 @@ def _query_bool(value: object) -> object:
 
 # A query parameter's boolean: exactly `true` or `false`; pydantic alone would take yes, 1, on...
 QueryBool = Annotated[bool, BeforeValidator(_query_bool)]
+
+
+# An id the service reads as text, so that a malformed one is a 422 naming its field (or a 404 in
+# a path) rather than the body's shape: documented as the UUID it must be.
+UuidText = Annotated[str, Documented(format="uuid")]
+
+
+class DocumentedAs:
+    """Validates as the annotated type, documents as `shape`: for a field the service checks item by
+    item itself, to report every item's errors at its path (`employees.3.email`), but whose items a
+    client should see typed: `Annotated[list[Any], DocumentedAs(list[EmployeeCreate])]`."""
+
+    def __init__(self, shape: Any) -> None:
+        self.shape = shape
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        from pydantic import TypeAdapter
+
+        return handler(TypeAdapter(self.shape).core_schema)
 
 
 class NotNull:

@@ -155,14 +155,20 @@ def move_devices(session: Session, auth: AuthContext, body: EquipmentBulkMove) -
         raise ValidationFailed.fields(errors)
 
     refusals: dict[str, list[str]] = {}
+    reserved = repository.reserving_transactions(devices)
     for index, equipment_id in enumerate(body.equipment_ids):
         equipment = devices[equipment_id]
+        if equipment_id in reserved:
+            refusals[f"equipment_ids.{index}"] = [service.reserved_refusal(equipment, reserved[equipment_id])]
+            continue
         refused = lifecycle.refusal(equipment, body.status, assignee)
         if refused is not None:
             refusals[f"equipment_ids.{index}"] = [f"{equipment_id} is {equipment.status}: {refused}"]
     if refusals:
+        holding = ", ".join(sorted(set(reserved.values())))
         raise Conflict(
-            f"{len(refusals)} of the {len(devices)} devices cannot move to {body.status}; nothing was moved.",
+            f"{len(refusals)} of the {len(devices)} devices cannot move to {body.status}; nothing was moved."
+            + (f" Reserved by the pending transaction(s) {holding}." if holding else ""),
             errors=refusals,
         )
     moved = [devices[equipment_id] for equipment_id in body.equipment_ids]

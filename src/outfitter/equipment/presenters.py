@@ -1,6 +1,7 @@
-"""Equipment records as the interface shows them, built from the rows of the repository's hot reads
-as plain dicts (the route validates and renders them once, against EquipmentListItem/EquipmentOut),
-and the computed fields of the single answer (score, missing information, readable durations)."""
+"""Equipment records as the API answers them (docs/equipment.md), built from the rows of the
+repository's hot reads as plain dicts (the route validates and renders them once, against
+EquipmentListItem/EquipmentOut), and the computed fields of the single answer (score, missing
+information, readable durations)."""
 
 from __future__ import annotations
 

@@ -38,9 +38,11 @@ from outfitter.models import (
     Employee,
     Equipment,
     EquipmentHistory,
+    EquipmentReservation,
     EquipmentStatus,
     EquipmentType,
     MembershipStatus,
+    Transaction,
     UserDepartment,
 )
 
@@ -473,5 +475,21 @@ class EquipmentRepository(CompanyRepository[Equipment]):
     def for_move(self, equipment_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Equipment]:
         """The company's devices among `equipment_ids`, locked for the move (FOR UPDATE on
         PostgreSQL; SQLite's BEGIN IMMEDIATE already serialises writers): one statement."""
-        statement = self.select().where(Equipment.id.in_(equipment_ids)).with_for_update()
+        # In id order, as the initiates lock theirs, so a bulk move and an initiate queue, never deadlock.
+        statement = (
+            self.select().where(Equipment.id.in_(equipment_ids)).order_by(Equipment.id).with_for_update()
+        )
         return {equipment.id: equipment for equipment in self.session.scalars(statement)}
+
+    def reserving_transactions(self, equipment_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """The tx_ref of the Pending transaction holding each of `equipment_ids` that one holds.
+        Asked with the devices locked: an initiate reserves only under the same lock, so the answer
+        cannot change before the move commits."""
+        if not equipment_ids:
+            return {}
+        statement = (
+            select(EquipmentReservation.equipment_id, Transaction.tx_ref)
+            .join(Transaction, Transaction.id == EquipmentReservation.transaction_id)
+            .where(EquipmentReservation.equipment_id.in_(equipment_ids))
+        )
+        return {equipment_id: tx_ref for equipment_id, tx_ref in self.session.execute(statement)}

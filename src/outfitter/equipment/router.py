@@ -97,6 +97,9 @@ async def list_equipment(
         ),
     ] = None,
 ) -> dict[str, Any]:
+    """A page of the company's devices, newest first (or in `sort` order), filtered by status, type, memory,
+    storage, country, serial numbers or a search `q`. Archived devices appear only with `status=Archived`
+    (or in an `updated_since` walk)."""
     return await reads.run(_page_answer_plan(service.filters_plan(**query), pagination, sort))
 
 
@@ -108,6 +111,8 @@ async def list_equipment(
     summary="The equipment list as a CSV file (the list's filters), streamed",
 )
 def export_equipment(client: ReadAccess, query: ListQuery) -> StreamingResponse:
+    """The equipment list as a CSV file (UTF-8, a header row, one row per device), with the list's filters,
+    streamed whatever its size."""
     filters = service.resolve_filters(client.session, **query)  # a bad filter is a 422, before any byte
     chunks = export.equipment_chunks(client.sessions_after(), filters)
     return csv_response(f"equipment-{datetime.now(UTC):%Y-%m-%d}.csv", export.COLUMNS, chunks)
@@ -120,6 +125,7 @@ def export_equipment(client: ReadAccess, query: ListQuery) -> StreamingResponse:
     summary="List the company's equipment held in storage",
 )
 async def list_equipment_in_storage(reads: ReadOnlyAccess, pagination: Listing) -> dict[str, Any]:
+    """A page of the company's devices with status In_Storage, newest first."""
     filters = service.filters_plan(status=EquipmentStatus.IN_STORAGE)
     return await reads.run(_page_answer_plan(filters, pagination))
 
@@ -132,6 +138,8 @@ async def list_equipment_in_storage(reads: ReadOnlyAccess, pagination: Listing) 
     summary="Register equipment the company already owns (source External)",
 )
 def create_equipment(client: WriteAccess, body: EquipmentCreate) -> dict[str, Any]:
+    """Register a device the company already owns (source External) with status Unassigned, In_Storage or
+    Assigned (Assigned needs `assignee_id`). A serial number already in the company is 409."""
     equipment = service.create_equipment(client.session, client.auth, body)
     return ok(equipment, "Equipment created successfully.")
 
@@ -144,6 +152,8 @@ def create_equipment(client: WriteAccess, body: EquipmentCreate) -> dict[str, An
     summary="Register up to 1,000 devices at once, all or nothing, answered in order",
 )
 def create_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkCreate) -> dict[str, Any]:
+    """Register up to 1,000 devices in one request, all or nothing: every item is checked first and every
+    problem is reported at its path (`equipment.3.serial_number`). Answers the devices in the order given."""
     items = [(f"equipment.{index}", item) for index, item in enumerate(body.equipment)]
     devices = bulk.register_devices(client.session, client.auth, items)
     return ok(devices, f"{len(devices)} equipment created successfully.")
@@ -156,6 +166,9 @@ def create_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkCreate) -> 
     summary="Move up to 1,000 devices to one status, all or nothing (409 lists those that cannot)",
 )
 def move_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkMove) -> dict[str, Any]:
+    """Move up to 1,000 devices to one status, all or nothing. 422 for ids that are unknown or given twice;
+    409 listing every device that cannot make the move (the status table of docs/equipment.md, or a device
+    a pending transaction reserves, naming its tx_ref)."""
     devices = bulk.move_devices(client.session, client.auth, body)
     return ok(devices, f"{len(devices)} equipment moved to {body.status} successfully.")
 
@@ -167,6 +180,8 @@ def move_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkMove) -> dict
     summary="Retrieve one equipment with its extended fields (archived ones too)",
 )
 async def get_equipment(equipmentId: EquipmentId, reads: ReadOnlyAccess) -> dict[str, Any]:
+    """One device with its extended fields and its full history, Archived ones included. Another company's
+    device is 404, as an unknown one."""
     return ok(await reads.run(service.detail_plan(equipmentId)), FETCHED)
 
 
@@ -177,6 +192,9 @@ async def get_equipment(equipmentId: EquipmentId, reads: ReadOnlyAccess) -> dict
     summary="Edit equipment fields, move its status or change its assignee",
 )
 def update_equipment(equipmentId: EquipmentId, client: WriteAccess, body: EquipmentPatch) -> dict[str, Any]:
+    """Edit a device's fields, move its status or change its assignee. A move the status table refuses is
+    409, and so is any move of a device a pending transaction (storage onboarding or offboarding)
+    reserves, naming its tx_ref. Archived devices cannot change (409)."""
     equipment = service.update_equipment(client.session, client.auth, equipmentId, body)
     return ok(equipment, "Equipment updated successfully.")
 
@@ -184,10 +202,12 @@ def update_equipment(equipmentId: EquipmentId, client: WriteAccess, body: Equipm
 @router.delete(
     "/equipment/{equipmentId}",
     response_model=Envelope[EquipmentOut],
-    responses=error_responses(404),
-    summary="Archive one equipment (a second delete is 404)",
+    responses=error_responses(404, 409),
+    summary="Archive one equipment (a second delete is 404; one a pending transaction reserves, 409)",
 )
 def delete_equipment(equipmentId: EquipmentId, client: WriteAccess) -> dict[str, Any]:
+    """Archive a device (it stays readable with GET). A second delete is 404; a device a pending transaction
+    reserves is 409 naming its tx_ref."""
     equipment = service.archive_equipment(client.session, client.auth, equipmentId)
     return ok(equipment, "Equipment deleted successfully.")
 
@@ -200,5 +220,8 @@ def delete_equipment(equipmentId: EquipmentId, client: WriteAccess) -> dict[str,
     summary="Create equipment from a CSV file (up to 10 MiB and 10,000 rows), all or nothing",
 )
 def import_equipment(client: WriteAccess, data: CsvBody, dry_run: DryRun = False) -> dict[str, Any]:
+    """Register devices from a CSV file whose header names the create body's fields (up to 10 MiB and 10,000
+    rows), all or nothing; every problem is reported at its row (`rows.12.serial_number`). `dry_run=true`
+    checks without writing."""
     result = imports.import_equipment(client.session, client.auth.actor, data, dry_run=dry_run)
     return ok(result, import_message(result, "equipment"))

@@ -1,4 +1,4 @@
-"""Equipment request and response shapes, field for field as the interface lists them."""
+"""Equipment request and response shapes, field for field as docs/equipment.md lists them."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, WithJsonS
 from outfitter.core.money import MAX_AMOUNT, storable
 from outfitter.core.schemas import (
     CursorPage,
-    DecimalString,
     Documented,
+    Money,
     OneOf,
     Page,
     Schema,
@@ -46,13 +46,12 @@ CreateStatus = Annotated[
     OneOf(EquipmentStatus.UNASSIGNED, EquipmentStatus.IN_STORAGE, EquipmentStatus.ASSIGNED),
 ]
 
-# What parse_price accepts: a decimal string (up to six decimal places) or a whole number, >= 0,
-# below core.money.MAX_AMOUNT (10^12).
+# What parse_price accepts: a decimal string (up to six decimal places), >= 0, below
+# core.money.MAX_AMOUNT (10^12); never a JSON number, which a client's float may already have rounded.
 PRICE_SCHEMA = WithJsonSchema(
     {
         "anyOf": [
-            {"type": "string", "pattern": r"^\s*[0-9]{1,12}(\.[0-9]{1,6})?\s*$"},
-            {"type": "integer", "minimum": 0, "maximum": int(MAX_AMOUNT) - 1},
+            {"type": "string", "pattern": r"^\s*[0-9]{1,12}(\.[0-9]{1,6})?\s*$", "examples": ["1299.99"]},
             {"type": "null"},
         ]
     }
@@ -119,7 +118,7 @@ class EquipmentBase(Schema):
     state: EquipmentState | None
     source: EquipmentSource
     purchase_date: Timestamp | None
-    purchase_price: DecimalString | None
+    purchase_price: Money | None
     type: str | None
     hash_code: str | None
     asset_order_id: uuid.UUID | None
@@ -158,7 +157,7 @@ class EquipmentOut(EquipmentBase):
 
 
 class EquipmentPageEnvelope(Schema):
-    """The equipment lists carry the counters inside `data` and beside `success` (decisions 2)."""
+    """The equipment lists carry the counters inside `data` and beside `success` (docs/api.md, Pagination)."""
 
     success: bool = True
     message: str
@@ -214,8 +213,8 @@ def parse_purchase_date(value: object) -> datetime | None:
 def parse_price(value: object) -> Decimal | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise ValueError("Give the price as a decimal string such as '1299.99'.")
+    if not isinstance(value, str):
+        raise ValueError("Give the price as a decimal string such as '1299.99', not a number.")
     try:
         amount = Decimal(str(value).strip())
     except InvalidOperation:
@@ -242,7 +241,7 @@ class EquipmentFields(BaseModel):
 
     make: str | None = Field(default=None, max_length=100)
     model: str | None = Field(default=None, max_length=200)
-    year: str | None = Field(default=None, pattern=r"^\d{4}$")
+    year: str | None = Field(default=None, pattern=r"^\d{4}$", examples=["2023"])
     type: EquipmentType | None = None
     state: EquipmentState | None = None
     serial_number: str | None = Field(default=None, max_length=200)
@@ -273,17 +272,57 @@ class EquipmentFields(BaseModel):
 
 
 class EquipmentCreate(EquipmentFields):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "title": "MacBook Pro 14",
+                    "make": "Apple",
+                    "model": "MacBook Pro 14 M3",
+                    "year": "2023",
+                    "type": "Laptop",
+                    "state": "Brand_New",
+                    "serial_number": "C02XK0ABJGH5",
+                    "purchase_date": "2024-05-01T09:30:00Z",
+                    "purchase_price": "1299.99",
+                    "currency": "USD",
+                    "country": "NG",
+                    "specs": {"memory": "16GB", "storage": "512GB"},
+                    "status": "In_Storage",
+                }
+            ]
+        }
+    )
+
     title: Annotated[str, NOT_BLANK] = Field(min_length=1, max_length=300)
     status: CreateStatus = EquipmentStatus.UNASSIGNED
 
 
 class EquipmentPatch(EquipmentFields):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"status": "In_Storage", "description": "Back from repair, new battery"}]
+        }
+    )
+
     title: Annotated[str, NOT_BLANK] | None = Field(default=None, min_length=1, max_length=300)
     status: EquipmentStatus | None = None
 
 
 class EquipmentBulkCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "equipment": [
+                        {"title": "MacBook Pro 14", "serial_number": "C02XK0ABJGH5"},
+                        {"title": "iPhone 15", "type": "Phones", "status": "In_Storage"},
+                    ]
+                }
+            ]
+        },
+    )
 
     equipment: list[EquipmentCreate] = Field(
         min_length=1,
@@ -293,7 +332,20 @@ class EquipmentBulkCreate(BaseModel):
 
 
 class EquipmentBulkMove(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "equipment_ids": [
+                        "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                        "2a3b4c5d-6e7f-4a8b-9c0d-e1f2a3b4c5d6",
+                    ],
+                    "status": "In_Storage",
+                }
+            ]
+        },
+    )
 
     equipment_ids: list[uuid.UUID] = Field(
         min_length=1, max_length=1000, description="Up to 1,000 of the company's devices, each once"

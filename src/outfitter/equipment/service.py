@@ -193,6 +193,7 @@ def update_equipment(
 
     changes: list[tuple[EventType, Equipment]] = []
     if target is not None:
+        refuse_reserved(repository, [equipment])
         to_status, assignee = target
         lifecycle.move(session, equipment, to_status, auth.actor, assignee=assignee)
         changes.append((status_event(to_status), equipment))
@@ -211,9 +212,27 @@ def archive_equipment(session: Session, auth: AuthContext, equipment_id: str) ->
     equipment = repository.get(equipment_id, for_update=True)
     if equipment.status == EquipmentStatus.ARCHIVED:
         raise NotFound.record("Equipment")
+    refuse_reserved(repository, [equipment])
     lifecycle.move(session, equipment, EquipmentStatus.ARCHIVED, auth.actor)
     record_equipment_events(session, [(EventType.EQUIPMENT_ARCHIVED, equipment)], auth.actor)
     return _detail(repository, equipment.id)
+
+
+def reserved_refusal(equipment: Equipment, tx_ref: str) -> str:
+    return (
+        f"Equipment {equipment.title} ({equipment.id}) is reserved by the pending transaction {tx_ref}: "
+        "it cannot move until that transaction is paid, fails or expires."
+    )
+
+
+def refuse_reserved(repository: EquipmentRepository, devices: list[Equipment]) -> None:
+    """409 naming the transaction when a Pending one (a storage onboarding or an offboarding)
+    holds one of these devices: the payment is for the device as it is. Call with the devices
+    locked, so that no initiate can reserve one between this check and the move."""
+    reserved = repository.reserving_transactions([equipment.id for equipment in devices])
+    for equipment in devices:
+        if equipment.id in reserved:
+            raise Conflict(reserved_refusal(equipment, reserved[equipment.id]))
 
 
 def _target_move(

@@ -42,6 +42,8 @@ def list_events(
         DateTimeText | None, Query(description="Only events before this time (ISO 8601; no offset: UTC)")
     ] = None,
 ) -> dict[str, object]:
+    """The company's activity log, newest first: every event a webhook endpoint would receive, filtered by
+    `type`, `subject_id` and a `since`/`until` window."""
     page = service.list_events(client.session, pagination, type, subject_id, since, until)
     return ok(page.body(page.items), "Events fetched successfully.")
 
@@ -55,4 +57,5 @@ def list_events(
 def get_event(
     event_id: Annotated[str, id_path("The event's id", alias="eventId")], client: ReadAccess
 ) -> dict[str, object]:
+    """One event of the activity log, with the data it carried."""
     return ok(service.get_event(client.session, event_id), "Event fetched successfully.")

@@ -14,7 +14,7 @@ from outfitter.db.base import Base, CompanyOwned, IdMixin, str_enum, utcnow
 
 
 class EventType(StrEnum):
-    """Every type of decisions.md section 13; `subject_type` is the part before the dot."""
+    """Every event type (docs/events.md); `subject_type` is the part before the dot."""
 
     EMPLOYEE_CREATED = "employee.created"
     EMPLOYEE_UPDATED = "employee.updated"

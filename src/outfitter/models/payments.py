@@ -291,6 +291,9 @@ class WalletEntry(IdMixin, CompanyOwned, Base):
 class PaymentAnomalyKind(StrEnum):
     LATE_PAYMENT = "late_payment"  # paid after the transaction left Pending: to fulfil or refund
     OVERPAYMENT = "overpayment"  # paid more than was due: the excess is to refund
+    # paid for devices that had left the state the payment was for (a backstop: moves of reserved
+    # devices are refused): their share of the total is to refund
+    DEVICE_UNAVAILABLE = "device_unavailable"
 
 
 class PaymentAnomaly(IdMixin, CompanyOwned, Base):

@@ -86,7 +86,7 @@ def settle(
             logger.warning("transaction %s fails: %s", transaction.tx_ref, problem)
             finish(session, transaction, TransactionStatus.FAILED, problem, now)
         else:
-            fulfil(session, transaction, payment.reference, now, actor)
+            fulfil(session, transaction, payment, now, actor)
             if payment.amount > transaction.total_amount:
                 excess = payment.amount - transaction.total_amount
                 _record_anomaly(session, transaction, PaymentAnomalyKind.OVERPAYMENT, excess, payment)
@@ -112,9 +112,12 @@ def _record_anomaly(
     kind: PaymentAnomalyKind,
     amount: Decimal,
     payment: GatewayPayment,
+    detail: str = "",
 ) -> None:
     """Once per payment and kind, however often the gateway tells us."""
-    logger.warning("transaction %s: %s of %s %s", transaction.tx_ref, kind, amount, payment.currency)
+    logger.warning(
+        "transaction %s: %s of %s %s%s", transaction.tx_ref, kind, amount, payment.currency, detail
+    )
     values = {
         "id": uuid.uuid4(),
         "company_id": transaction.company_id,
@@ -157,10 +160,20 @@ def finish(
 
 
 def fulfil(
-    session: Session, transaction: Transaction, reference: str | None, now: datetime, actor: str | None = None
+    session: Session,
+    transaction: Transaction,
+    payment: GatewayPayment,
+    now: datetime,
+    actor: str | None = None,
 ) -> Order:
     """Make the one order of a locked, Pending, paid transaction, and equip its employees; records
-    `order.created` and the equipment's events (the transaction's own is `settle`'s)."""
+    `order.created` and the equipment's events (the transaction's own is `settle`'s).
+
+    A device of a storage onboarding or an offboarding that is no longer as the payment found it
+    (moves of reserved devices are refused, so this is a backstop) keeps its order item for an
+    operator, and its share of the money becomes a `device_unavailable` anomaly, never silently
+    skipped."""
+    reference = payment.reference
     order = Order(
         company_id=transaction.company_id,
         transaction_id=transaction.id,
@@ -177,14 +190,20 @@ def fulfil(
     items = items_of(session, transaction.id)
     employees = _employees(session, [item.employee_id for item in items if item.employee_id])
     history_actor = transaction.actor or lifecycle.SYSTEM_ACTOR
+    unavailable: list[uuid.UUID | None] = []
     if transaction.kind == TransactionKind.STORAGE:
-        changes = _assign_storage_equipment(session, transaction, order, items, employees, history_actor)
+        changes, unavailable = _assign_storage_equipment(
+            session, transaction, order, items, employees, history_actor
+        )
     elif transaction.kind == TransactionKind.OFFBOARD:
         # The devices stay Assigned, with their employee, until their item reaches `received`.
+        unavailable = _devices_not_held(session, items)
         session.add_all(_order_item(order, item, item.equipment_id) for item in items)
         changes = []
     else:
         changes = _create_catalog_equipment(session, transaction, order, items, employees, history_actor, now)
+    if unavailable:
+        _record_unavailable(session, transaction, payment, len(unavailable), len(items), unavailable)
     release_reservations(session, transaction.id)
     transaction.status = TransactionStatus.FULFILLED
     transaction.settled_at = now
@@ -193,6 +212,52 @@ def fulfil(
     record_equipment_events(session, changes, actor)
     record_order_event(session, EventType.ORDER_CREATED, order, actor)
     return order
+
+
+def _locked_devices(session: Session, items: Sequence[TransactionItem]) -> dict[uuid.UUID, Equipment]:
+    """The items' devices, locked in id order (as initiates and moves lock them)."""
+    ids = [item.equipment_id for item in items if item.equipment_id]
+    statement = (
+        select(Equipment)
+        .where(Equipment.id.in_(ids))
+        .order_by(Equipment.id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    return {equipment.id: equipment for equipment in session.scalars(statement)}
+
+
+def _devices_not_held(session: Session, items: Sequence[TransactionItem]) -> list[uuid.UUID | None]:
+    """The devices of an offboarding no longer Assigned to the employee it retrieves them from."""
+    devices = _locked_devices(session, items)
+    gone: list[uuid.UUID | None] = []
+    for item in items:
+        equipment = devices.get(item.equipment_id) if item.equipment_id else None
+        if (
+            equipment is None
+            or equipment.status != EquipmentStatus.ASSIGNED
+            or equipment.assignee_id != item.employee_id
+        ):
+            gone.append(item.equipment_id)
+    return gone
+
+
+def _record_unavailable(
+    session: Session,
+    transaction: Transaction,
+    payment: GatewayPayment,
+    gone: int,
+    devices: int,
+    equipment_ids: Sequence[uuid.UUID | None],
+) -> None:
+    """The share of the total paid for `gone` of the transaction's `devices`, in its currency's
+    minor units, as one `device_unavailable` anomaly."""
+    minor_units = session.scalar(
+        select(Currency.minor_units).where(Currency.code == transaction.currency_code)
+    )
+    share = (transaction.total_amount * gone / devices).quantize(Decimal(1).scaleb(-(minor_units or 0)))
+    detail = f" (devices {', '.join(str(equipment_id) for equipment_id in equipment_ids)})"
+    _record_anomaly(session, transaction, PaymentAnomalyKind.DEVICE_UNAVAILABLE, share, payment, detail)
 
 
 def _employees(session: Session, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Employee]:
@@ -284,15 +349,11 @@ def _assign_storage_equipment(
     items: Sequence[TransactionItem],
     employees: dict[uuid.UUID, Employee],
     actor: str,
-) -> list[tuple[EventType, Equipment]]:
-    ids = [item.equipment_id for item in items if item.equipment_id]
-    devices = {
-        equipment.id: equipment
-        for equipment in session.scalars(
-            select(Equipment).where(Equipment.id.in_(ids)).order_by(Equipment.id).with_for_update()
-        )
-    }
+) -> tuple[list[tuple[EventType, Equipment]], list[uuid.UUID | None]]:
+    """Assign each device to its employee; answers the events and the devices that could not be."""
+    devices = _locked_devices(session, items)
     changes: list[tuple[EventType, Equipment]] = []
+    unavailable: list[uuid.UUID | None] = []
     for item in items:
         equipment = devices.get(item.equipment_id) if item.equipment_id else None
         assignee = employees.get(item.employee_id) if item.employee_id else None
@@ -303,11 +364,9 @@ def _assign_storage_equipment(
             equipment.asset_order_id = order.id
             changes.append((EventType.EQUIPMENT_ASSIGNED, equipment))
         else:  # paid for, but the device left storage or the employee left meanwhile: kept for an operator
-            logger.warning(
-                "transaction %s: equipment %s could not be assigned", transaction.tx_ref, item.equipment_id
-            )
+            unavailable.append(item.equipment_id)
         session.add(_order_item(order, item, item.equipment_id))
-    return changes
+    return changes, unavailable
 
 
 def _order_item(order: Order, item: TransactionItem, equipment_id: uuid.UUID | None) -> OrderItem:

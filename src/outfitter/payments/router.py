@@ -50,6 +50,11 @@ _WEBHOOK_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorEnvelope, "description": "Unknown gateway"},
     **_GATEWAY_DOWN,
 }
+# The two older paths of the catalog initiate, kept so that existing clients keep working.
+_DEPRECATED_INITIATE = (
+    "Deprecated: send this request to POST /api/v2/client/transactions/initiate instead. This path "
+    "takes the same body and gives the same answer, and will be removed in a future version."
+)
 StatusFilter = Annotated[TransactionStatus | None, Query(description="Only transactions in this status")]
 OrderKindFilter = Annotated[OrderKind | None, Query(description="Only orders of this kind")]
 OrderStatusFilter = Annotated[OrderStatus | None, Query(description="Only orders in this status")]
@@ -65,17 +70,25 @@ OrderStatusFilter = Annotated[OrderStatus | None, Query(description="Only orders
     "/clients/transactions/initiate",
     response_model=Envelope[TransactionInitiatedOut],
     responses={**error_responses(402, 409, 422), **_GATEWAY_DOWN},
-    summary="Start a transaction for catalog assets (the guide's path)",
-    operation_id="initiate_transaction_guide_alias",  # one function, three paths: three ids
+    summary="Deprecated: use POST /api/v2/client/transactions/initiate",
+    description=_DEPRECATED_INITIATE,
+    deprecated=True,
+    operation_id="initiate_transaction_clients_path",  # one function, three paths: three ids
 )
 @router.post(
     "/transactions/initiate",
     response_model=Envelope[TransactionInitiatedOut],
     responses={**error_responses(402, 409, 422), **_GATEWAY_DOWN},
-    summary="Start a transaction for catalog assets (the interface's heading path)",
-    operation_id="initiate_transaction_interface_path",
+    summary="Deprecated: use POST /api/v2/client/transactions/initiate",
+    description=_DEPRECATED_INITIATE,
+    deprecated=True,
+    operation_id="initiate_transaction_root_path",
 )
 def initiate_transaction(body: InitiateRequest, request: Request, client: WriteAccess) -> dict[str, object]:
+    """Start a transaction buying catalog assets for employees of one country. Card: answers the checkout
+    `link`, and the order is made once the payer pays (webhook or verify). Credit: the wallet pays at once
+    and the transaction is Fulfilled. Unknown employees or prices are 422 naming them; not enough credit
+    is 402."""
     transaction = initiate.initiate_catalog(client, body, registry_of(request.app.state))
     return ok(service.initiated(client.session, transaction), INITIATED)
 
@@ -89,6 +102,9 @@ def initiate_transaction(body: InitiateRequest, request: Request, client: WriteA
 def initiate_onboard_from_storage(
     body: StorageInitiateRequest, request: Request, client: WriteAccess
 ) -> dict[str, object]:
+    """Start a transaction assigning devices held in storage to employees; only per-device fees are charged.
+    The devices are reserved while the transaction is Pending: they cannot move (409) until it is paid,
+    fails or expires."""
     transaction = initiate.initiate_storage(client, body, registry_of(request.app.state))
     return ok(service.initiated(client.session, transaction), INITIATED)
 
@@ -102,6 +118,9 @@ def initiate_onboard_from_storage(
 def initiate_offboard(
     body: OffboardInitiateRequest, request: Request, client: WriteAccess
 ) -> dict[str, object]:
+    """Start a transaction retrieving devices from the employees who hold them (to storage or to the office);
+    fees only. The devices are reserved while the transaction is Pending: they cannot move (409) until it
+    is paid, fails or expires."""
     transaction = offboard.initiate_offboard(client, body, registry_of(request.app.state))
     return ok(service.initiated(client.session, transaction), INITIATED)
 
@@ -115,6 +134,7 @@ def initiate_offboard(
 def list_transactions(
     client: ReadAccess, pagination: SyncListing, status: StatusFilter = None
 ) -> dict[str, object]:
+    """A page of the company's transactions, newest first, optionally only those in one status."""
     return ok(
         service.list_transactions(client.session, status, pagination), "Transactions fetched successfully."
     )
@@ -127,6 +147,8 @@ def list_transactions(
     summary="Verify a transaction: asks the gateway and completes the order when it was paid",
 )
 def verify_transaction(tx_ref: str, request: Request, client: ReadAccess) -> dict[str, object]:
+    """The transaction of `tx_ref`: while Pending, the gateway is asked, and a paid transaction is fulfilled
+    (its order made) before the answer."""
     verified = service.verify(client, tx_ref, registry_of(request.app.state))
     return ok(verified, "Transaction verified successfully.")
 
@@ -143,6 +165,7 @@ def list_orders(
     kind: OrderKindFilter = None,
     status: OrderStatusFilter = None,
 ) -> dict[str, object]:
+    """A page of the company's orders, newest first, filtered by kind and status."""
     return ok(service.list_orders(client.session, pagination, kind, status), "Orders fetched successfully.")
 
 
@@ -153,6 +176,7 @@ def list_orders(
     summary="Retrieve one order with its items, their stages and the equipment made or moved",
 )
 def get_order(orderId: Annotated[str, id_path("The order's id")], client: ReadAccess) -> dict[str, object]:
+    """One order with its items, each item's stages and the equipment it made or moved."""
     return ok(service.get_order(client.session, orderId), "Order fetched successfully.")
 
 
@@ -163,6 +187,7 @@ def get_order(orderId: Annotated[str, id_path("The order's id")], client: ReadAc
     summary="The company's credit balances per currency and its recent ledger entries",
 )
 def get_wallet(client: ReadAccess) -> dict[str, object]:
+    """The company's credit balance in each currency and its most recent ledger entries."""
     return ok(service.wallet_summary(client.session), "Wallet fetched successfully.")
 
 
@@ -175,6 +200,8 @@ def get_wallet(client: ReadAccess) -> dict[str, object]:
 def receive_payment_webhook(
     gateway: str, request: Request, body: RawBody, work: AcrossCompanies
 ) -> dict[str, object]:
+    """Where a payment gateway sends its payment notices; no bearer token: the gateway's signature is checked
+    (401 when missing or wrong). Repeated notices answer 200 and change nothing."""
     outcome = service.receive_webhook(work, gateway, body, request.headers, registry_of(request.app.state))
     message = "Webhook already processed." if outcome == WebhookOutcome.DUPLICATE else "Webhook processed."
     return ok({"outcome": outcome}, message)

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    StrictInt,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
-from outfitter.core.schemas import DecimalNumber, DecimalString, Documented, OneOf, Schema, Timestamp
+from outfitter.core.schemas import Documented, Money, OneOf, Schema, Timestamp, UuidText
 from outfitter.models import (
     OrderKind,
     OrderStage,
@@ -37,11 +47,29 @@ def _check_redirect_url(value: str | None) -> str | None:
     return value
 
 
+# The initiate answer's amounts: JSON numbers, as that answer has always given them and clients code
+# against (verify and the lists give the same amounts as Money strings): the one exception to Money.
+INITIATE_AMOUNT_SCHEMA: dict[str, Any] = {
+    "type": "number",
+    "description": "The same decimal amount that verify and the lists give as a decimal string, given "
+    "here as a JSON number, as the initiate answer always has (a fixed part of the API): parse it as a "
+    "decimal, not a float (e.g. `json.loads(text, parse_float=Decimal)`).",
+    "examples": [1299.99],
+}
+InitiateAmount = Annotated[
+    Decimal,
+    PlainSerializer(float, return_type=float),
+    WithJsonSchema(INITIATE_AMOUNT_SCHEMA, mode="serialization"),
+]
+# `orders` is keyed by employee id.
+EMPLOYEE_KEYS = Documented(propertyNames={"format": "uuid"})
+
+
 class PricingOrder(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    asset_pricing_id: str = Field(max_length=100)
-    # Strict: true and "2" are not quantities (decisions 12).
+    asset_pricing_id: UuidText = Field(max_length=100)
+    # Strict: true and "2" are not quantities (docs/payments.md).
     quantity: StrictInt = Field(default=1, ge=1, le=MAX_QUANTITY)
 
 
@@ -49,12 +77,30 @@ class InitiateRequest(BaseModel):
     """`orders` maps each employee id to what they get; a flat list of
     `{"employee_id", "asset_pricing_id", "quantity"}` is accepted too and read as that map."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "payment_method": "Card",
+                    "employee_country_id": "NG",
+                    "redirect_url": "https://example.com/outfitter/paid",
+                    "orders": {
+                        "5b6c1f0e-8a2d-4c3b-9e1f-7a2b3c4d5e6f": [
+                            {"asset_pricing_id": "4e5f6a7b-8c9d-4e0f-a1b2-c3d4e5f6a7b8", "quantity": 1}
+                        ]
+                    },
+                }
+            ]
+        },
+    )
 
     payment_method: PaymentMethod
     employee_country_id: str = Field(max_length=100)
     redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
-    orders: dict[str, Annotated[list[PricingOrder], Documented(minItems=1)]] = Field(min_length=1)
+    orders: Annotated[dict[str, Annotated[list[PricingOrder], Documented(minItems=1)]], EMPLOYEE_KEYS] = (
+        Field(min_length=1)
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -88,12 +134,27 @@ class InitiateRequest(BaseModel):
 class StorageInitiateRequest(BaseModel):
     """`orders` maps each employee id to the ids of the storage equipment they receive."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "payment_method": "Credit",
+                    "employee_country_id": "NG",
+                    "orders": {
+                        "5b6c1f0e-8a2d-4c3b-9e1f-7a2b3c4d5e6f": ["9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"]
+                    },
+                }
+            ]
+        },
+    )
 
     payment_method: PaymentMethod
     employee_country_id: str = Field(max_length=100)
     redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
-    orders: dict[str, Annotated[list[str], Documented(minItems=1)]] = Field(min_length=1)
+    orders: Annotated[dict[str, Annotated[list[UuidText], Documented(minItems=1)]], EMPLOYEE_KEYS] = Field(
+        min_length=1
+    )
 
     @field_validator("orders", mode="before")
     @classmethod
@@ -122,7 +183,7 @@ class StorageInitiateRequest(BaseModel):
 class OffboardDevice(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    equipment_id: str = Field(max_length=100)
+    equipment_id: UuidText = Field(max_length=100)
     destination: RetrievalDestination = RetrievalDestination.STORAGE
 
 
@@ -131,13 +192,34 @@ class OffboardInitiateRequest(BaseModel):
     destination}` objects or plain equipment ids (destination `storage`). `country_id` is
     accepted for `employee_country_id`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "payment_method": "Card",
+                    "employee_country_id": "NG",
+                    "orders": {
+                        "5b6c1f0e-8a2d-4c3b-9e1f-7a2b3c4d5e6f": [
+                            {"equipment_id": "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d", "destination": "storage"}
+                        ]
+                    },
+                }
+            ]
+        },
+    )
 
     payment_method: PaymentMethod
     employee_country_id: str = Field(max_length=100)
     redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
-    orders: dict[
-        str, Annotated[list[OffboardDevice | Annotated[str, Field(max_length=100)]], Documented(minItems=1)]
+    orders: Annotated[
+        dict[
+            str,
+            Annotated[
+                list[OffboardDevice | Annotated[UuidText, Field(max_length=100)]], Documented(minItems=1)
+            ],
+        ],
+        EMPLOYEE_KEYS,
     ] = Field(min_length=1)
 
     @model_validator(mode="before")
@@ -179,35 +261,36 @@ class _TransactionBase(Schema):
     expires_at: Timestamp
 
 
-class TransactionInitiatedOut(_TransactionBase):
-    """The initiate answer: amounts as JSON numbers, with the checkout `link` (null for Credit)."""
-
-    amount: DecimalNumber
-    insurance: DecimalNumber
-    gateway_fee: DecimalNumber
-    onboarding_fee: DecimalNumber
-    device_config_fee: DecimalNumber
-    platform_fee: DecimalNumber
-    retrieval_fee: DecimalNumber
-    inspection_fee: DecimalNumber
-    storage_fee: DecimalNumber
-    total_amount: DecimalNumber
-    link: str | None
-
-
 class TransactionOut(_TransactionBase):
-    """Verify and list answers: amounts as decimal strings, no link."""
+    """Verify and list answers (amounts as decimal strings, as everywhere)."""
 
-    amount: DecimalString
-    insurance: DecimalString
-    gateway_fee: DecimalString
-    onboarding_fee: DecimalString
-    device_config_fee: DecimalString
-    platform_fee: DecimalString
-    retrieval_fee: DecimalString
-    inspection_fee: DecimalString
-    storage_fee: DecimalString
-    total_amount: DecimalString
+    amount: Money
+    insurance: Money
+    gateway_fee: Money
+    onboarding_fee: Money
+    device_config_fee: Money
+    platform_fee: Money
+    retrieval_fee: Money
+    inspection_fee: Money
+    storage_fee: Money
+    total_amount: Money
+
+
+class TransactionInitiatedOut(_TransactionBase):
+    """The initiate answer: amounts as JSON numbers (`InitiateAmount`, the one exception to Money),
+    with the checkout `link` (null for Credit)."""
+
+    amount: InitiateAmount
+    insurance: InitiateAmount
+    gateway_fee: InitiateAmount
+    onboarding_fee: InitiateAmount
+    device_config_fee: InitiateAmount
+    platform_fee: InitiateAmount
+    retrieval_fee: InitiateAmount
+    inspection_fee: InitiateAmount
+    storage_fee: InitiateAmount
+    total_amount: InitiateAmount
+    link: str | None
 
 
 class EmployeeRef(Schema):
@@ -226,7 +309,7 @@ class OrderItemOut(Schema):
     employee: EmployeeRef
     asset_spec_id: uuid.UUID | None
     asset_pricing_id: uuid.UUID | None
-    price: DecimalString
+    price: Money
     equipment_id: uuid.UUID | None
     destination: RetrievalDestination | None  # retrieval items only
     stage: OrderStage
@@ -242,7 +325,7 @@ class OrderOut(Schema):
     country: str
     country_code: str
     currency: str
-    total_amount: DecimalString
+    total_amount: Money
     items: list[OrderItemOut]
     created_at: Timestamp
     updated_at: Timestamp
@@ -250,7 +333,7 @@ class OrderOut(Schema):
 
 class WalletBalanceOut(Schema):
     currency: str
-    balance: DecimalString
+    balance: Money
     updated_at: Timestamp
 
 
@@ -258,8 +341,8 @@ class WalletEntryOut(Schema):
     id: uuid.UUID
     currency: str
     kind: WalletEntryKind
-    amount: DecimalString
-    balance_after: DecimalString
+    amount: Money
+    balance_after: Money
     description: str
     transaction_id: uuid.UUID | None
     created_at: Timestamp

@@ -12,7 +12,7 @@ from outfitter.core.csv_export import CSV_RESPONSE, csv_response
 from outfitter.core.csv_import import CSV_REQUEST_BODY, CsvBody, DryRun, ImportResult, import_message
 from outfitter.core.openapi import id_path
 from outfitter.core.pagination import SyncListing
-from outfitter.core.schemas import Envelope, error_responses, list_envelope, ok
+from outfitter.core.schemas import Envelope, UuidText, error_responses, list_envelope, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.people import bulk, departments, export, imports, service
 from outfitter.people.schemas import (
@@ -35,7 +35,9 @@ DepartmentId = Annotated[str, id_path("The department's id", alias="departmentId
 
 async def _list_query(
     country: Annotated[str | None, Query(description="Country id, name or two-letter code")] = None,
-    department_id: Annotated[str | None, Query(description="Only active members of this department")] = None,
+    department_id: Annotated[
+        UuidText | None, Query(description="Only active members of this department")
+    ] = None,
     search: Annotated[
         str | None, Query(max_length=200, description="Part of the first name, last name or email, any case")
     ] = None,
@@ -54,6 +56,8 @@ ListQuery = Annotated[dict[str, Any], Depends(_list_query)]
     summary="List employees, newest first (or the changes since `updated_since`)",
 )
 def list_employees(client: ReadAccess, pagination: SyncListing, query: ListQuery) -> dict[str, object]:
+    """A page of the company's employees, newest first, filtered by country, department or a search of first
+    name, last name and email."""
     filters = service.resolve_filters(client.session, **query)
     records, page = service.list_employees(client.session, pagination, filters)
     return ok(page.body(records), "Employees fetched successfully.")
@@ -67,6 +71,8 @@ def list_employees(client: ReadAccess, pagination: SyncListing, query: ListQuery
     summary="The employee list as a CSV file (the list's filters), streamed",
 )
 def export_employees(client: ReadAccess, query: ListQuery) -> StreamingResponse:
+    """The employee list as a CSV file (UTF-8, a header row, one row per employee), with the list's filters,
+    streamed whatever its size."""
     filters = service.resolve_filters(client.session, **query)  # a bad filter is a 422, before any byte
     chunks = export.employee_chunks(client.sessions_after(), filters)
     return csv_response(f"employees-{datetime.now(UTC):%Y-%m-%d}.csv", export.COLUMNS, chunks)
@@ -80,6 +86,8 @@ def export_employees(client: ReadAccess, query: ListQuery) -> StreamingResponse:
     summary="Create an employee",
 )
 def create_employee(body: EmployeeCreate, client: WriteAccess) -> dict[str, object]:
+    """Create an employee. `country_id` takes a country's id, name or code; an email already used in the
+    company is 409."""
     employee = service.create_employee(client.session, body, client.auth.actor)
     return ok(employee, "Employee created successfully.")
 
@@ -92,6 +100,9 @@ def create_employee(body: EmployeeCreate, client: WriteAccess) -> dict[str, obje
     summary="Create up to 1,000 employees at once, all or nothing",
 )
 def create_employees_in_bulk(body: EmployeeBulkCreate, client: WriteAccess) -> dict[str, object]:
+    """Create up to 1,000 employees in one request, all or nothing: an array of arrays of employees, or a
+    flat array. Every item is checked first and every problem is reported at its path
+    (`employees.0.3.email`)."""
     created, count = bulk.create_employees(client.session, body.employees, client.auth.actor)
     noun = "employee" if count == 1 else "employees"
     return ok(created, f"{count} {noun} created successfully.")
@@ -104,6 +115,7 @@ def create_employees_in_bulk(body: EmployeeBulkCreate, client: WriteAccess) -> d
     summary="Retrieve an employee with departments, equipment and orders",
 )
 def get_employee(user_id: UserId, client: ReadAccess) -> dict[str, object]:
+    """One employee with their departments, the equipment assigned to them and their orders."""
     return ok(service.get_employee(client.session, user_id), "Employee fetched successfully.")
 
 
@@ -114,6 +126,7 @@ def get_employee(user_id: UserId, client: ReadAccess) -> dict[str, object]:
     summary="Update an employee's listed fields",
 )
 def update_employee(user_id: UserId, body: EmployeePatch, client: WriteAccess) -> dict[str, object]:
+    """Change an employee's fields; null clears a nullable one. Another company's employee is 404."""
     employee = service.update_employee(client.session, user_id, body, client.auth.actor)
     return ok(employee, "Employee updated successfully.")
 
@@ -125,6 +138,8 @@ def update_employee(user_id: UserId, body: EmployeePatch, client: WriteAccess) -
     summary="Offboard (delete) an employee who holds no Assigned equipment",
 )
 def delete_employee(user_id: UserId, client: WriteAccess) -> dict[str, object]:
+    """Offboard an employee: refused with 409 while they hold Assigned equipment (offboard the devices
+    first). Answers the record as it was."""
     employee = service.delete_employee(client.session, user_id, client.auth.actor)
     return ok(employee, "Employee deleted successfully.")
 
@@ -136,6 +151,8 @@ def delete_employee(user_id: UserId, client: WriteAccess) -> dict[str, object]:
     summary="List departments, newest first (or the changes since `updated_since`)",
 )
 def list_departments(client: ReadAccess, pagination: SyncListing) -> dict[str, object]:
+    """A page of the company's departments, newest first, with their heads, members and member and device
+    counts."""
     records, page = departments.list_departments(client.session, client.auth, pagination)
     return ok(page.body(records), "Departments fetched successfully.")
 
@@ -148,6 +165,8 @@ def list_departments(client: ReadAccess, pagination: SyncListing) -> dict[str, o
     summary="Create a department",
 )
 def create_department(body: DepartmentCreate, client: WriteAccess) -> dict[str, object]:
+    """Create a department with an optional head and members (employees of the company). A name already used
+    is 409."""
     department = departments.create_department(client.session, client.auth, body)
     return ok(department, "Department created successfully.")
 
@@ -159,6 +178,7 @@ def create_department(body: DepartmentCreate, client: WriteAccess) -> dict[str, 
     summary="Retrieve a department with its members",
 )
 def get_department(department_id: DepartmentId, client: ReadAccess) -> dict[str, object]:
+    """One department with its head and its members."""
     department = departments.get_department(client.session, client.auth, department_id)
     return ok(department, "Department fetched successfully.")
 
@@ -172,6 +192,7 @@ def get_department(department_id: DepartmentId, client: ReadAccess) -> dict[str,
 def update_department(
     department_id: DepartmentId, body: DepartmentPatch, client: WriteAccess
 ) -> dict[str, Any]:
+    """Rename a department, change its head, or replace its members (`member_ids` is the whole new set)."""
     department = departments.update_department(client.session, client.auth, department_id, body)
     return ok(department, "Department updated successfully.")
 
@@ -183,6 +204,7 @@ def update_department(
     summary="Delete a department; its memberships end",
 )
 def delete_department(department_id: DepartmentId, client: WriteAccess) -> dict[str, object]:
+    """Delete a department; its memberships end, the employees stay."""
     department = departments.delete_department(client.session, client.auth, department_id)
     return ok(department, "Department deleted successfully.")
 
@@ -195,5 +217,7 @@ def delete_department(department_id: DepartmentId, client: WriteAccess) -> dict[
     summary="Create employees from a CSV file (up to 10 MiB and 10,000 rows), all or nothing",
 )
 def import_employees(client: WriteAccess, data: CsvBody, dry_run: DryRun = False) -> dict[str, Any]:
+    """Create employees from a CSV file whose header names the create body's fields (up to 10 MiB and 10,000
+    rows), all or nothing; every problem is reported at its row. `dry_run=true` checks without writing."""
     result = imports.import_employees(client.session, client.auth.actor, data, dry_run=dry_run)
     return ok(result, import_message(result, "employees"))

@@ -1,5 +1,5 @@
-"""People request and response shapes: the Employee and Department resources field for field as the
-interface lists them, and the bodies that create and change them."""
+"""People request and response shapes: the Employee and Department resources field for field as
+docs/people.md lists them, and the bodies that create and change them."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from outfitter.core.schemas import DecimalString, Documented, NotNull, Schema, Timestamp
+from outfitter.core.schemas import Documented, DocumentedAs, Money, NotNull, Schema, Timestamp, UuidText
 from outfitter.models import EquipmentStatus, MembershipStatus, OrderStage, OrderStatus, RetrievalDestination
 
 _PHONE = re.compile(r"^\+?[0-9][0-9 ()\-.]{3,48}$")
@@ -49,7 +49,10 @@ Name = Annotated[str, _text(100), NOT_BLANK]
 Email = Annotated[str, _text(320), NOT_BLANK, AfterValidator(_email), Documented(format="email")]
 # The documented pattern is _PHONE with no space at the end (the server strips it first).
 Phone = Annotated[
-    str, _text(50), AfterValidator(_phone), Documented(pattern=r"^\+?[0-9][0-9 ()\-.]{2,47}[0-9()\-.]$")
+    str,
+    _text(50),
+    AfterValidator(_phone),
+    Documented(pattern=r"^\+?[0-9][0-9 ()\-.]{2,47}[0-9()\-.]$", examples=["+234 801 234 5678"]),
 ]
 Address = Annotated[str, _text(500), NOT_BLANK]
 CountryRef = Annotated[str, _text(100), NOT_BLANK]
@@ -92,7 +95,21 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_ADA: dict[str, Any] = {
+    "first_name": "Ada",
+    "last_name": "Lovelace",
+    "email": "ada.lovelace@example.com",
+    "country_id": "NG",
+    "phone": "+234 801 234 5678",
+    "address": "1 Marina, Lagos",
+    "job_title": "Engineer",
+    "employment_type": "Full-time",
+}
+
+
 class EmployeeCreate(Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [_ADA]})
+
     first_name: Name
     last_name: Name
     email: Email
@@ -107,15 +124,27 @@ class EmployeeCreate(Body):
 
 
 class EmployeeBulkCreate(Body):
-    employees: list[Any] = Field(
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"employees": [[_ADA, {**_ADA, "first_name": "Grace", "email": "grace.hopper@example.com"}]]}
+            ]
+        }
+    )
+
+    # Typed in the document; checked item by item by `bulk.create_employees`, which reports every
+    # item's errors at its path.
+    employees: Annotated[list[Any], DocumentedAs(list[list[EmployeeCreate]] | list[EmployeeCreate])] = Field(
         json_schema_extra={"minItems": 1},
-        description="An array holding arrays of employees (the interface's shape), or a flat array; "
+        description="An array holding arrays of employees (the shape older clients send), or a flat array; "
         "at most 1,000 employees in all",
     )
 
 
 class EmployeePatch(Body):
-    """Only the fields the interface lists; null clears the nullable ones."""
+    model_config = ConfigDict(json_schema_extra={"examples": [{"job_title": "Staff Engineer"}]})
+
+    """Only the fields docs/people.md lists; null clears the nullable ones."""
 
     first_name: Annotated[Name | None, NotNull()] = None
     last_name: Annotated[Name | None, NotNull()] = None
@@ -135,15 +164,32 @@ REQUIRED_ON_PATCH = ("first_name", "last_name", "phone", "country", "address")
 
 
 class DepartmentCreate(Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "Engineering",
+                    "head_id": "5b6c1f0e-8a2d-4c3b-9e1f-7a2b3c4d5e6f",
+                    "member_ids": [
+                        "5b6c1f0e-8a2d-4c3b-9e1f-7a2b3c4d5e6f",
+                        "7d1e2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6",
+                    ],
+                }
+            ]
+        }
+    )
+
     name: Text200
-    head_id: str | None = Field(None, description="An employee of the company, or null")
-    member_ids: list[str] = Field(default_factory=list, max_length=1000)
+    head_id: UuidText | None = Field(None, description="An employee of the company, or null")
+    member_ids: list[UuidText] = Field(default_factory=list, max_length=1000)
 
 
 class DepartmentPatch(Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Platform Engineering"}]})
+
     name: Text200 | None = None
-    head_id: str | None = Field(None, description="An employee of the company, or null to clear")
-    member_ids: list[str] | None = Field(
+    head_id: UuidText | None = Field(None, description="An employee of the company, or null to clear")
+    member_ids: list[UuidText] | None = Field(
         None, max_length=1000, description="The full set of members; replaces it"
     )
 
@@ -165,7 +211,7 @@ class OrderBrief(Schema):
     id: uuid.UUID
     tx_ref: str
     status: OrderStatus
-    total_amount: DecimalString
+    total_amount: Money
     currency: str
     created_at: Timestamp
 

@@ -34,6 +34,7 @@ StatusFilter = Annotated[DeliveryStatus | None, Query(description="Only deliveri
     summary="List webhook endpoints, newest first",
 )
 def list_webhook_endpoints(client: ReadAccess, pagination: Pagination) -> dict[str, object]:
+    """A page of the company's webhook endpoints, newest first (secrets are never shown here)."""
     records, page = service.list_endpoints(client, pagination)
     return ok(page.body(records), "Webhook endpoints fetched successfully.")
 
@@ -48,6 +49,8 @@ def list_webhook_endpoints(client: ReadAccess, pagination: Pagination) -> dict[s
 def create_webhook_endpoint(
     body: WebhookEndpointCreate, request: Request, client: WriteAccess
 ) -> dict[str, object]:
+    """Register an https URL to receive the company's events (all of them, or the `event_types` given). The
+    answer is the only one, with rotation, that shows the signing secret: keep it."""
     endpoint = service.create_endpoint(client, body, request.app.state.settings)
     return ok(endpoint, "Webhook endpoint created successfully. Store its secret: it is not shown again.")
 
@@ -59,6 +62,7 @@ def create_webhook_endpoint(
     summary="Retrieve a webhook endpoint",
 )
 def get_webhook_endpoint(endpoint_id: EndpointId, client: ReadAccess) -> dict[str, object]:
+    """One webhook endpoint, without its secret."""
     return ok(service.get_endpoint(client, endpoint_id), "Webhook endpoint fetched successfully.")
 
 
@@ -71,6 +75,7 @@ def get_webhook_endpoint(endpoint_id: EndpointId, client: ReadAccess) -> dict[st
 def update_webhook_endpoint(
     endpoint_id: EndpointId, body: WebhookEndpointPatch, request: Request, client: WriteAccess
 ) -> dict[str, object]:
+    """Change an endpoint's URL, event types or description, or disable and enable it."""
     endpoint = service.update_endpoint(client, endpoint_id, body, request.app.state.settings)
     return ok(endpoint, "Webhook endpoint updated successfully.")
 
@@ -82,6 +87,7 @@ def update_webhook_endpoint(
     summary="Delete a webhook endpoint and its delivery log",
 )
 def delete_webhook_endpoint(endpoint_id: EndpointId, client: WriteAccess) -> dict[str, object]:
+    """Delete an endpoint and its delivery log; nothing more is sent to it."""
     return ok(service.delete_endpoint(client, endpoint_id), "Webhook endpoint deleted successfully.")
 
 
@@ -92,6 +98,8 @@ def delete_webhook_endpoint(endpoint_id: EndpointId, client: WriteAccess) -> dic
     summary="Replace the signing secret; for 24 h deliveries carry both signatures",
 )
 def rotate_webhook_secret(endpoint_id: EndpointId, client: WriteAccess) -> dict[str, object]:
+    """Replace the endpoint's signing secret. For 24 hours deliveries carry signatures with both secrets, so
+    a receiver can switch without losing any."""
     endpoint = service.rotate_secret(client, endpoint_id)
     return ok(endpoint, "Secret rotated: deliveries carry the old and new signatures for 24 hours.")
 
@@ -104,6 +112,7 @@ def rotate_webhook_secret(endpoint_id: EndpointId, client: WriteAccess) -> dict[
     summary="Queue a `ping` event to this endpoint now",
 )
 def ping_webhook_endpoint(endpoint_id: EndpointId, client: WriteAccess) -> dict[str, object]:
+    """Queue a `ping` event to this endpoint now, to test a receiver."""
     return ok(service.ping(client, endpoint_id), "Ping queued: it is sent within seconds.")
 
 
@@ -116,6 +125,7 @@ def ping_webhook_endpoint(endpoint_id: EndpointId, client: WriteAccess) -> dict[
 def list_webhook_deliveries(
     endpoint_id: EndpointId, client: ReadAccess, pagination: Listing, status: StatusFilter = None
 ) -> dict[str, object]:
+    """A page of the endpoint's deliveries, newest first, with its status, attempts and last answer."""
     records, page = service.list_deliveries(client, endpoint_id, status, pagination)
     return ok(page.body(records), "Webhook deliveries fetched successfully.")
 
@@ -130,4 +140,5 @@ def list_webhook_deliveries(
 def retry_webhook_delivery(
     endpoint_id: EndpointId, delivery_id: DeliveryId, client: WriteAccess
 ) -> dict[str, object]:
+    """Queue one delivery again, now, with a fresh retry schedule."""
     return ok(service.retry_delivery(client, endpoint_id, delivery_id), "Delivery queued again.")

@@ -1,4 +1,4 @@
-"""Webhook endpoint and delivery shapes, field for field as decisions.md section 13 lists them."""
+"""Webhook endpoint and delivery shapes, field for field as docs/webhooks.md lists them."""
 
 from __future__ import annotations
 
@@ -30,12 +30,26 @@ class Body(BaseModel):
 
 
 class WebhookEndpointCreate(Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "url": "https://hooks.example.com/outfitter",
+                    "event_types": ["equipment.assigned", "order.created"],
+                    "description": "Keeps our asset register in sync",
+                }
+            ]
+        }
+    )
+
     url: Url
     event_types: EventTypes = Field(default_factory=list)
     description: Description | None = None
 
 
 class WebhookEndpointPatch(Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"enabled": False}]})
+
     url: Annotated[Url | None, NotNull()] = None
     event_types: Annotated[EventTypes | None, NotNull()] = None
     description: Description | None = None

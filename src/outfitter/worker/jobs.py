@@ -74,10 +74,9 @@ def finish_job(sessions: sessionmaker[Session], name: str, worker: str) -> None:
 
 
 def expire_transactions(sessions: sessionmaker[Session], now: datetime | None = None) -> int:
-    """Expire Pending transactions past their time to live (no payment can come after: decisions.md
-    section 9), each in its own short transaction, with its `transaction.expired` event. The
-    gateway is not asked here; a card payment made anyway is found by reconciliation and recorded
-    as a late-payment anomaly for an operator."""
+    """Expire Pending transactions past their time to live, each in its own short transaction, with
+    its `transaction.expired` event. The gateway is not asked here; a card payment made anyway is
+    found by reconciliation and recorded as a late-payment anomaly for an operator."""
     now = now or utcnow()
     with across_companies(sessions()) as session:
         ids: list[uuid.UUID] = list(
