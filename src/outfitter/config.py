@@ -81,8 +81,8 @@ class Settings(BaseSettings):
 
     # Signs the lists' cursors (core.pagination), so that an altered one is refused with a clear
     # 422. A cursor only positions a client within its own company's list, so this guards
-    # integrity, not secrecy; set your own in production all the same.
-    cursor_secret: str = "outfitter-cursor-development-key"
+    # integrity, not secrecy; production still needs its own (a published key is no signature).
+    cursor_secret: str | None = None
 
     transaction_ttl_hours: int = 24
     idempotency_ttl_hours: int = 24
@@ -183,10 +183,14 @@ class Settings(BaseSettings):
             if self.sandbox_webhook_secret is None:
                 # Development-only secret, documented in docs/operations.md; refused in production.
                 self.sandbox_webhook_secret = "whsec_b3V0Zml0dGVyLWVtYmVkZGVkLWRldmVsb3BtZW50LW9ubHk="
+            if self.cursor_secret is None:
+                self.cursor_secret = "outfitter-cursor-development-key"  # the same: development only
             return self
         missing = []
         if self.database_url.startswith("sqlite"):
             missing.append("OUTFITTER_DATABASE_URL (a postgresql:// URL)")
+        if not self.cursor_secret:
+            missing.append("OUTFITTER_CURSOR_SECRET")
         if self.gateway == "sandbox" and not self.sandbox_webhook_secret:
             missing.append("OUTFITTER_SANDBOX_WEBHOOK_SECRET")
         if self.gateway == "flutterwave" and not (

@@ -90,6 +90,24 @@ def test_a_secret_is_never_echoed_in_a_configuration_error(tmp_path: Path) -> No
     assert "hunter2" not in done.stderr
 
 
+def test_production_refuses_to_start_on_published_development_secrets(tmp_path: Path) -> None:
+    """The cursor key and the sandbox secret have development defaults; production needs its own."""
+    env = clean_env(
+        OUTFITTER_ENVIRONMENT="production",
+        OUTFITTER_DATABASE_URL="postgresql://127.0.0.1:1/outfitter",
+    )
+    done = outfitter(env, "company", "list")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "OUTFITTER_CURSOR_SECRET" in done.stderr and "OUTFITTER_SANDBOX_WEBHOOK_SECRET" in done.stderr
+
+    configured = outfitter(
+        {**env, "OUTFITTER_CURSOR_SECRET": "x" * 32, "OUTFITTER_SANDBOX_WEBHOOK_SECRET": "whsec_c2VjcmV0"},
+        "company",
+        "list",
+    )
+    assert "OUTFITTER_CURSOR_SECRET" not in configured.stderr, configured.stderr
+
+
 # --- item 19: the schema must be at the head revision -----------------------------------------
 
 

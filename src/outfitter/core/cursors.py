@@ -26,7 +26,10 @@ OTHER_QUERY = (
 
 
 def _key() -> bytes:
-    return get_settings().cursor_secret.encode()
+    secret = get_settings().cursor_secret
+    if secret is None:  # Settings fills it in (embedded) or refuses to start without it (production)
+        raise RuntimeError("OUTFITTER_CURSOR_SECRET is not set")
+    return secret.encode()
 
 
 def _b64(raw: bytes) -> str:
