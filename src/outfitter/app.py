@@ -35,6 +35,8 @@ from outfitter.events.router import router as events_router
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
 from outfitter.people.router import router as people_router
+from outfitter.scim.app import MOUNT_PATH as SCIM_PATH
+from outfitter.scim.app import create_scim_app
 from outfitter.webhooks.router import router as webhooks_router
 
 API_PREFIX = "/api/v2"
@@ -123,6 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(domain_router, prefix=API_PREFIX)
     app.state.route_methods = route_methods(API_PREFIX, domain_routers)
     app.include_router(sandbox_router)
+    app.mount(SCIM_PATH, create_scim_app(app.state))
     _add_docs(app)
     _add_health_checks(app)
     install_contract(app)

@@ -91,7 +91,12 @@ def token_list(
 @token_app.command("create")
 def token_create(
     company_id: str,
-    scope: Annotated[list[str] | None, typer.Option("--scope", help="read or write; repeat for both")] = None,
+    scope: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scope", help="read, write or scim (the SCIM provisioning API only); repeat for several"
+        ),
+    ] = None,
     expires_in_days: Annotated[int | None, typer.Option(help="Days until the token expires")] = None,
     as_json: JsonFlag = False,
 ) -> None:
