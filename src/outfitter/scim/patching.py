@@ -10,6 +10,7 @@ into what the RFC says they mean:
 - `attr[type eq "work"].sub` when no value has that type (Entra, for emails, phoneNumbers and
   addresses, which Outfitter keeps one of each, untyped): the primary (else first) value takes the
   type first, or a new value is added when there is none;
+- the manager as its bare id, or a list of one `{value}` (Entra): `{value, $ref}`;
 - `"active": "False"` strings (Entra): pydantic reads them as booleans already.
 """
 
@@ -21,7 +22,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 from scim2_models import Context, InvalidSyntaxException, PatchOp, Resource, SCIMException
 
-from outfitter.scim.users import TOLERANT, invalid
+from outfitter.scim.users import ENTERPRISE_URN, TOLERANT, invalid
 
 ResourceT = TypeVar("ResourceT", bound=Resource[Any])
 
@@ -58,7 +59,21 @@ def _rewrite(operation: dict[str, Any]) -> list[dict[str, Any]]:
         plain = {key: item for key, item in value.items() if "[" not in key}
         typed = [{"op": kind, "path": key, "value": item} for key, item in value.items() if "[" in key]
         return ([{"op": kind, "value": plain}] if plain else []) + typed
+    if isinstance(path, str) and path.lower().rpartition(":")[2] == "manager" and kind != "remove":
+        path, value = f"{ENTERPRISE_URN}:manager", _manager(value)
     return [{key: item for key, item in (("op", kind), ("path", path), ("value", value)) if key in op}]
+
+
+def _manager(value: Any) -> Any:
+    """Entra sends the manager as its id, or as a list of one {value} object; RFC 7643 wants an
+    object with `value` and `$ref`. An empty id clears the manager."""
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if isinstance(value, dict):
+        value = value.get("value")
+    if not value:
+        return None
+    return {"value": str(value), "$ref": f"Users/{value}"}
 
 
 def apply(resource: ResourceT, operations: list[dict[str, Any]]) -> ResourceT:

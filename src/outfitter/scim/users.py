@@ -28,6 +28,7 @@ from scim2_models import (
     Error,
     InvalidSyntaxException,
     InvalidValueException,
+    SCIMException,
     ScimPolicy,
     User,
 )
@@ -140,13 +141,10 @@ def parse(body: Any, context: Context) -> ScimUser:
         raise invalid(exc) from None
 
 
-def invalid(exc: ValidationError) -> InvalidValueException | InvalidSyntaxException:
-    """The first of a validation's errors as a SCIM exception, with the attribute it is about."""
-    error = Error.from_validation_errors(exc)[0]
-    detail = error.detail or "Invalid value."
-    if error.scim_type == "invalidSyntax":
-        return InvalidSyntaxException(detail=detail)
-    return InvalidValueException(detail=detail)
+def invalid(exc: ValidationError) -> SCIMException:
+    """The first of a validation's errors as the SCIM exception it stands for (invalidValue,
+    invalidSyntax, mutability...), naming the attribute."""
+    return SCIMException.from_error(Error.from_validation_errors(exc)[0])
 
 
 def _with_manager_refs(body: dict[str, Any]) -> dict[str, Any]:
