@@ -52,7 +52,8 @@ def _member_ids(api: Api, department_id: str) -> list[str]:
 @pytest.mark.usefixtures("default_country_ng")
 def test_okta_provisioning_sequence(scim: Scim, api: Api) -> None:
     # Okta looks the user up first, then creates it (with its password and groups attributes)
-    lookup = _ok(scim.get("/Users", filter="userName eq OKTA_USER", startIndex="1", count="100"))
+    by_user_name = f'userName eq "{OKTA_USER}"'
+    lookup = _ok(scim.get("/Users", filter=by_user_name, startIndex="1", count="100"))
     assert lookup["totalResults"] == 0 and lookup["Resources"] == []
     user = _ok(
         scim.post(
@@ -124,7 +125,7 @@ def test_okta_provisioning_sequence(scim: Scim, api: Api) -> None:
     deactivated = _patch(scim, f"/Users/{user_id}", [{"op": "replace", "value": {"active": False}}])
     assert deactivated["active"] is False
     assert _employee(api, user_id)["status"] == "Offboarded"
-    assert _ok(scim.get("/Users", filter="userName eq OKTA_USER"))["Resources"][0]["active"] is False
+    assert _ok(scim.get("/Users", filter=by_user_name))["Resources"][0]["active"] is False
 
     _ok(scim.delete(f"/Groups/{group_id}"), 204)
     assert api.get(f"/client/departments/{group_id}").status_code == 404

@@ -96,8 +96,9 @@ def company_set(
             "scim_default_country": settings.default_country,
         }
     retrieval = "on" if payload["scim_offboard_retrieval"] else "off"
-    text = f"company {company_id}: SCIM offboard retrieval {retrieval}, default country "
-    emit(as_json, payload, text + (payload["scim_default_country"] or "none"))
+    country = payload["scim_default_country"] or "none"
+    text = f"company {company_id}: SCIM offboard retrieval {retrieval}, default country {country}"
+    emit(as_json, payload, text)
 
 
 @token_app.command("list")
