@@ -1,0 +1,45 @@
+"""Two identity-provider requests creating the same userName at once, for real, against a served
+instance on PostgreSQL: exactly one employee is made, the other request gets 409 uniqueness."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.factories import CompanyFactory
+from tests.payments.conftest import LiveServer, live_server
+from tests.scim.conftest import SCIM_MEDIA_TYPE, user_body
+
+__all__ = ["live_server"]
+
+
+@pytest.mark.usefixtures("postgres_only")
+@pytest.mark.parametrize("round_", range(3))
+def test_racing_posts_of_one_user_name_make_one_employee(
+    live_server: LiveServer, companies: CompanyFactory, round_: int
+) -> None:
+    api = companies.create(f"Race {round_}")
+    token = companies.token(api, ["scim"]).token
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": SCIM_MEDIA_TYPE}
+    body = user_body("ada@acme.example", externalId="00u1")
+    start = threading.Barrier(2)
+
+    def post(_: int) -> httpx.Response:
+        with httpx.Client(base_url=f"{live_server.url}/scim/v2", headers=headers, timeout=60) as http:
+            start.wait()
+            return http.post("/Users", json=body)
+
+    with ThreadPoolExecutor(2) as pool:
+        responses = list(pool.map(post, range(2)))
+
+    assert sorted(response.status_code for response in responses) == [201, 409], [r.text for r in responses]
+    conflict = next(response for response in responses if response.status_code == 409).json()
+    assert (conflict["status"], conflict["scimType"]) == ("409", "uniqueness")
+    with live_server.api(api.token) as rest:
+        employees = rest.get("/client/employees").json()["data"]
+        events = rest.get("/client/events").json()["data"]["data"]
+    assert employees["total"] == 1
+    assert [event["type"] for event in events] == ["employee.created"]
