@@ -111,6 +111,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(RequestContextMiddleware)
 
+    # SCIM first: a mount costs the API's requests one prefix test, where SCIM's would otherwise
+    # walk every API route before reaching it.
+    app.mount(SCIM_PATH, create_scim_app(app.state))
     # Each router straight on the app, the hottest first: FastAPI matches a request by walking the
     # routes in order, level by level, and that walk was a third of a single retrieve's CPU.
     domain_routers = (
@@ -125,7 +128,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(domain_router, prefix=API_PREFIX)
     app.state.route_methods = route_methods(API_PREFIX, domain_routers)
     app.include_router(sandbox_router)
-    app.mount(SCIM_PATH, create_scim_app(app.state))
     _add_docs(app)
     _add_health_checks(app)
     install_contract(app)

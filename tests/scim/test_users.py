@@ -208,3 +208,20 @@ def test_delete_offboards_and_hides_the_user(scim: Scim, api: Api) -> None:
     assert types == ["employee.offboarded", "employee.created"]
     # the userName is free again: the person can be hired back
     assert scim.post("/Users", user_body("ada.again@acme.example", userName="ada")).status_code == 201
+
+
+def test_nul_characters_are_refused_not_stored(scim: Scim, api: Api) -> None:
+    body = user_body("ada@acme.example", title="Ana\x00lyst")
+    assert "title" in assert_scim_error(scim.post("/Users", body), 400, "invalidValue")["detail"]
+    # a NUL in the query string is refused by the app's NUL guard, before SCIM, in the API's words
+    assert scim.get("/Users", filter='userName eq "a\x00"').status_code == 422
+    assert api.get("/client/employees").json()["data"]["total"] == 0
+
+
+def test_deleting_a_manager_clears_it_from_their_reports(scim: Scim) -> None:
+    boss = _create(scim, "boss@acme.example")
+    body = user_body("ada@acme.example")
+    body[ENTERPRISE_URN] = {"manager": {"value": boss["id"]}}
+    report = scim.post("/Users", body).json()
+    assert scim.delete(f"/Users/{boss['id']}").status_code == 204
+    assert ENTERPRISE_URN not in scim.get(f"/Users/{report['id']}").json()

@@ -19,7 +19,8 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import update as update_rows
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
@@ -31,7 +32,7 @@ from outfitter.models import EMPLOYEE_ACTIVE, EMPLOYEE_OFFBOARDED, Country, Empl
 from outfitter.models.events import EventType
 from outfitter.people.repository import EmployeeRepository
 from outfitter.people.schemas import EmployeeOut
-from outfitter.people.service import present
+from outfitter.people.service import employee_out, present
 
 
 class IdentityTaken(Conflict):
@@ -88,29 +89,31 @@ def get_provisioned(session: Session, employee_id: uuid.UUID | str, for_update: 
     return employee
 
 
+def known_as(user_name: str) -> ColumnElement[bool]:
+    """Employees whose userName is `user_name` (lower-cased): their own, or the email of one made
+    through the API. Written so that both databases answer it from the two unique indexes."""
+    return or_(
+        Employee.user_name == user_name, and_(Employee.user_name.is_(None), Employee.email == user_name)
+    )
+
+
 def check_identities(session: Session, wanted: ProvisionedEmployee, except_id: uuid.UUID | None) -> None:
-    """409 when another employee has the userName (an API-made one: as its email), the externalId
-    or the email."""
-    known_by_email = and_(Employee.user_name.is_(None), Employee.deprovisioned_at.is_(None))
-    clashes = [
-        Employee.user_name == wanted.user_name,
-        and_(known_by_email, Employee.email == wanted.user_name),
-        Employee.email == wanted.email,
-    ]
-    if wanted.external_id:
-        clashes.append(Employee.external_id == wanted.external_id)
-    others = select(Employee.user_name, Employee.email, Employee.external_id, Employee.deprovisioned_at)
-    others = others.where(or_(*clashes))
-    if except_id is not None:
-        others = others.where(Employee.id != except_id)
-    for user_name, email, external_id, deprovisioned_at in session.execute(others):
-        if user_name == wanted.user_name or (
-            user_name is None and deprovisioned_at is None and email == wanted.user_name
-        ):
-            raise IdentityTaken(f"The userName {wanted.user_name} is already taken in this company.")
-        if wanted.external_id and external_id == wanted.external_id:
-            raise IdentityTaken(f"The externalId {wanted.external_id} is already taken in this company.")
+    """409 when another employee has the userName, the email or the externalId: three point
+    lookups, each on a unique index."""
+
+    def others(condition: ColumnElement[bool]) -> list[Any]:
+        statement = select(Employee.user_name, Employee.deprovisioned_at).where(condition)
+        if except_id is not None:
+            statement = statement.where(Employee.id != except_id)
+        return list(session.execute(statement.limit(2)))
+
+    # A deprovisioned employee keeps its email but answers to no userName.
+    if any(row.user_name or row.deprovisioned_at is None for row in others(known_as(wanted.user_name))):
+        raise IdentityTaken(f"The userName {wanted.user_name} is already taken in this company.")
+    if others(Employee.email == wanted.email):
         raise IdentityTaken(f"An employee with the email {wanted.email} already exists in this company.")
+    if wanted.external_id and others(Employee.external_id == wanted.external_id):
+        raise IdentityTaken(f"The externalId {wanted.external_id} is already taken in this company.")
 
 
 def check_manager(session: Session, manager_id: uuid.UUID | None, employee_id: uuid.UUID | None) -> bool:
@@ -179,6 +182,8 @@ def deprovision(session: Session, employee: Employee) -> Change:
     employee.user_name = None
     employee.external_id = None
     employee.deprovisioned_at = employee.updated_at = utcnow()
+    # Their reports' manager is now no User SCIM knows: none.
+    session.execute(update_rows(Employee).where(Employee.manager_id == employee.id).values(manager_id=None))
     session.flush()
     return change
 
@@ -192,6 +197,9 @@ def record_change(
 ) -> None:
     """The one event of a provisioning change: the employee as the API answers it (and `extra`)."""
     session.flush()
-    answer = present(EmployeeRepository(session), [employee])[0]
+    if type == EventType.EMPLOYEE_CREATED:  # nothing is related to it yet: no need to look
+        answer = employee_out(employee, employee.country)
+    else:
+        answer = present(EmployeeRepository(session), [employee])[0]
     data = {**as_event_data(EmployeeOut, answer), **(extra or {})}
     record_event(session, type, employee.id, data, actor=actor)

@@ -161,6 +161,13 @@ def _compare(column: Any, op: CompareOperator, value: Any) -> Any:
     raise InvalidFilterException(detail=f"Unsupported operator {op}.")
 
 
+def compare_text(column: Any, op: CompareOperator, value: Any) -> Any:
+    """`column` compared as a string attribute is (for a custom attribute): `pr` when `value` is None."""
+    if value is None:
+        return column.is_not(None) if op == CompareOperator.ne else column.is_(None)
+    return _compare(column, op, value)
+
+
 def bool_attribute(condition: Column) -> Attribute:
     """A boolean attribute computed from a condition (e.g. `active`)."""
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Query, Request
-from scim2_models import NotImplementedException
+from scim2_models import InvalidValueException, NotImplementedException
 from starlette.responses import Response
 
 from outfitter.core.auth import bearer_token
 from outfitter.core.errors import NotFound
+from outfitter.core.middleware import nul_paths
 from outfitter.core.unit_of_work import ClientWork, UnitOfWorkRoute
 from outfitter.payments.gateways import GatewayRegistry, registry_of
 from outfitter.scim import discovery, groups, service, users
@@ -50,7 +51,17 @@ ScimAccess = Annotated[ClientWork, Depends(_scim_work)]
 BaseLinks = Annotated[Links, Depends(_links)]
 Gateways = Annotated[GatewayRegistry, Depends(_gateways)]
 IfMatch = Annotated[str | None, Header(alias="If-Match")]
-JsonBody = Annotated[Any, Body()]
+
+
+async def _json_body(body: Annotated[Any, Body()]) -> Any:
+    """The request's JSON; a NUL character anywhere (no database column can hold one) is a 400."""
+    found = nul_paths(body)
+    if found:
+        raise InvalidValueException(detail=f"{found[0]}: must not contain NUL characters (\\u0000).")
+    return body
+
+
+JsonBody = Annotated[Any, Depends(_json_body)]
 Attributes = Annotated[str | None, Query()]
 ExcludedAttributes = Annotated[str | None, Query(alias="excludedAttributes")]
 Filter = Annotated[str | None, Query()]

@@ -3,11 +3,11 @@ the resource. Every write runs in the request's unit of work and records its one
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scim2_models import Context, Group, InvalidValueException
+from scim2_models import Context, Group, InvalidFilterException, InvalidValueException
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, joinedload
 
@@ -40,6 +40,8 @@ class Query:
 
     @classmethod
     def parse(cls, filter: str | None, start_index: Any, count: Any) -> Query:
+        if filter and "\x00" in filter:
+            raise InvalidFilterException(detail="The filter must not contain NUL characters (\\u0000).")
         start = _integer(start_index, "startIndex", 1)
         wanted = _integer(count, "count", MAX_RESULTS)
         return cls(
@@ -89,8 +91,7 @@ def get_user(session: Session, user_id: str, links: Links) -> dict[str, Any]:
 def create_user(work: ClientWork, body: Any, links: Links) -> dict[str, Any]:
     session = work.session
     user = users.parse(body, Context.RESOURCE_CREATION_REQUEST)
-    default_country = settings_of(session, work.auth.company_id).default_country
-    employee = provisioning.create(session, users.to_provisioned(session, user, None, default_country))
+    employee = provisioning.create(session, users.to_provisioned(session, user, None, _default_country(work)))
     provisioning.record_change(session, employee, EventType.EMPLOYEE_CREATED, work.auth.actor)
     return users.render(employee, links)
 
@@ -131,15 +132,18 @@ def _write_user(
     work: ClientWork, employee: Employee, user: users.ScimUser, links: Links, gateways: GatewayRegistry
 ) -> dict[str, Any]:
     session = work.session
-    default_country = settings_of(session, work.auth.company_id).default_country
-    change = provisioning.update(
-        session, employee, users.to_provisioned(session, user, employee, default_country)
-    )
+    wanted = users.to_provisioned(session, user, employee, _default_country(work))
+    change = provisioning.update(session, employee, wanted)
     if change == Change.UPDATED:
         provisioning.record_change(session, employee, EventType.EMPLOYEE_UPDATED, work.auth.actor)
     elif change == Change.OFFBOARDED:
         offboarding.offboard(work, employee, gateways)
     return users.render(employee, links)
+
+
+def _default_country(work: ClientWork) -> Callable[[], str | None]:
+    """The company's default country for users sent without one, read only if one is needed."""
+    return lambda: settings_of(work.session, work.auth.company_id).default_country
 
 
 def _without_meta(resource: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,7 @@ from scim2_models import (
     ScimPolicy,
     User,
 )
+from scim2_models.path import CompareOperator
 from sqlalchemy import func, literal
 from sqlalchemy.orm import Session
 
@@ -41,9 +43,10 @@ from outfitter.people.provisioning import (
     ProvisionedEmployee,
     check_manager,
     is_active,
+    known_as,
     user_name_of,
 )
-from outfitter.scim.filters import Attribute, bool_attribute
+from outfitter.scim.filters import Attribute, bool_attribute, compare_text
 from outfitter.scim.responses import with_meta
 
 ScimUser = User[EnterpriseUser]
@@ -55,7 +58,13 @@ TOLERANT = ScimPolicy(unknown=ScimPolicy.Unknown.ignore)
 
 FILTERABLE: dict[str, Attribute] = {
     "id": Attribute((Employee.id,), kind="id"),
-    "username": Attribute((func.coalesce(Employee.user_name, Employee.email),)),
+    "username": Attribute(
+        custom=lambda op, value: (
+            known_as(value)
+            if op == CompareOperator.eq and value is not None
+            else compare_text(func.coalesce(Employee.user_name, Employee.email), op, value)
+        )
+    ),
     "externalid": Attribute((Employee.external_id,), case_exact=True),
     "emails.value": Attribute((Employee.email, Employee.personal_email)),
     "emails.type": Attribute(
@@ -166,7 +175,7 @@ def _with_manager_refs(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def to_provisioned(
-    session: Session, user: ScimUser, current: Employee | None, default_country: str | None
+    session: Session, user: ScimUser, current: Employee | None, default_country: Callable[[], str | None]
 ) -> ProvisionedEmployee:
     """The employee fields `user` asks for; 400 `invalidValue` naming what is wrong."""
     user_name = (user.user_name or "").strip().lower()
@@ -252,7 +261,7 @@ def _formatted(address: Any) -> str:
 
 
 def _country_id(
-    session: Session, code: str | None, current: Employee | None, default_country: str | None
+    session: Session, code: str | None, current: Employee | None, default_country: Callable[[], str | None]
 ) -> uuid.UUID:
     if code:
         country = find_country(session, code)
@@ -263,8 +272,9 @@ def _country_id(
         return country.id
     if current is not None:
         return current.country_id
-    if default_country:
-        country = find_country(session, default_country)
+    default = default_country()
+    if default:
+        country = find_country(session, default)
         if country is not None:
             return country.id
     raise InvalidValueException(
