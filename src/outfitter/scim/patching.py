@@ -20,7 +20,7 @@ import re
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
-from scim2_models import Context, InvalidSyntaxException, PatchOp, Resource, SCIMException
+from scim2_models import Context, InvalidSyntaxException, PatchOp, Resource
 
 from outfitter.scim.users import ENTERPRISE_URN, TOLERANT, invalid
 
@@ -90,8 +90,6 @@ def apply(resource: ResourceT, operations: list[dict[str, Any]]) -> ResourceT:
             patch.patch(resource)
         except ValidationError as exc:
             raise invalid(exc) from None
-        except SCIMException:
-            raise
     return resource
 
 

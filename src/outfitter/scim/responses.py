@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from scim2_models import Error, ListResponse, PreconditionFailedException, Resource
+from scim2_models import Error, ListResponse, PreconditionFailedException
 from starlette.responses import Response
 
 from outfitter.core.schemas import format_timestamp
@@ -178,7 +178,3 @@ def list_response(resources: Iterable[dict[str, Any]], total: int, start_index: 
             "Resources": items,
         }
     )
-
-
-def schema_urn(model: type[Resource[Any]]) -> str:
-    return str(model.__schema__)
