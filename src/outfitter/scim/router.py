@@ -5,6 +5,8 @@ the `scim` scope, bound to its company: another company's ids are 404 like unkno
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Query, Request
@@ -68,15 +70,57 @@ Filter = Annotated[str | None, Query()]
 StartIndex = Annotated[str | None, Query(alias="startIndex")]
 Count = Annotated[str | None, Query()]
 
-_USER_EXTENSIONS = (users.ENTERPRISE_URN,)
+
+@dataclass(frozen=True)
+class Listing:
+    """A list request, from the query string (GET) or a SearchRequest body (POST .search)."""
+
+    query: service.Query
+    attributes: Any = None
+    excluded: Any = None
+
+    @classmethod
+    def of_search(cls, body: Any) -> Listing:
+        search = body if isinstance(body, dict) else {}
+        query = service.Query.parse(search.get("filter"), search.get("startIndex"), search.get("count"))
+        return cls(query, search.get("attributes"), search.get("excludedAttributes"))
 
 
-def _user_projection(attributes: str | None, excluded: str | None) -> Projection:
-    return Projection.parse(attributes, excluded, users.CORE_URN, _USER_EXTENSIONS)
+async def _listing(
+    filter: Filter = None,
+    start_index: StartIndex = None,
+    count: Count = None,
+    attributes: Attributes = None,
+    excluded_attributes: ExcludedAttributes = None,
+) -> Listing:
+    return Listing(service.Query.parse(filter, start_index, count), attributes, excluded_attributes)
 
 
-def _group_projection(attributes: str | None, excluded: str | None) -> Projection:
+ListParams = Annotated[Listing, Depends(_listing)]
+Project = Callable[[Any, Any], Projection]
+
+
+def _user_projection(attributes: Any, excluded: Any) -> Projection:
+    return Projection.parse(attributes, excluded, users.CORE_URN, (users.ENTERPRISE_URN,))
+
+
+def _group_projection(attributes: Any, excluded: Any) -> Projection:
     return Projection.parse(attributes, excluded, groups.CORE_URN)
+
+
+def _listed(found: tuple[list[dict[str, Any]], int], listing: Listing, project: Project) -> Response:
+    resources, total = found
+    projection = project(listing.attributes, listing.excluded)
+    return list_response((projection.apply(item) for item in resources), total, listing.query.start_index)
+
+
+def _one(
+    resource: dict[str, Any], attributes: str | None, excluded: str | None, project: Project
+) -> Response:
+    if not attributes and not excluded:
+        return resource_response(resource)
+    projected = project(attributes, excluded).apply(resource)
+    return scim_response(projected, headers={"ETag": resource["meta"]["version"]})
 
 
 # Discovery
@@ -130,28 +174,14 @@ def _found(item: dict[str, Any] | None, what: str) -> dict[str, Any]:
 
 
 @router.get("/Users", response_model=None)
-def list_users(
-    work: ScimAccess,
-    links: BaseLinks,
-    filter: Filter = None,
-    start_index: StartIndex = None,
-    count: Count = None,
-    attributes: Attributes = None,
-    excluded_attributes: ExcludedAttributes = None,
-) -> Response:
-    query = service.Query.parse(filter, start_index, count)
-    found, total = service.list_users(work.session, query, links)
-    projection = _user_projection(attributes, excluded_attributes)
-    return list_response((projection.apply(user) for user in found), total, query.start_index)
+def list_users(work: ScimAccess, links: BaseLinks, listing: ListParams) -> Response:
+    return _listed(service.list_users(work.session, listing.query, links), listing, _user_projection)
 
 
 @router.post("/Users/.search", response_model=None)
 def search_users(work: ScimAccess, links: BaseLinks, body: JsonBody) -> Response:
-    search = body if isinstance(body, dict) else {}
-    query = service.Query.parse(search.get("filter"), search.get("startIndex"), search.get("count"))
-    found, total = service.list_users(work.session, query, links)
-    projection = _user_projection(search.get("attributes"), search.get("excludedAttributes"))
-    return list_response((projection.apply(user) for user in found), total, query.start_index)
+    listing = Listing.of_search(body)
+    return _listed(service.list_users(work.session, listing.query, links), listing, _user_projection)
 
 
 @router.post("/Users", response_model=None)
@@ -168,10 +198,7 @@ def get_user(
     excluded_attributes: ExcludedAttributes = None,
 ) -> Response:
     user = service.get_user(work.session, user_id, links)
-    if attributes or excluded_attributes:
-        projected = _user_projection(attributes, excluded_attributes).apply(user)
-        return scim_response(projected, headers={"ETag": user["meta"]["version"]})
-    return resource_response(user)
+    return _one(user, attributes, excluded_attributes, _user_projection)
 
 
 @router.put("/Users/{user_id}", response_model=None)
@@ -210,28 +237,14 @@ def delete_user(
 
 
 @router.get("/Groups", response_model=None)
-def list_groups(
-    work: ScimAccess,
-    links: BaseLinks,
-    filter: Filter = None,
-    start_index: StartIndex = None,
-    count: Count = None,
-    attributes: Attributes = None,
-    excluded_attributes: ExcludedAttributes = None,
-) -> Response:
-    query = service.Query.parse(filter, start_index, count)
-    found, total = service.list_groups(work.session, query, links)
-    projection = _group_projection(attributes, excluded_attributes)
-    return list_response((projection.apply(group) for group in found), total, query.start_index)
+def list_groups(work: ScimAccess, links: BaseLinks, listing: ListParams) -> Response:
+    return _listed(service.list_groups(work.session, listing.query, links), listing, _group_projection)
 
 
 @router.post("/Groups/.search", response_model=None)
 def search_groups(work: ScimAccess, links: BaseLinks, body: JsonBody) -> Response:
-    search = body if isinstance(body, dict) else {}
-    query = service.Query.parse(search.get("filter"), search.get("startIndex"), search.get("count"))
-    found, total = service.list_groups(work.session, query, links)
-    projection = _group_projection(search.get("attributes"), search.get("excludedAttributes"))
-    return list_response((projection.apply(group) for group in found), total, query.start_index)
+    listing = Listing.of_search(body)
+    return _listed(service.list_groups(work.session, listing.query, links), listing, _group_projection)
 
 
 @router.post("/Groups", response_model=None)
@@ -248,10 +261,7 @@ def get_group(
     excluded_attributes: ExcludedAttributes = None,
 ) -> Response:
     group = service.get_group(work.session, group_id, links)
-    if attributes or excluded_attributes:
-        projected = _group_projection(attributes, excluded_attributes).apply(group)
-        return scim_response(projected, headers={"ETag": group["meta"]["version"]})
-    return resource_response(group)
+    return _one(group, attributes, excluded_attributes, _group_projection)
 
 
 @router.put("/Groups/{group_id}", response_model=None)

@@ -34,7 +34,7 @@ from scim2_models import (
     User,
 )
 from scim2_models.path import CompareOperator
-from sqlalchemy import func, literal
+from sqlalchemy import func
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import find_country
@@ -67,13 +67,6 @@ FILTERABLE: dict[str, Attribute] = {
     ),
     "externalid": Attribute((Employee.external_id,), case_exact=True),
     "emails.value": Attribute((Employee.email, Employee.personal_email)),
-    "emails.type": Attribute(
-        custom=lambda op, value: (
-            (Employee.email if value == "work" else Employee.personal_email).is_not(None)
-            if value in ("work", "home")
-            else literal(False)
-        )
-    ),
     "name.givenname": Attribute((Employee.first_name,)),
     "name.familyname": Attribute((Employee.last_name,)),
     "title": Attribute((Employee.job_title,)),
