@@ -225,3 +225,12 @@ def test_deleting_a_manager_clears_it_from_their_reports(scim: Scim) -> None:
     report = scim.post("/Users", body).json()
     assert scim.delete(f"/Users/{boss['id']}").status_code == 204
     assert ENTERPRISE_URN not in scim.get(f"/Users/{report['id']}").json()
+
+
+def test_unknown_endpoints_and_methods_answer_scim_errors(scim: Scim) -> None:
+    assert_scim_error(scim.get("/Devices"), 404)
+    assert_scim_error(scim.request("PATCH", "/Users", {"Operations": []}), 405)
+    assert_scim_error(scim.post("/.search", {"filter": 'userName eq "x"'}), 501)
+    unauthenticated = scim.request("GET", "/Users", headers={"Authorization": "Bearer otf_nope"})
+    assert_scim_error(unauthenticated, 401)
+    assert unauthenticated.headers["WWW-Authenticate"].startswith("Bearer")
