@@ -9,9 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.factories import CompanyFactory
+from outfitter.people import provisioning
+from tests.factories import Api, CompanyFactory
 from tests.payments.conftest import LiveServer, live_server
-from tests.scim.conftest import SCIM_MEDIA_TYPE, user_body
+from tests.scim.conftest import SCIM_MEDIA_TYPE, Scim, assert_scim_error, user_body
 
 __all__ = ["live_server"]
 
@@ -43,3 +44,21 @@ def test_racing_posts_of_one_user_name_make_one_employee(
         events = rest.get("/client/events").json()["data"]["data"]
     assert employees["total"] == 1
     assert [event["type"] for event in events] == ["employee.created"]
+
+
+def test_the_unique_indexes_answer_409_when_a_racer_passed_the_check(
+    scim: Scim, api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the loser of a race meets: the identity check saw nothing (the winner had not committed),
+    so the unique indexes refuse the write, and that is a 409 uniqueness, not a 500."""
+    monkeypatch.setattr(provisioning, "check_identities", lambda *_args: None)
+    first = scim.post("/Users", user_body("ada@acme.example", externalId="00u1"))
+    assert first.status_code == 201, first.text
+    same_user_name = user_body("ada@acme.example", emails=[{"value": "other@acme.example"}])
+    assert_scim_error(scim.post("/Users", same_user_name), 409, "uniqueness")
+    assert_scim_error(
+        scim.post("/Users", user_body("eve@acme.example", externalId="00u1")), 409, "uniqueness"
+    )
+    eve = scim.post("/Users", user_body("eve@acme.example")).json()
+    assert_scim_error(scim.put(f"/Users/{eve['id']}", user_body("ada@acme.example")), 409, "uniqueness")
+    assert api.get("/client/employees").json()["data"]["total"] == 2

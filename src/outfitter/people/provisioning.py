@@ -147,8 +147,10 @@ def _columns(wanted: ProvisionedEmployee) -> dict[str, object]:
 
 def create(session: Session, wanted: ProvisionedEmployee) -> Employee:
     check_identities(session, wanted, None)
-    employee = EmployeeRepository(session).add(Employee(**_columns(wanted)))
-    employee.country = _country(session, wanted.country_id)
+    # The country is read before the employee joins the session: a read's autoflush would insert
+    # it outside `_flush`, and a concurrent request's userName would then be a 500, not a 409.
+    country = _country(session, wanted.country_id)
+    employee = EmployeeRepository(session).add(Employee(**_columns(wanted), country=country))
     _flush(session, wanted)
     return employee
 
@@ -157,13 +159,15 @@ def update(session: Session, employee: Employee, wanted: ProvisionedEmployee) ->
     """Write `wanted` over `employee`; what changed: nothing, the fields, or an offboarding."""
     check_identities(session, wanted, employee.id)
     was_active = is_active(employee)
+    country = employee.country  # read first, as in `create`
+    if country.id != wanted.country_id:
+        country = _country(session, wanted.country_id)
     for name, value in _columns(wanted).items():
         if getattr(employee, name) != value:
             setattr(employee, name, value)
     if not session.is_modified(employee):
         return Change.NONE
-    if employee.country.id != wanted.country_id:
-        employee.country = _country(session, wanted.country_id)
+    employee.country = country
     employee.updated_at = utcnow()
     _flush(session, wanted)
     return Change.OFFBOARDED if was_active and not wanted.active else Change.UPDATED
