@@ -1,5 +1,6 @@
 """Two identity-provider requests creating the same userName at once, for real, against a served
-instance on PostgreSQL: exactly one employee is made, the other request gets 409 uniqueness."""
+instance on PostgreSQL: exactly one employee is made, the other request gets 409 uniqueness. And,
+on both databases, the path the loser of such a race takes, forced: the unique indexes answer."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import httpx
 import pytest
 
 from outfitter.people import provisioning
+from outfitter.scim import service
 from tests.factories import Api, CompanyFactory
 from tests.payments.conftest import LiveServer, live_server
-from tests.scim.conftest import SCIM_MEDIA_TYPE, Scim, assert_scim_error, user_body
+from tests.scim.conftest import GROUP_URN, SCIM_MEDIA_TYPE, Scim, assert_scim_error, user_body
 
 __all__ = ["live_server"]
 
@@ -62,3 +64,11 @@ def test_the_unique_indexes_answer_409_when_a_racer_passed_the_check(
     eve = scim.post("/Users", user_body("eve@acme.example")).json()
     assert_scim_error(scim.put(f"/Users/{eve['id']}", user_body("ada@acme.example")), 409, "uniqueness")
     assert api.get("/client/employees").json()["data"]["total"] == 2
+
+
+def test_a_groups_external_id_race_is_a_409_too(scim: Scim, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(service, "_check_group_external_id", lambda *_args: None)
+    group = {"schemas": [GROUP_URN], "displayName": "Engineering", "externalId": "g-1"}
+    assert scim.post("/Groups", group).status_code == 201
+    assert_scim_error(scim.post("/Groups", {**group, "displayName": "Sales"}), 409, "uniqueness")
+    assert scim.get("/Groups").json()["totalResults"] == 1

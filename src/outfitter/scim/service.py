@@ -9,6 +9,7 @@ from typing import Any
 
 from scim2_models import Context, Group, InvalidFilterException, InvalidValueException
 from sqlalchemy import Select, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
 from outfitter.core.errors import NotFound
@@ -179,8 +180,7 @@ def create_group(work: ClientWork, body: Any, links: Links) -> dict[str, Any]:
         session, work.auth, DepartmentCreate(name=_display_name(group), member_ids=_members(session, group))
     )
     department = _live_group(session, str(created.id))
-    department.external_id = group.external_id or None
-    session.flush()
+    _set_external_id(session, department, group.external_id)
     return get_group(session, str(department.id), links)
 
 
@@ -236,9 +236,17 @@ def _write_group(work: ClientWork, department: Department, group: Group, links: 
         changes["member_ids"] = members
     if changes:
         departments.update_department(session, work.auth, str(department.id), DepartmentPatch(**changes))
-    department.external_id = group.external_id or None
-    session.flush()
+    _set_external_id(session, department, group.external_id)
     return get_group(session, str(department.id), links)
+
+
+def _set_external_id(session: Session, department: Department, external_id: str | None) -> None:
+    department.external_id = external_id or None
+    try:
+        session.flush()
+    except IntegrityError:  # a concurrent request gave it to another Group after our check
+        taken = f"The externalId {external_id} was just taken by another Group."
+        raise provisioning.IdentityTaken(taken) from None
 
 
 def _display_name(group: Group) -> str:
