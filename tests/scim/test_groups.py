@@ -91,3 +91,13 @@ def test_delete_group_deletes_the_department(scim: Scim, api: Api) -> None:
     assert api.get("/client/events").json()["data"]["data"][0]["type"] == "department.deleted"
     # its name and externalId are free again
     assert scim.post("/Groups", _group("Engineering", externalId="g-1")).status_code == 201
+
+
+def test_a_deleted_user_leaves_their_departments(scim: Scim, api: Api) -> None:
+    ada, grace = _user(scim, "ada@acme.example"), _user(scim, "grace@acme.example")
+    group = scim.post("/Groups", _group("Engineering", ada, grace)).json()
+    assert scim.delete(f"/Users/{ada}").status_code == 204
+    assert [member["value"] for member in scim.get(f"/Groups/{group['id']}").json()["members"]] == [grace]
+    department = api.get(f"/client/departments/{group['id']}").json()["data"]
+    assert [member["id"] for member in department["members"]] == [grace]
+    assert api.get(f"/client/employees/{ada}").json()["data"]["departments"] == []

@@ -28,7 +28,14 @@ from outfitter.core.errors import Conflict, NotFound
 from outfitter.core.events import as_event_data, record_event
 from outfitter.core.tenancy import parse_uuid
 from outfitter.db.base import utcnow
-from outfitter.models import EMPLOYEE_ACTIVE, EMPLOYEE_OFFBOARDED, Country, Employee
+from outfitter.models import (
+    EMPLOYEE_ACTIVE,
+    EMPLOYEE_OFFBOARDED,
+    Country,
+    Employee,
+    MembershipStatus,
+    UserDepartment,
+)
 from outfitter.models.events import EventType
 from outfitter.people.repository import EmployeeRepository
 from outfitter.people.schemas import EmployeeOut
@@ -186,8 +193,15 @@ def deprovision(session: Session, employee: Employee) -> Change:
     employee.user_name = None
     employee.external_id = None
     employee.deprovisioned_at = employee.updated_at = utcnow()
-    # Their reports' manager is now no User SCIM knows: none.
+    # Their reports' manager is now no User SCIM knows: none. And they leave their departments,
+    # as the API's DELETE takes them out of theirs (the Groups would no longer list them anyway).
     session.execute(update_rows(Employee).where(Employee.manager_id == employee.id).values(manager_id=None))
+    session.execute(
+        update_rows(UserDepartment)
+        .where(UserDepartment.user_id == employee.id, UserDepartment.deleted_at.is_(None))
+        .values(deleted_at=employee.deprovisioned_at, status=MembershipStatus.INACTIVE)
+        .execution_options(synchronize_session=False)
+    )
     session.flush()
     return change
 
