@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.factories import Api
-from tests.scim.conftest import ENTERPRISE_URN, Scim, assert_scim_error, user_body
+from tests.scim.conftest import ENTERPRISE_URN, SCIM_MEDIA_TYPE, Scim, assert_scim_error, user_body
 
 
 def test_create_user_makes_an_employee_the_api_shows(scim: Scim, api: Api) -> None:
@@ -234,3 +236,14 @@ def test_unknown_endpoints_and_methods_answer_scim_errors(scim: Scim) -> None:
     unauthenticated = scim.request("GET", "/Users", headers={"Authorization": "Bearer otf_nope"})
     assert_scim_error(unauthenticated, 401)
     assert unauthenticated.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_lone_surrogate_or_a_deep_body_is_refused_never_a_500(scim: Scim, api: Api) -> None:
+    body = user_body("ada@acme.example", title="Ana\ud800lyst")
+    content = json.dumps(body)  # ASCII escapes: the lone surrogate travels as \ud800
+    answer = scim.request("POST", "/Users", headers={"Content-Type": SCIM_MEDIA_TYPE}, content=content)
+    assert "title" in assert_scim_error(answer, 400, "invalidValue")["detail"]
+    deep = '{"schemas": ' + "[" * 5000 + '"\\u0000"' + "]" * 5000 + "}"
+    answer = scim.request("POST", "/Users", headers={"Content-Type": SCIM_MEDIA_TYPE}, content=deep)
+    assert_scim_error(answer, 400, "invalidSyntax")
+    assert api.get("/client/employees").json()["data"]["total"] == 0

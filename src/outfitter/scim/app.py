@@ -66,7 +66,9 @@ async def _http_error(request: Request, exc: Any) -> Response:
         404: "No such SCIM endpoint: see /scim/v2/ResourceTypes.",
         405: "This endpoint does not take that method.",
     }
-    return error_response(exc.status_code, messages.get(exc.status_code, str(exc.detail)))
+    # A 400 here is a body FastAPI could not parse (one nested past what the parser takes, say).
+    scim_type = "invalidSyntax" if exc.status_code == 400 else None
+    return error_response(exc.status_code, messages.get(exc.status_code, str(exc.detail)), scim_type)
 
 
 class _ScimFailures:

@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from outfitter.core.auth import bearer_token
 from outfitter.core.errors import NotFound
-from outfitter.core.middleware import nul_paths
+from outfitter.core.middleware import unstorable_fields
 from outfitter.core.unit_of_work import ClientWork, UnitOfWorkRoute
 from outfitter.payments.gateways import GatewayRegistry, registry_of
 from outfitter.scim import discovery, groups, service, users
@@ -56,10 +56,11 @@ IfMatch = Annotated[str | None, Header(alias="If-Match")]
 
 
 async def _json_body(body: Annotated[Any, Body()]) -> Any:
-    """The request's JSON; a NUL character anywhere (no database column can hold one) is a 400."""
-    found = nul_paths(body)
+    """The request's JSON; text no database column can hold (a NUL, a lone surrogate) is a 400."""
+    found = unstorable_fields(body)
     if found:
-        raise InvalidValueException(detail=f"{found[0]}: must not contain NUL characters (\\u0000).")
+        field, (problem, *_) = next(iter(found.items()))
+        raise InvalidValueException(detail=f"{field}: {problem}")
     return body
 
 
