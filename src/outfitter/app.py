@@ -36,6 +36,8 @@ from outfitter.migrations import is_current
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
 from outfitter.people.router import router as people_router
+from outfitter.scim.app import MOUNT_PATH as SCIM_PATH
+from outfitter.scim.app import create_scim_app
 from outfitter.webhooks.openapi import add_webhooks
 from outfitter.webhooks.router import router as webhooks_router
 
@@ -113,6 +115,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.cors_origins:  # outermost: a preflight is answered before any other check
         app.add_middleware(ListedOriginsCORS, origins=settings.cors_origins)
 
+    # SCIM first: a mount costs the API's requests one prefix test, where SCIM's would otherwise
+    # walk every API route before reaching it.
+    app.mount(SCIM_PATH, create_scim_app(app.state))
     # Each router straight on the app, the hottest first: FastAPI matches a request by walking the
     # routes in order, level by level, and that walk was a third of a single retrieve's CPU.
     domain_routers = (

@@ -54,6 +54,53 @@ def company_list(as_json: JsonFlag = False) -> None:
     emit(as_json, {"companies": companies}, "\n".join(lines) or "no companies yet")
 
 
+@company_app.command("set")
+def company_set(
+    company_id: str,
+    scim_offboard_retrieval: Annotated[
+        str | None,
+        typer.Option(
+            "--scim-offboard-retrieval",
+            help="on: deactivating an employee through SCIM opens a retrieval of their devices, "
+            "paid from Credit; off: it only offboards them",
+        ),
+    ] = None,
+    scim_default_country: Annotated[
+        str | None,
+        typer.Option(
+            "--scim-default-country",
+            help="Country (name or two-letter code) of SCIM users sent without one; '' clears it",
+        ),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Change a company's settings (SCIM provisioning)."""
+    from outfitter.scim.settings import change_settings
+
+    switch = {"on": True, "off": False, None: None}
+    if scim_offboard_retrieval not in switch:
+        fail("--scim-offboard-retrieval takes on or off")
+    with unit_of_work() as session:
+        try:
+            settings = change_settings(
+                session,
+                parse_id(company_id, "the company id"),
+                switch[scim_offboard_retrieval],
+                scim_default_country,
+            )
+        except ValueError as exc:
+            fail(str(exc))
+        payload = {
+            "id": company_id,
+            "scim_offboard_retrieval": settings.offboard_retrieval,
+            "scim_default_country": settings.default_country,
+        }
+    retrieval = "on" if payload["scim_offboard_retrieval"] else "off"
+    country = payload["scim_default_country"] or "none"
+    text = f"company {company_id}: SCIM offboard retrieval {retrieval}, default country {country}"
+    emit(as_json, payload, text)
+
+
 @token_app.command("list")
 def token_list(
     company_id: Annotated[str | None, typer.Argument(help="Only this company's")] = None,
@@ -91,7 +138,12 @@ def token_list(
 @token_app.command("create")
 def token_create(
     company_id: str,
-    scope: Annotated[list[str] | None, typer.Option("--scope", help="read or write; repeat for both")] = None,
+    scope: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scope", help="read, write or scim (the SCIM provisioning API only); repeat for several"
+        ),
+    ] = None,
     expires_in_days: Annotated[int | None, typer.Option(help="Days until the token expires")] = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -15,7 +15,8 @@ from outfitter.db.base import utcnow
 from outfitter.models import ApiToken, Company
 
 TOKEN_PREFIX = "otf_"
-SCOPES = ("read", "write")
+SCOPES = ("read", "write", "scim")  # `scim`: only the SCIM provisioning API (/scim/v2)
+DEFAULT_SCOPES = ("read", "write")
 
 
 def hash_token(token: str) -> str:
@@ -48,7 +49,7 @@ def issue_token(
     company = session.get(Company, company_id)
     if company is None:
         raise ValueError(f"no company with id {company_id}")
-    chosen = list(dict.fromkeys(scopes or SCOPES))
+    chosen = list(dict.fromkeys(scopes or DEFAULT_SCOPES))
     unknown = [scope for scope in chosen if scope not in SCOPES]
     if unknown:
         raise ValueError(f"unknown scope {unknown[0]!r}; choose from {', '.join(SCOPES)}")

@@ -54,8 +54,15 @@ from outfitter.models.payments import (
     WebhookEvent,
     WebhookOutcome,
 )
-from outfitter.models.people import Department, Employee, MembershipStatus, UserDepartment
-from outfitter.models.tenants import ApiToken, Company, IdempotencyRecord
+from outfitter.models.people import (
+    EMPLOYEE_ACTIVE,
+    EMPLOYEE_OFFBOARDED,
+    Department,
+    Employee,
+    MembershipStatus,
+    UserDepartment,
+)
+from outfitter.models.tenants import ApiToken, Company, IdempotencyRecord, ScimSettings
 from outfitter.models.webhooks import (
     PING_EVENT_TYPE,
     DeliveryStatus,
@@ -68,6 +75,8 @@ from outfitter.models.webhooks import (
 metadata = Base.metadata
 
 __all__ = [
+    "EMPLOYEE_ACTIVE",
+    "EMPLOYEE_OFFBOARDED",
     "ORDER_KIND_OF",
     "PING_EVENT_TYPE",
     "STAGES",
@@ -109,6 +118,7 @@ __all__ = [
     "PaymentMethod",
     "RetrievalDestination",
     "SandboxPayment",
+    "ScimSettings",
     "Transaction",
     "TransactionItem",
     "TransactionKind",

@@ -19,6 +19,8 @@ class EventType(StrEnum):
     EMPLOYEE_CREATED = "employee.created"
     EMPLOYEE_UPDATED = "employee.updated"
     EMPLOYEE_OFFBOARDED = "employee.offboarded"
+    # Offboarded by SCIM with retrieval opted in, but the devices could not be retrieved from Credit.
+    EMPLOYEE_OFFBOARDING_REQUIRED = "employee.offboarding_required"
     DEPARTMENT_CREATED = "department.created"
     DEPARTMENT_UPDATED = "department.updated"
     DEPARTMENT_DELETED = "department.deleted"

@@ -20,6 +20,11 @@ from outfitter.db.base import (
 )
 from outfitter.models.catalog import Country
 
+# `Employee.status` of an employee offboarded by SCIM (`active: false` or DELETE); "Active" again
+# when the identity provider reactivates them.
+EMPLOYEE_OFFBOARDED = "Offboarded"
+EMPLOYEE_ACTIVE = "Active"
+
 
 class MembershipStatus(StrEnum):
     ACTIVE = "Active"
@@ -34,6 +39,9 @@ class Employee(IdMixin, ChangeTracked, CompanyOwned, Base):
         ChangeTracked.changes_index("employees"),
         # The equipment search matches assignees by part of a name or email (trigram, PostgreSQL).
         *(trigram_index("employees", column) for column in ("first_name", "last_name", "email")),
+        # SCIM identities (scim/): unique in the company; NULLs (employees made by the API) never clash.
+        Index("uq_employees_company_user_name", "company_id", "user_name", unique=True),
+        Index("uq_employees_company_external_id", "company_id", "external_id", unique=True),
     )
 
     first_name: Mapped[str] = mapped_column(String(100))
@@ -50,6 +58,15 @@ class Employee(IdMixin, ChangeTracked, CompanyOwned, Base):
     level: Mapped[str | None] = mapped_column(String(50))
     status: Mapped[str | None] = mapped_column(String(50))
     last_login: Mapped[datetime | None]
+    # Set by SCIM provisioning (scim/): the identity provider's userName (lower-cased; null for an
+    # employee made through the API, whose userName is its email), its id for the person, the
+    # manager and department label of the enterprise extension, and when SCIM deleted the person
+    # (offboarded and unlinked: the SCIM id answers 404, the record stays for its equipment history).
+    user_name: Mapped[str | None] = mapped_column(String(320))
+    external_id: Mapped[str | None] = mapped_column(String(255))
+    manager_id: Mapped[uuid.UUID | None]  # no foreign key (migration 0008): a deleted manager reads as none
+    department_name: Mapped[str | None] = mapped_column(String(200))
+    deprovisioned_at: Mapped[datetime | None]
 
     country: Mapped[Country] = relationship(lazy="raise")
 
@@ -65,9 +82,11 @@ class Department(IdMixin, ChangeTracked, CompanyOwned, Base):
         UniqueConstraint("company_id", "active_name"),
         Index("ix_departments_company_created", "company_id", "created_at", "id"),
         ChangeTracked.changes_index("departments"),
+        Index("uq_departments_company_external_id", "company_id", "external_id", unique=True),
     )
 
     name: Mapped[str] = mapped_column(String(200))
+    external_id: Mapped[str | None] = mapped_column(String(255))  # the SCIM Group's externalId
     active_name: Mapped[str | None] = mapped_column(String(200))  # lower(name) while not deleted
     head_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("employees.id", ondelete="SET NULL"))
     deleted_at: Mapped[datetime | None]

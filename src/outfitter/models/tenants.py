@@ -17,6 +17,21 @@ class Company(IdMixin, TimestampMixin, Base):
     name: Mapped[str] = mapped_column(String(200))
 
 
+class ScimSettings(Base):
+    """A company's SCIM provisioning settings (`outfitter company set`); no row means the defaults."""
+
+    __tablename__ = "scim_settings"
+
+    company_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("companies.id", ondelete="CASCADE"), primary_key=True
+    )
+    # Deactivating an employee opens a retrieval of the devices they hold, paid from Credit.
+    offboard_retrieval: Mapped[bool] = mapped_column(default=False)
+    # The country (alpha-2) of a user sent without one; without it such a user is refused.
+    default_country: Mapped[str | None] = mapped_column(String(2))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
 class ApiToken(IdMixin, TimestampMixin, Base):
     __tablename__ = "api_tokens"
 

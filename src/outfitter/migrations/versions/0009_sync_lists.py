@@ -7,7 +7,7 @@ The equipment list gains an index for sort=name and trigram GIN indexes (pg_trgm
 PostgreSQL; on SQLite those are plain indexes, and SQLAlchemy's default stamps `updated_at`.
 
 Revision ID: 0009
-Revises: 0005
+Revises: 0008
 Create Date: 2026-11-24 23:10:00.000000
 """
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0009"
-down_revision: str | None = "0005"
+down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,290 @@
+"""The SCIM operations on Users and Groups: parse with scim2-models, apply the people rules, answer
+the resource. Every write runs in the request's unit of work and records its one event."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scim2_models import Context, Group, InvalidFilterException, InvalidValueException
+from sqlalchemy import Select, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, joinedload
+
+from outfitter.core.errors import NotFound
+from outfitter.core.tenancy import parse_uuid
+from outfitter.core.unit_of_work import ClientWork
+from outfitter.models import Department, Employee
+from outfitter.models.events import EventType
+from outfitter.payments.gateways import GatewayRegistry
+from outfitter.people import departments, provisioning
+from outfitter.people.provisioning import Change
+from outfitter.people.repository import DepartmentRepository
+from outfitter.people.schemas import DepartmentCreate, DepartmentPatch
+from outfitter.scim import filters, groups, offboarding, patching, users
+from outfitter.scim.discovery import MAX_RESULTS
+from outfitter.scim.responses import check_version
+from outfitter.scim.settings import settings_of
+from outfitter.scim.users import Links
+
+MAX_MEMBERS = 1000  # as the department endpoints (DepartmentPatch.member_ids)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A list request: `filter`, `startIndex` (from 1) and `count` (0 answers only the total)."""
+
+    filter: str | None
+    start_index: int
+    count: int
+
+    @classmethod
+    def parse(cls, filter: str | None, start_index: Any, count: Any) -> Query:
+        if filter and "\x00" in filter:
+            raise InvalidFilterException(detail="The filter must not contain NUL characters (\\u0000).")
+        start = _integer(start_index, "startIndex", 1)
+        wanted = _integer(count, "count", MAX_RESULTS)
+        return cls(
+            filter.strip() if filter and filter.strip() else None,
+            max(start, 1),
+            min(max(wanted, 0), MAX_RESULTS),
+        )
+
+
+def _integer(value: Any, name: str, default: int) -> int:
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InvalidValueException(detail=f"{name} must be an integer, got {value!r}.") from None
+
+
+def _page(session: Session, statement: Select[Any], query: Query) -> tuple[list[Any], int]:
+    total = session.scalar(select(func.count()).select_from(statement.order_by(None).subquery())) or 0
+    if query.count == 0 or query.start_index > total:
+        return [], total
+    items = list(session.scalars(statement.offset(query.start_index - 1).limit(query.count)).unique())
+    return items, total
+
+
+# Users
+
+
+def list_users(session: Session, query: Query, links: Links) -> tuple[list[dict[str, Any]], int]:
+    statement = (
+        select(Employee)
+        .options(joinedload(Employee.country))
+        .where(Employee.deprovisioned_at.is_(None))
+        .order_by(Employee.created_at, Employee.id)
+    )
+    if query.filter:
+        statement = statement.where(filters.where(query.filter, users.FILTERABLE, users.CORE_URN))
+    employees, total = _page(session, statement, query)
+    return [users.render(employee, links) for employee in employees], total
+
+
+def get_user(session: Session, user_id: str, links: Links) -> dict[str, Any]:
+    return users.render(provisioning.get_provisioned(session, user_id), links)
+
+
+def create_user(work: ClientWork, body: Any, links: Links) -> dict[str, Any]:
+    session = work.session
+    user = users.parse(body, Context.RESOURCE_CREATION_REQUEST)
+    employee = provisioning.create(session, users.to_provisioned(session, user, None, _default_country(work)))
+    provisioning.record_change(session, employee, EventType.EMPLOYEE_CREATED, work.auth.actor)
+    return users.render(employee, links)
+
+
+def replace_user(
+    work: ClientWork, user_id: str, body: Any, if_match: str | None, links: Links, gateways: GatewayRegistry
+) -> dict[str, Any]:
+    employee = _locked_user(work.session, user_id, if_match, links)
+    user = users.parse(body, Context.RESOURCE_REPLACEMENT_REQUEST)
+    return _write_user(work, employee, user, links, gateways)
+
+
+def patch_user(
+    work: ClientWork, user_id: str, body: Any, if_match: str | None, links: Links, gateways: GatewayRegistry
+) -> dict[str, Any]:
+    employee = _locked_user(work.session, user_id, if_match, links)
+    operations = patching.operations_of(body)
+    current = users.parse(_without_meta(users.render(employee, links)), Context.DEFAULT)
+    return _write_user(work, employee, patching.apply(current, operations), links, gateways)
+
+
+def delete_user(
+    work: ClientWork, user_id: str, if_match: str | None, links: Links, gateways: GatewayRegistry
+) -> None:
+    employee = _locked_user(work.session, user_id, if_match, links)
+    if provisioning.deprovision(work.session, employee) == Change.OFFBOARDED:
+        offboarding.offboard(work, employee, gateways)
+
+
+def _locked_user(session: Session, user_id: str, if_match: str | None, links: Links) -> Employee:
+    employee = provisioning.get_provisioned(session, user_id, for_update=True)
+    if if_match is not None:
+        check_version(if_match, users.render(employee, links))
+    return employee
+
+
+def _write_user(
+    work: ClientWork, employee: Employee, user: users.ScimUser, links: Links, gateways: GatewayRegistry
+) -> dict[str, Any]:
+    session = work.session
+    wanted = users.to_provisioned(session, user, employee, _default_country(work))
+    change = provisioning.update(session, employee, wanted)
+    if change == Change.UPDATED:
+        provisioning.record_change(session, employee, EventType.EMPLOYEE_UPDATED, work.auth.actor)
+    elif change == Change.OFFBOARDED:
+        offboarding.offboard(work, employee, gateways)
+    return users.render(employee, links)
+
+
+def _default_country(work: ClientWork) -> Callable[[], str | None]:
+    """The company's default country for users sent without one, read only if one is needed."""
+    return lambda: settings_of(work.session, work.auth.company_id).default_country
+
+
+def _without_meta(resource: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in resource.items() if key != "meta"}
+
+
+# Groups
+
+
+def list_groups(session: Session, query: Query, links: Links) -> tuple[list[dict[str, Any]], int]:
+    statement = (
+        select(Department)
+        .where(Department.deleted_at.is_(None))
+        .order_by(Department.created_at, Department.id)
+    )
+    if query.filter:
+        statement = statement.where(filters.where(query.filter, groups.FILTERABLE, groups.CORE_URN))
+    found, total = _page(session, statement, query)
+    members = groups.members_of(session, [department.id for department in found])
+    return [groups.render(department, members.get(department.id, []), links) for department in found], total
+
+
+def get_group(session: Session, group_id: str, links: Links) -> dict[str, Any]:
+    department = _live_group(session, group_id)
+    return groups.render(department, groups.members_of(session, [department.id])[department.id], links)
+
+
+def create_group(work: ClientWork, body: Any, links: Links) -> dict[str, Any]:
+    session = work.session
+    group = groups.parse(body, Context.RESOURCE_CREATION_REQUEST)
+    _check_group_external_id(session, group, None)
+    created = departments.create_department(
+        session, work.auth, DepartmentCreate(name=_display_name(group), member_ids=_members(session, group))
+    )
+    department = _live_group(session, str(created.id))
+    _set_external_id(session, department, group.external_id)
+    return get_group(session, str(department.id), links)
+
+
+def replace_group(
+    work: ClientWork, group_id: str, body: Any, if_match: str | None, links: Links
+) -> dict[str, Any]:
+    department = _locked_group(work.session, group_id, if_match, links)
+    return _write_group(work, department, groups.parse(body, Context.RESOURCE_REPLACEMENT_REQUEST), links)
+
+
+def patch_group(
+    work: ClientWork, group_id: str, body: Any, if_match: str | None, links: Links
+) -> dict[str, Any]:
+    session = work.session
+    department = _locked_group(session, group_id, if_match, links)
+    operations = patching.operations_of(body)
+    current = groups.parse(_without_meta(get_group(session, group_id, links)), Context.DEFAULT)
+    return _write_group(work, department, patching.apply(current, operations), links)
+
+
+def delete_group(work: ClientWork, group_id: str, if_match: str | None, links: Links) -> None:
+    department = _locked_group(work.session, group_id, if_match, links)
+    department.external_id = None  # free for a Group made later
+    departments.delete_department(work.session, work.auth, group_id)
+
+
+def _live_group(session: Session, group_id: str, for_update: bool = False) -> Department:
+    department = DepartmentRepository(session).find_live(group_id, for_update=for_update)
+    if department is None:
+        raise NotFound.record("Group")
+    return department
+
+
+def _locked_group(session: Session, group_id: str, if_match: str | None, links: Links) -> Department:
+    department = _live_group(session, group_id, for_update=True)
+    if if_match is not None:
+        check_version(if_match, get_group(session, group_id, links))
+    return department
+
+
+def _write_group(work: ClientWork, department: Department, group: Group, links: Links) -> dict[str, Any]:
+    """Write the name, members and externalId `group` asks for; the department event when the name
+    or members change (externalId is not part of the department the API shows)."""
+    session = work.session
+    _check_group_external_id(session, group, department)
+    name = _display_name(group)
+    members = _members(session, group)
+    current = [str(member) for member in groups.members_of(session, [department.id])[department.id]]
+    changes: dict[str, Any] = {}
+    if name != department.name:
+        changes["name"] = name
+    if set(members) != set(current):
+        changes["member_ids"] = members
+    if changes:
+        departments.update_department(session, work.auth, str(department.id), DepartmentPatch(**changes))
+    _set_external_id(session, department, group.external_id)
+    return get_group(session, str(department.id), links)
+
+
+def _set_external_id(session: Session, department: Department, external_id: str | None) -> None:
+    department.external_id = external_id or None
+    try:
+        session.flush()
+    except IntegrityError:  # a concurrent request gave it to another Group after our check
+        taken = f"The externalId {external_id} was just taken by another Group."
+        raise provisioning.IdentityTaken(taken) from None
+
+
+def _display_name(group: Group) -> str:
+    name = (group.display_name or "").strip()
+    if not name:
+        raise InvalidValueException(detail="displayName is required.")
+    if len(name) > 200:
+        raise InvalidValueException(detail="displayName is longer than 200 characters.")
+    return name
+
+
+def _members(session: Session, group: Group) -> list[str]:
+    """The members' ids; each must be a User of the company (else 400, naming it). One statement."""
+    wanted = groups.wanted_members(group)
+    parsed = {member: parse_uuid(member) for member in wanted}
+    ids = {value for value in parsed.values() if value is not None}
+    found = set(
+        session.scalars(select(Employee.id).where(Employee.id.in_(ids), Employee.deprovisioned_at.is_(None)))
+        if ids
+        else ()
+    )
+    unknown = next((member for member, value in parsed.items() if value not in found), None)
+    if unknown is not None:
+        raise InvalidValueException(detail=f"members: {unknown!r} is not the id of a User.")
+    if len(wanted) > MAX_MEMBERS:
+        raise InvalidValueException(detail=f"A Group (department) holds at most {MAX_MEMBERS} members.")
+    return wanted
+
+
+def _check_group_external_id(session: Session, group: Group, department: Department | None) -> None:
+    if not group.external_id:
+        return
+    statement = select(Department.id).where(
+        Department.external_id == group.external_id, Department.deleted_at.is_(None)
+    )
+    if department is not None:
+        statement = statement.where(Department.id != department.id)
+    if session.scalar(statement.limit(1)) is not None:
+        raise provisioning.IdentityTaken(
+            f"The externalId {group.external_id} is already taken by another Group."
+        )

@@ -1,0 +1,292 @@
+"""SCIM Users are employees: how an employee reads as a User, and how a User writes an employee.
+
+| SCIM attribute | employee |
+|---|---|
+| userName | `user_name` (lower-cased); an employee made through the API answers its email |
+| externalId | `external_id` |
+| name.givenName, name.familyName | first_name, last_name |
+| title | job_title |
+| active | false while offboarded (`status` Offboarded) |
+| emails | the work email (typed work, else primary, else first; else the userName), and a personal one |
+| phoneNumbers | phone (primary, else first) |
+| addresses | address (`formatted`, else street, locality, region, postal code) and country (alpha-2) |
+| enterprise department | department_name (a label; membership comes from Groups) |
+| enterprise manager | manager_id: another employee's SCIM id |
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from email_validator import EmailNotValidError, validate_email
+from pydantic import ValidationError
+from scim2_models import (
+    Context,
+    EnterpriseUser,
+    Error,
+    InvalidSyntaxException,
+    InvalidValueException,
+    SCIMException,
+    ScimPolicy,
+    User,
+)
+from scim2_models.path import CompareOperator
+from sqlalchemy import func
+from sqlalchemy.orm import Session
+
+from outfitter.catalog.reference import find_country
+from outfitter.models import EMPLOYEE_OFFBOARDED, Employee
+from outfitter.people.provisioning import (
+    ProvisionedEmployee,
+    check_manager,
+    is_active,
+    known_as,
+    user_name_of,
+)
+from outfitter.scim.filters import Attribute, bool_attribute, compare_text
+from outfitter.scim.responses import with_meta
+
+ScimUser = User[EnterpriseUser]
+CORE_URN = str(User.__schema__)
+ENTERPRISE_URN = str(EnterpriseUser.__schema__)
+# Requests may carry attributes Outfitter does not keep (locale, ims, an IdP's own extension...):
+# they are ignored, as RFC 7644 section 3.3 allows.
+TOLERANT = ScimPolicy(unknown=ScimPolicy.Unknown.ignore)
+
+FILTERABLE: dict[str, Attribute] = {
+    "id": Attribute((Employee.id,), kind="id"),
+    "username": Attribute(
+        custom=lambda op, value: (
+            known_as(value)
+            if op == CompareOperator.eq and value is not None
+            else compare_text(func.coalesce(Employee.user_name, Employee.email), op, value)
+        )
+    ),
+    "externalid": Attribute((Employee.external_id,), case_exact=True),
+    "emails.value": Attribute((Employee.email, Employee.personal_email)),
+    "name.givenname": Attribute((Employee.first_name,)),
+    "name.familyname": Attribute((Employee.last_name,)),
+    "title": Attribute((Employee.job_title,)),
+    "active": bool_attribute(func.coalesce(Employee.status, "") != EMPLOYEE_OFFBOARDED),
+    f"{ENTERPRISE_URN.lower()}:department": Attribute((Employee.department_name,)),
+    "meta.created": Attribute((Employee.created_at,), kind="datetime"),
+    "meta.lastmodified": Attribute((Employee.updated_at,), kind="datetime"),
+}
+
+LIMITS = {
+    "userName": 320,
+    "name.givenName": 100,
+    "name.familyName": 100,
+    "title": 200,
+    "phoneNumbers.value": 50,
+    "addresses": 500,
+    "department": 200,
+    "externalId": 255,
+}
+
+
+@dataclass(frozen=True)
+class Links:
+    """Absolute URLs of resources, from the base the client called (…/scim/v2)."""
+
+    base: str
+
+    def user(self, user_id: uuid.UUID | str) -> str:
+        return f"{self.base}/Users/{user_id}"
+
+    def group(self, group_id: uuid.UUID | str) -> str:
+        return f"{self.base}/Groups/{group_id}"
+
+
+def render(employee: Employee, links: Links) -> dict[str, Any]:
+    """The employee as a SCIM User (its country loaded)."""
+    resource: dict[str, Any] = {"schemas": [CORE_URN], "id": str(employee.id)}
+    if employee.external_id:
+        resource["externalId"] = employee.external_id
+    resource["userName"] = user_name_of(employee)
+    name = {"givenName": employee.first_name, "familyName": employee.last_name}
+    resource["name"] = {key: value for key, value in name.items() if value}
+    if employee.job_title:
+        resource["title"] = employee.job_title
+    resource["active"] = is_active(employee)
+    # The work email first, then the personal one. Neither typed nor marked primary, as the
+    # schema published says (discovery.py): Outfitter keeps one of each, not the IdP's flags.
+    emails = [{"value": employee.email}]
+    if employee.personal_email and employee.personal_email != employee.email:
+        emails.append({"value": employee.personal_email})
+    resource["emails"] = emails
+    if employee.phone:
+        resource["phoneNumbers"] = [{"value": employee.phone}]
+    address = {"formatted": employee.address, "country": employee.country.code}
+    resource["addresses"] = [{key: value for key, value in address.items() if value}]
+    enterprise: dict[str, Any] = {}
+    if employee.department_name:
+        enterprise["department"] = employee.department_name
+    if employee.manager_id:
+        enterprise["manager"] = {"value": str(employee.manager_id), "$ref": links.user(employee.manager_id)}
+    if enterprise:
+        resource["schemas"].append(ENTERPRISE_URN)
+        resource[ENTERPRISE_URN] = enterprise
+    return with_meta(resource, "User", links.user(employee.id), employee.created_at, employee.updated_at)
+
+
+def parse(body: Any, context: Context) -> ScimUser:
+    """A User from a request body (or from `render`'s output, to patch it)."""
+    if not isinstance(body, dict):
+        raise InvalidSyntaxException(detail="The body must be a JSON object: a User.")
+    try:
+        return ScimUser.model_validate(_with_manager_refs(body), scim_ctx=context, scim_policy=TOLERANT)
+    except ValidationError as exc:
+        raise invalid(exc) from None
+
+
+def invalid(exc: ValidationError) -> SCIMException:
+    """The first of a validation's errors as the SCIM exception it stands for (invalidValue,
+    invalidSyntax, mutability...), naming the attribute."""
+    return SCIMException.from_error(Error.from_validation_errors(exc)[0])
+
+
+def _with_manager_refs(body: dict[str, Any]) -> dict[str, Any]:
+    """Entra sends the manager as its id alone (a string, or an object without `$ref`), which
+    scim2-models refuses: `$ref` is required by RFC 7643. The id is what is kept anyway."""
+    for key, extension in body.items():
+        if key.lower() != ENTERPRISE_URN.lower() or not isinstance(extension, dict):
+            continue
+        for name, manager in list(extension.items()):
+            if name.lower() != "manager":
+                continue
+            if isinstance(manager, str):
+                manager = {"value": manager}
+            if isinstance(manager, dict) and manager.get("value") and not manager.get("$ref"):
+                manager = {**manager, "$ref": f"Users/{manager['value']}"}
+            extension = {**extension, name: manager}
+        body = {**body, key: extension}
+    return body
+
+
+def to_provisioned(
+    session: Session, user: ScimUser, current: Employee | None, default_country: Callable[[], str | None]
+) -> ProvisionedEmployee:
+    """The employee fields `user` asks for; 400 `invalidValue` naming what is wrong."""
+    user_name = (user.user_name or "").strip().lower()
+    if not user_name:
+        raise InvalidValueException(detail="userName is required.")
+    emails = [email for email in user.emails or [] if email.value]
+    work = (
+        next((email for email in emails if (email.type or "").lower() == "work"), None)
+        or next((email for email in emails if email.primary), None)
+        or (emails[0] if emails else None)  # as `render` lists them: the work email first
+    )
+    if work is not None:
+        email = _email(str(work.value), "emails.value")
+    elif "@" in user_name:
+        email = _email(user_name, "userName")
+    else:
+        raise InvalidValueException(
+            detail="No work email: send one in emails (type work or primary), or an email as userName."
+        )
+    personal = next(
+        (str(item.value).lower() for item in emails if item is not work and str(item.value).lower() != email),
+        None,
+    )
+    first, last = _names(user, user_name)
+    phones = [phone for phone in user.phone_numbers or [] if phone.value]
+    phone = next((phone for phone in phones if phone.primary), phones[0] if phones else None)
+    addresses = list(user.addresses or [])
+    address = next((item for item in addresses if item.primary), addresses[0] if addresses else None)
+    enterprise = user[EnterpriseUser]
+    manager_id = _manager_id(session, enterprise, current)
+    wanted = ProvisionedEmployee(
+        user_name=_limited(user_name, "userName"),
+        email=email,
+        personal_email=_email(personal, "emails.value") if personal else None,
+        first_name=_limited(first, "name.givenName"),
+        last_name=_limited(last, "name.familyName"),
+        country_id=_country_id(session, address.country if address else None, current, default_country),
+        external_id=_limited(user.external_id, "externalId") or None,
+        phone=_limited(str(phone.value) if phone else "", "phoneNumbers.value"),
+        address=_limited(_formatted(address), "addresses"),
+        job_title=_limited(user.title, "title") or None,
+        department_name=_limited(enterprise.department if enterprise else None, "department") or None,
+        manager_id=manager_id,
+        active=user.active if user.active is not None else (is_active(current) if current else True),
+    )
+    return wanted
+
+
+def _email(value: str, field: str) -> str:
+    try:
+        return validate_email(value, check_deliverability=False).normalized.lower()
+    except EmailNotValidError as exc:
+        raise InvalidValueException(detail=f"{field}: {value!r} is not an email address ({exc}).") from None
+
+
+def _limited(value: str | None, field: str) -> str:
+    value = (value or "").strip()
+    if len(value) > LIMITS[field]:
+        raise InvalidValueException(detail=f"{field} is longer than {LIMITS[field]} characters.")
+    return value
+
+
+def _names(user: ScimUser, user_name: str) -> tuple[str, str]:
+    given = user.name.given_name if user.name else None
+    family = user.name.family_name if user.name else None
+    if given or family:
+        return given or "", family or ""
+    # Neither sent: the display name, else the userName's local part, so the employee has a name.
+    shown = (user.display_name or (user.name.formatted if user.name else None) or "").strip()
+    if shown:
+        first, _, rest = shown.partition(" ")
+        return first, rest.strip()
+    return user_name.partition("@")[0], ""
+
+
+def _formatted(address: Any) -> str:
+    if address is None:
+        return ""
+    if address.formatted:
+        return str(address.formatted)
+    parts = (address.street_address, address.locality, address.region, address.postal_code)
+    return ", ".join(str(part) for part in parts if part)
+
+
+def _country_id(
+    session: Session, code: str | None, current: Employee | None, default_country: Callable[[], str | None]
+) -> uuid.UUID:
+    if code:
+        country = find_country(session, code)
+        if country is None:
+            raise InvalidValueException(
+                detail=f"addresses.country: unknown country {code!r}; send an ISO 3166-1 alpha-2 code."
+            )
+        return country.id
+    if current is not None:
+        return current.country_id
+    default = default_country()
+    if default:
+        country = find_country(session, default)
+        if country is not None:
+            return country.id
+    raise InvalidValueException(
+        detail="addresses.country is required (an ISO 3166-1 alpha-2 code): the company has no default "
+        "country for SCIM users (outfitter company set ID --scim-default-country CODE)."
+    )
+
+
+def _manager_id(
+    session: Session, enterprise: EnterpriseUser | None, current: Employee | None
+) -> uuid.UUID | None:
+    manager = enterprise.manager if enterprise else None
+    if manager is None:
+        return None
+    reference = manager.value or (str(manager.ref).rstrip("/").rpartition("/")[2] if manager.ref else "")
+    try:
+        manager_id = uuid.UUID(str(reference))
+    except ValueError:
+        manager_id = None
+    if manager_id is None or not check_manager(session, manager_id, current.id if current else None):
+        raise InvalidValueException(detail=f"manager: {reference!r} is not the id of another User.")
+    return manager_id

@@ -1,0 +1,103 @@
+"""SCIM Groups are departments: through HTTP, read back through the REST API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.factories import Api
+from tests.scim.conftest import GROUP_URN, Scim, assert_scim_error, user_body
+
+
+def _user(scim: Scim, user_name: str) -> str:
+    response = scim.post("/Users", user_body(user_name))
+    assert response.status_code == 201, response.text
+    user_id: str = response.json()["id"]
+    return user_id
+
+
+def _group(name: str, *members: str, **extra: Any) -> dict[str, Any]:
+    return {"schemas": [GROUP_URN], "displayName": name, "members": [{"value": m} for m in members], **extra}
+
+
+def test_create_list_and_filter_groups(scim: Scim, api: Api) -> None:
+    ada, grace = _user(scim, "ada@acme.example"), _user(scim, "grace@acme.example")
+    created = scim.post("/Groups", _group("Engineering", ada, grace, externalId="g-1"))
+    assert created.status_code == 201, created.text
+    group = created.json()
+    assert group["displayName"] == "Engineering" and group["externalId"] == "g-1"
+    assert sorted((member["value"], member["$ref"]) for member in group["members"]) == sorted(
+        (member, f"http://testserver/scim/v2/Users/{member}") for member in (ada, grace)
+    )
+    assert group["meta"]["location"] == f"http://testserver/scim/v2/Groups/{group['id']}"
+    sales = scim.post("/Groups", _group("Sales", ada)).json()
+
+    department = api.get(f"/client/departments/{group['id']}").json()["data"]
+    assert (department["name"], department["member_count"]) == ("Engineering", 2)
+
+    def ids(filter: str) -> list[str]:
+        response = scim.get("/Groups", filter=filter)
+        assert response.status_code == 200, response.text
+        return sorted(item["id"] for item in response.json()["Resources"])
+
+    assert ids('displayName eq "engineering"') == [group["id"]]
+    assert ids('displayName sw "Sa" or externalId eq "g-1"') == sorted([group["id"], sales["id"]])
+    assert ids('displayName co "ale" and externalId pr') == []
+    assert ids(f'members[value eq "{grace}"]') == [group["id"]]
+    assert ids(f'members.value eq "{ada}"') == sorted([group["id"], sales["id"]])
+    listed = scim.get("/Groups", excludedAttributes="members").json()["Resources"]
+    assert all("members" not in item for item in listed)
+
+
+def test_put_and_patch_replace_name_and_members(scim: Scim, api: Api) -> None:
+    ada, grace = _user(scim, "ada@acme.example"), _user(scim, "grace@acme.example")
+    group = scim.post("/Groups", _group("Engineering", ada)).json()
+    replaced = scim.put(f"/Groups/{group['id']}", _group("R&D", grace))
+    assert replaced.status_code == 200, replaced.text
+    department = api.get(f"/client/departments/{group['id']}").json()["data"]
+    assert department["name"] == "R&D"
+    assert [member["id"] for member in department["members"]] == [grace]
+
+    events = len(api.get("/client/events").json()["data"]["data"])
+    same = scim.patch(f"/Groups/{group['id']}", [{"op": "replace", "path": "displayName", "value": "R&D"}])
+    assert same.status_code == 200
+    assert len(api.get("/client/events").json()["data"]["data"]) == events  # nothing changed: no event
+
+    members = [{"op": "add", "path": "members", "value": [{"value": ada}]}]
+    assert len(scim.patch(f"/Groups/{group['id']}", members).json()["members"]) == 2
+    emptied = scim.patch(f"/Groups/{group['id']}", [{"op": "remove", "path": "members"}]).json()
+    assert "members" not in emptied
+    assert api.get(f"/client/departments/{group['id']}").json()["data"]["member_count"] == 0
+
+
+def test_group_conflicts_and_bad_members(scim: Scim, api: Api) -> None:
+    scim.post("/Groups", _group("Engineering", externalId="g-1"))
+    assert_scim_error(scim.post("/Groups", _group("ENGINEERING")), 409, "uniqueness")
+    assert_scim_error(scim.post("/Groups", _group("Sales", externalId="g-1")), 409, "uniqueness")
+    assert_scim_error(scim.post("/Groups", _group("Sales", "not-a-user")), 400, "invalidValue")
+    assert_scim_error(scim.post("/Groups", _group("  ")), 400, "invalidValue")
+    nested = _group("Sales")
+    nested["members"] = [{"value": "x", "type": "Group"}]
+    assert_scim_error(scim.post("/Groups", nested), 400, "invalidValue")
+    assert api.get("/client/departments").json()["data"]["total"] == 1
+
+
+def test_delete_group_deletes_the_department(scim: Scim, api: Api) -> None:
+    group = scim.post(
+        "/Groups", _group("Engineering", _user(scim, "ada@acme.example"), externalId="g-1")
+    ).json()
+    assert scim.delete(f"/Groups/{group['id']}").status_code == 204
+    assert_scim_error(scim.get(f"/Groups/{group['id']}"), 404)
+    assert api.get(f"/client/departments/{group['id']}").status_code == 404
+    assert api.get("/client/events").json()["data"]["data"][0]["type"] == "department.deleted"
+    # its name and externalId are free again
+    assert scim.post("/Groups", _group("Engineering", externalId="g-1")).status_code == 201
+
+
+def test_a_deleted_user_leaves_their_departments(scim: Scim, api: Api) -> None:
+    ada, grace = _user(scim, "ada@acme.example"), _user(scim, "grace@acme.example")
+    group = scim.post("/Groups", _group("Engineering", ada, grace)).json()
+    assert scim.delete(f"/Users/{ada}").status_code == 204
+    assert [member["value"] for member in scim.get(f"/Groups/{group['id']}").json()["members"]] == [grace]
+    department = api.get(f"/client/departments/{group['id']}").json()["data"]
+    assert [member["id"] for member in department["members"]] == [grace]
+    assert api.get(f"/client/employees/{ada}").json()["data"]["departments"] == []

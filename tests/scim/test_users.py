@@ -1,0 +1,249 @@
+"""SCIM Users through HTTP: create, read, list with filters, replace, patch, delete, and errors."""
+
+from __future__ import annotations
+
+import json
+
+from tests.factories import Api
+from tests.scim.conftest import ENTERPRISE_URN, SCIM_MEDIA_TYPE, Scim, assert_scim_error, user_body
+
+
+def test_create_user_makes_an_employee_the_api_shows(scim: Scim, api: Api) -> None:
+    created = scim.post("/Users", user_body("ada@acme.example", externalId="00u1"))
+    assert created.status_code == 201, created.text
+    assert created.headers["content-type"].startswith("application/scim+json")
+    user = created.json()
+    assert user["userName"] == "ada@acme.example"
+    assert user["externalId"] == "00u1"
+    assert user["active"] is True
+    assert user["name"] == {"givenName": "Ada", "familyName": "Lovelace"}
+    assert user["emails"] == [{"value": "ada@acme.example"}]
+    assert user["addresses"] == [{"country": "NG"}]
+    assert user["meta"]["resourceType"] == "User"
+    assert user["meta"]["location"] == f"http://testserver/scim/v2/Users/{user['id']}"
+    assert created.headers["ETag"] == user["meta"]["version"]
+    assert created.headers["Location"] == user["meta"]["location"]
+
+    employee = api.get(f"/client/employees/{user['id']}").json()["data"]
+    assert employee["email"] == "ada@acme.example"
+    assert (employee["first_name"], employee["last_name"]) == ("Ada", "Lovelace")
+    assert employee["country_code"] == "NG"
+    assert employee["status"] == "Active"
+    assert scim.get(f"/Users/{user['id']}").json() == user
+
+
+def _create(scim: Scim, user_name: str, **extra: object) -> dict[str, object]:
+    response = scim.post("/Users", user_body(user_name, **extra))
+    assert response.status_code == 201, response.text
+    user: dict[str, object] = response.json()
+    return user
+
+
+def test_list_filters_by_user_name_external_id_and_emails(scim: Scim) -> None:
+    ada = _create(scim, "ada@acme.example", externalId="00u1")
+    hopper = {"givenName": "Grace", "familyName": "Hopper"}
+    grace = _create(scim, "grace@acme.example", externalId="00u2", name=hopper)
+    _create(scim, "linus@other.example")
+
+    def ids(**params: str) -> list[object]:
+        response = scim.get("/Users", **params)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["schemas"] == ["urn:ietf:params:scim:api:messages:2.0:ListResponse"]
+        assert body["totalResults"] == len(body["Resources"])
+        return sorted(str(user["id"]) for user in body["Resources"])
+
+    assert ids(filter='userName eq "ADA@acme.example"') == [ada["id"]]  # any case
+    assert ids(filter='externalId eq "00u2"') == [grace["id"]]
+    assert ids(filter='externalId eq "00U2"') == []  # externalId is case-exact
+    assert ids(filter='userName co "acme"') == sorted([ada["id"], grace["id"]])
+    assert ids(filter='userName sw "gr"') == [grace["id"]]
+    assert ids(filter='emails co "other.example"') == ids(filter='emails.value ew "other.example"')
+    assert ids(filter='userName sw "ada" or externalId eq "00u2"') == sorted([ada["id"], grace["id"]])
+    assert ids(filter='userName co "acme" and name.givenName eq "grace"') == [grace["id"]]
+    assert ids(filter='emails[value eq "grace@acme.example"]') == [grace["id"]]
+    assert ids(filter='active eq true and not (userName co "acme")') != []
+
+
+def test_list_pages_with_start_index_and_count(scim: Scim) -> None:
+    created = [_create(scim, f"p{index}@acme.example")["id"] for index in range(5)]
+    page = scim.get("/Users", startIndex="2", count="2").json()
+    assert (page["totalResults"], page["startIndex"], page["itemsPerPage"]) == (5, 2, 2)
+    assert [user["id"] for user in page["Resources"]] == created[1:3]  # oldest first, stable
+    assert scim.get("/Users", count="0").json()["Resources"] == []
+    assert scim.get("/Users", startIndex="9").json()["totalResults"] == 5
+
+
+def test_attributes_and_excluded_attributes_shape_the_answer(scim: Scim) -> None:
+    user = _create(scim, "ada@acme.example", title="Analyst")
+    only = scim.get(f"/Users/{user['id']}", attributes="userName,name.givenName").json()
+    assert only == {
+        "schemas": user["schemas"],
+        "id": user["id"],
+        "userName": "ada@acme.example",
+        "name": {"givenName": "Ada"},
+    }
+    without = scim.get("/Users", excludedAttributes="emails,meta,title").json()["Resources"][0]
+    assert "emails" not in without and "meta" not in without and "title" not in without
+    assert without["userName"] == "ada@acme.example"
+
+
+def test_put_replaces_what_the_identity_provider_manages(scim: Scim, api: Api) -> None:
+    user = _create(scim, "ada@acme.example")
+    body = user_body(
+        "ada@acme.example",
+        name={"givenName": "Augusta", "familyName": "King"},
+        title="Countess",
+        phoneNumbers=[{"value": "+234 800 000 0000", "type": "work"}],
+        addresses=[{"formatted": "1 Marina, Lagos", "country": "KE"}],
+    )
+    body["schemas"].append(ENTERPRISE_URN)
+    body[ENTERPRISE_URN] = {"department": "Engineering"}
+    replaced = scim.put(f"/Users/{user['id']}", body)
+    assert replaced.status_code == 200, replaced.text
+    assert replaced.json()["name"] == {"givenName": "Augusta", "familyName": "King"}
+    assert replaced.json()[ENTERPRISE_URN] == {"department": "Engineering"}
+    assert replaced.json()["addresses"] == [{"formatted": "1 Marina, Lagos", "country": "KE"}]
+    employee = api.get(f"/client/employees/{user['id']}").json()["data"]
+    assert (employee["first_name"], employee["job_title"], employee["phone"]) == (
+        "Augusta",
+        "Countess",
+        "+234 800 000 0000",
+    )
+    assert (employee["country_code"], employee["currency_code"], employee["address"]) == (
+        "KE",
+        "KES",
+        "1 Marina, Lagos",
+    )
+
+
+def test_manager_is_another_user(scim: Scim) -> None:
+    boss = _create(scim, "boss@acme.example")
+    body = user_body("ada@acme.example")
+    body[ENTERPRISE_URN] = {"manager": {"value": boss["id"]}}
+    user = scim.post("/Users", body).json()
+    assert user[ENTERPRISE_URN]["manager"] == {
+        "value": boss["id"],
+        "$ref": f"http://testserver/scim/v2/Users/{boss['id']}",
+    }
+    body = user_body("eve@acme.example")
+    body[ENTERPRISE_URN] = {"manager": {"value": "not-a-user"}}
+    assert_scim_error(scim.post("/Users", body), 400, "invalidValue")
+
+
+def test_etag_and_if_match(scim: Scim) -> None:
+    user = _create(scim, "ada@acme.example")
+    version = user["meta"]["version"]  # type: ignore[index]
+    assert scim.get(f"/Users/{user['id']}").headers["ETag"] == version
+    operations = [{"op": "replace", "path": "title", "value": "Lead"}]
+    changed = scim.patch(f"/Users/{user['id']}", operations, headers={"If-Match": version})
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["meta"]["version"] != version
+    stale = scim.patch(f"/Users/{user['id']}", operations, headers={"If-Match": version})
+    assert_scim_error(stale, 412)
+    assert_scim_error(scim.delete(f"/Users/{user['id']}", headers={"If-Match": version}), 412)
+
+
+def test_reused_user_name_or_external_id_is_a_uniqueness_conflict(scim: Scim, api: Api) -> None:
+    _create(scim, "ada@acme.example", externalId="00u1")
+    assert_scim_error(scim.post("/Users", user_body("ADA@acme.example")), 409, "uniqueness")
+    same_external_id = user_body("eve@acme.example", externalId="00u1")
+    assert_scim_error(scim.post("/Users", same_external_id), 409, "uniqueness")
+    made_by_api = api.post(
+        "/client/employees",
+        {
+            "first_name": "Bo",
+            "last_name": "Api",
+            "email": "bo@acme.example",
+            "country_id": "NG",
+            "phone": "+234 800 000 0001",
+            "address": "x",
+        },
+    )
+    assert made_by_api.status_code == 201, made_by_api.text
+    # An employee made through the API is known to SCIM by its email: an IdP finds it, not a twin.
+    found = scim.get("/Users", filter='userName eq "bo@acme.example"').json()["Resources"]
+    assert [user["id"] for user in found] == [made_by_api.json()["data"]["id"]]
+    assert_scim_error(scim.post("/Users", user_body("bo@acme.example")), 409, "uniqueness")
+    assert api.get("/client/employees").json()["data"]["total"] == 2
+
+
+def test_bad_requests_are_scim_errors_and_change_nothing(scim: Scim, api: Api) -> None:
+    assert_scim_error(scim.get("/Users", filter='userName eq "x'), 400, "invalidFilter")
+    assert_scim_error(scim.get("/Users", filter='nickName eq "x"'), 400, "invalidFilter")
+    assert_scim_error(scim.get("/Users", startIndex="one"), 400, "invalidValue")
+    bad_country = user_body("ada@acme.example", addresses=[{"country": "ZZ"}])
+    assert "country" in assert_scim_error(scim.post("/Users", bad_country), 400, "invalidValue")["detail"]
+    no_email = user_body("ada", emails=[])
+    assert_scim_error(scim.post("/Users", no_email), 400, "invalidValue")
+    broken = scim.request(
+        "POST", "/Users", headers={"Content-Type": "application/scim+json"}, content=b'{"userName": '
+    )
+    assert_scim_error(broken, 400, "invalidSyntax")
+    user = _create(scim, "ada@acme.example")
+    read_only = scim.patch(f"/Users/{user['id']}", [{"op": "replace", "path": "id", "value": "x"}])
+    assert_scim_error(read_only, 400, "mutability")
+    unknown_op = scim.patch(f"/Users/{user['id']}", [{"op": "jump", "path": "title"}])
+    assert_scim_error(unknown_op, 400, "invalidValue")
+    assert api.get("/client/employees").json()["data"]["total"] == 1
+    assert_scim_error(scim.get("/Users/00000000-0000-0000-0000-000000000000"), 404)
+    assert_scim_error(scim.get("/Users/not-an-id"), 404)
+
+
+def test_only_a_scim_token_opens_scim_and_it_opens_nothing_else(scim: Scim, api: Api) -> None:
+    assert_scim_error(scim.request("GET", "/Users", headers={"Authorization": ""}), 401)
+    as_api = scim.request("GET", "/Users", headers={"Authorization": f"Bearer {api.token}"})
+    assert_scim_error(as_api, 403)
+    assert scim.client.get("/api/v2/client/employees", headers=scim.headers).status_code == 403
+
+
+def test_delete_offboards_and_hides_the_user(scim: Scim, api: Api) -> None:
+    user = _create(scim, "ada@acme.example")
+    deleted = scim.delete(f"/Users/{user['id']}")
+    assert deleted.status_code == 204
+    assert_scim_error(scim.get(f"/Users/{user['id']}"), 404)
+    assert_scim_error(scim.delete(f"/Users/{user['id']}"), 404)
+    assert scim.get("/Users").json()["totalResults"] == 0
+    employee = api.get(f"/client/employees/{user['id']}").json()["data"]
+    assert employee["status"] == "Offboarded"
+    types = [event["type"] for event in api.get("/client/events").json()["data"]["data"]]
+    assert types == ["employee.offboarded", "employee.created"]
+    # the userName is free again: the person can be hired back
+    assert scim.post("/Users", user_body("ada.again@acme.example", userName="ada")).status_code == 201
+
+
+def test_nul_characters_are_refused_not_stored(scim: Scim, api: Api) -> None:
+    body = user_body("ada@acme.example", title="Ana\x00lyst")
+    assert "title" in assert_scim_error(scim.post("/Users", body), 400, "invalidValue")["detail"]
+    # a NUL in the query string is refused by the app's NUL guard, before SCIM, in the API's words
+    assert scim.get("/Users", filter='userName eq "a\x00"').status_code == 422
+    assert api.get("/client/employees").json()["data"]["total"] == 0
+
+
+def test_deleting_a_manager_clears_it_from_their_reports(scim: Scim) -> None:
+    boss = _create(scim, "boss@acme.example")
+    body = user_body("ada@acme.example")
+    body[ENTERPRISE_URN] = {"manager": {"value": boss["id"]}}
+    report = scim.post("/Users", body).json()
+    assert scim.delete(f"/Users/{boss['id']}").status_code == 204
+    assert ENTERPRISE_URN not in scim.get(f"/Users/{report['id']}").json()
+
+
+def test_unknown_endpoints_and_methods_answer_scim_errors(scim: Scim) -> None:
+    assert_scim_error(scim.get("/Devices"), 404)
+    assert_scim_error(scim.request("PATCH", "/Users", {"Operations": []}), 405)
+    assert_scim_error(scim.post("/.search", {"filter": 'userName eq "x"'}), 501)
+    unauthenticated = scim.request("GET", "/Users", headers={"Authorization": "Bearer otf_nope"})
+    assert_scim_error(unauthenticated, 401)
+    assert unauthenticated.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_lone_surrogate_or_a_deep_body_is_refused_never_a_500(scim: Scim, api: Api) -> None:
+    body = user_body("ada@acme.example", title="Ana\ud800lyst")
+    content = json.dumps(body)  # ASCII escapes: the lone surrogate travels as \ud800
+    answer = scim.request("POST", "/Users", headers={"Content-Type": SCIM_MEDIA_TYPE}, content=content)
+    assert "title" in assert_scim_error(answer, 400, "invalidValue")["detail"]
+    deep = '{"schemas": ' + "[" * 5000 + '"\\u0000"' + "]" * 5000 + "}"
+    answer = scim.request("POST", "/Users", headers={"Content-Type": SCIM_MEDIA_TYPE}, content=deep)
+    assert_scim_error(answer, 400, "invalidSyntax")
+    assert api.get("/client/employees").json()["data"]["total"] == 0
