@@ -192,8 +192,9 @@ def test_a_private_address_is_refused_again_at_send_time(
     db: Session,
 ) -> None:
     """Registered while private receivers were allowed; the worker's settings no longer allow them
-    (as when DNS starts answering a private address): nothing reaches the receiver."""
-    register(api, receiver.url)
+    (as when DNS starts answering a private address): nothing reaches the receiver, and the delivery
+    log does not tell the client which internal address the host resolved to."""
+    endpoint = register(api, receiver.url)
     emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
     strict = make_worker(engine, webhook_settings.model_copy(update={"webhook_allow_private": False}))
     try:
@@ -204,6 +205,9 @@ def test_a_private_address_is_refused_again_at_send_time(
     (delivery,) = deliveries(db)
     assert delivery.status == DeliveryStatus.FAILED and delivery.attempts == 3
     assert delivery.last_status_code is None and "Refused" in (delivery.last_error or "")
+    (shown,) = api.get(f"/client/webhook-endpoints/{endpoint['id']}/deliveries").json()["data"]["data"]
+    assert shown["last_error"] == "Refused: the host resolves to a non-public address."
+    assert "127.0.0.1" not in str(attempts(db, delivery.id)[-1].error)
 
 
 # --- a request that fails sends nothing --------------------------------------------------------

@@ -69,6 +69,21 @@ def test_a_private_url_is_refused_without_the_setting(api: Api, receiver: Receiv
         assert "url" in assert_error(api.post("/client/webhook-endpoints", {"url": url}), 422)["errors"], url
 
 
+def test_embedded_private_addresses_port_zero_and_odd_hosts_are_refused(api: Api, db: Session) -> None:
+    cases = {
+        "http://[2002:7f00:1::]/": "IPv6 address embedding one",  # 6to4 around 127.0.0.1
+        "https://[64:ff9b::a00:1]/x": "IPv6 address embedding one",  # NAT64 around 10.0.0.1
+        "https://[::ffff:7f00:1]/x": "loopback, private",  # IPv4-mapped 127.0.0.1
+        "https://hooks.example.com:0/x": "port must be between 1 and 65535",
+        "https://exa mple.com/x": "spaces or control characters",
+        "https://exa\x01mple.com/x": "spaces or control characters",
+    }
+    for url, reason in cases.items():
+        response = api.post("/client/webhook-endpoints", {"url": url})
+        assert reason in assert_error(response, 422)["errors"]["url"][0], url
+    assert count(db, WebhookEndpoint) == 0
+
+
 def test_a_host_that_does_not_resolve_is_accepted(api: Api) -> None:
     response = api.post("/client/webhook-endpoints", {"url": "https://hooks.not-yet-there.invalid/outfitter"})
     assert response.status_code == 201, response.text
