@@ -17,6 +17,8 @@ from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.models import Event, EventType, WebhookDelivery, WebhookEndpoint
 from outfitter.worker import Worker
 from tests.factories import Api, assert_error
+from tests.payments.conftest import LiveServer
+from tests.payments.test_concurrency import race
 from tests.webhooks.conftest import count, deliveries, emit, register
 from tests.webhooks.receiver import Receiver
 
@@ -244,3 +246,30 @@ def test_fan_out_is_a_constant_number_of_statements(
     register(api, receiver.url + "/2")
     assert statements_for(1) == statements_for(50) == ["INSERT", "SELECT", "INSERT"]
     assert count(db, WebhookDelivery) == 2 * 51
+
+
+def test_the_endpoint_cap_holds_under_concurrent_creates(
+    postgres_only: None, api: Api, engine: Engine, db: Session, live_server: LiveServer
+) -> None:
+    """Two places left, ten creates racing through a real server: two are created, eight refused."""
+    from outfitter.webhooks.service import MAX_ENDPOINTS_PER_COMPANY
+
+    with TenantSession(engine) as session, session.begin():
+        bind_company(session, api.company_id)
+        session.add_all(
+            WebhookEndpoint(
+                company_id=api.company_id, url=f"https://8.8.8.8/{n}", event_types=[], secret="whsec_x"
+            )
+            for n in range(MAX_ENDPOINTS_PER_COMPANY - 2)
+        )
+    with live_server.api(api.token) as client:
+        responses = race(
+            [
+                lambda n=n: client.post("/client/webhook-endpoints", json={"url": f"https://8.8.4.4/{n}"})
+                for n in range(10)
+            ]
+        )
+    assert sorted(response.status_code for response in responses) == [201] * 2 + [409] * 8
+    refused = next(response for response in responses if response.status_code == 409)
+    assert f"at most {MAX_ENDPOINTS_PER_COMPANY} webhook endpoints" in refused.json()["message"]
+    assert count(db, WebhookEndpoint) == MAX_ENDPOINTS_PER_COMPANY
