@@ -257,3 +257,29 @@ def test_an_employee_created_through_http_is_delivered_signed(
     payload = verified(endpoint["secret"], request.body, request.headers)
     assert payload["type"] == "employee.created"
     assert isinstance(payload["data"], dict) and payload["data"]["id"] == employee["id"]
+
+
+def test_after_a_410_the_worker_sends_nothing_more_it_had_claimed_for_that_endpoint(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    """The worker claims all three at once; the first answer is 410: the other two are not sent
+    (they stay pending, unclaimed, for when the client enables the endpoint again)."""
+    endpoint = register(api, receiver.url)
+    receiver.script = [410]
+    emit(engine, api.company_id, *[EventType.EMPLOYEE_UPDATED] * 3)
+    runner = make_worker(engine, private_ok, concurrency=2)
+    try:
+        assert runner.run_once(jobs=False) == 1
+    finally:
+        runner.close()
+    assert len(receiver.received) == 1
+    rows = deliveries(db)
+    assert sorted(row.status for row in rows) == [
+        DeliveryStatus.FAILED,
+        DeliveryStatus.PENDING,
+        DeliveryStatus.PENDING,
+    ]
+    waiting = [row for row in rows if row.status == DeliveryStatus.PENDING]
+    assert all(row.attempts == 0 and row.claimed_by is None for row in waiting)
+    shown = api.get(f"/client/webhook-endpoints/{endpoint['id']}").json()["data"]
+    assert shown["enabled"] is False and "410" in shown["disabled_reason"]

@@ -1,13 +1,15 @@
 """Sending one delivery over HTTP, signed as the Standard Webhooks specification says. No database
-here: the worker calls `send` between the short transaction that claimed the delivery and the one
-that records the outcome, so no transaction or row lock is held while a receiver takes its time."""
+here: the worker awaits `send` (many at once, on one event loop) between the short transaction that
+claimed the delivery and the one that records a batch of outcomes, so no transaction or row lock is
+held while a receiver takes its time."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -66,18 +68,23 @@ def signature_headers(msg_id: str, body: str, secrets: Sequence[str], now: datet
     }
 
 
-def make_client(settings: Settings) -> httpx.Client:
-    # 15 s for each of connect, write and read; redirects are not followed (a 3xx is a failure: a
-    # receiver must register its final URL, and a redirect could point inside the network).
-    return httpx.Client(
+def make_client(settings: Settings, connections: int) -> httpx.AsyncClient:
+    # Redirects are not followed (a 3xx is a failure: a receiver must register its final URL, and a
+    # redirect could point inside the network). The whole attempt's deadline is `send`'s; the
+    # client's own per-phase timeouts are the same figure, as a backstop.
+    return httpx.AsyncClient(
         timeout=httpx.Timeout(settings.webhook_timeout_seconds),
+        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
         follow_redirects=False,
         trust_env=False,  # no proxy from the environment: the address checked is the one connected to
         headers={"user-agent": USER_AGENT},
     )
 
 
-def send(client: httpx.Client, outgoing: Outgoing, settings: Settings) -> Outcome:
+async def send(client: httpx.AsyncClient, outgoing: Outgoing, settings: Settings) -> Outcome:
+    """One attempt, within `webhook_timeout_seconds` all told (resolving, connecting, sending and
+    the answer's status and headers): a receiver trickling its answer a byte at a time cannot hold
+    a send longer, and so a send never outlives its lease (dispatch.lease_seconds)."""
     attempted_at = utcnow()
     started = time.perf_counter()
 
@@ -86,7 +93,27 @@ def send(client: httpx.Client, outgoing: Outgoing, settings: Settings) -> Outcom
         return Outcome(attempted_at, status_code, error[:500] if error else None, elapsed)
 
     try:
-        target = pinned_target(outgoing.url, settings)
+        async with asyncio.timeout(settings.webhook_timeout_seconds):
+            return await _attempt(client, outgoing, settings, attempted_at, outcome)
+    except TimeoutError:
+        return outcome(None, f"No answer within {settings.webhook_timeout_seconds:g} s.")
+
+
+async def _attempt(
+    client: httpx.AsyncClient,
+    outgoing: Outgoing,
+    settings: Settings,
+    attempted_at: datetime,
+    outcome: Callable[[int | None, str | None], Outcome],
+) -> Outcome:
+    try:
+        # Resolving blocks (getaddrinfo): in a thread. With private receivers allowed nothing is
+        # resolved here, and the hop is skipped.
+        target = (
+            pinned_target(outgoing.url, settings)
+            if settings.webhook_allow_private
+            else await asyncio.to_thread(pinned_target, outgoing.url, settings)
+        )
     except UnsafeUrl as exc:
         return outcome(None, f"Refused: {exc}.")
     except Unresolvable as exc:
@@ -100,7 +127,7 @@ def send(client: httpx.Client, outgoing: Outgoing, settings: Settings) -> Outcom
         headers["host"] = target.host_header
     extensions = {"sni_hostname": target.sni_hostname} if target.sni_hostname else None
     try:
-        with client.stream(
+        async with client.stream(
             "POST", target.url, content=body.encode(), headers=headers, extensions=extensions
         ) as response:
             code = response.status_code  # the body is not read: only the status decides
