@@ -376,3 +376,31 @@ def test_a_trickling_receiver_gets_one_send_bounded_by_the_total_deadline(
     (delivery,) = deliveries(db)
     assert delivery.status == DeliveryStatus.FAILED and delivery.attempts == 1
     assert delivery.last_error == "No answer within 1 s."
+
+
+def test_a_running_worker_records_every_outcome_without_more_sends_to_come(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    """Outcomes are recorded in batches while sends go on; the last batch is written even though no
+    send follows it (the worker keeps running: nothing is left for shutdown to flush)."""
+    register(api, receiver.url)
+    for _ in range(5):
+        emit(engine, api.company_id, *[EventType.EMPLOYEE_UPDATED] * 4)
+    runner = make_worker(engine, private_ok, concurrency=8)
+    thread = threading.Thread(target=runner.run_forever)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(
+            row.status == DeliveryStatus.PENDING for row in deliveries(db)
+        ):
+            time.sleep(0.1)
+        rows = deliveries(db)
+        assert thread.is_alive()
+    finally:
+        runner.stop()
+        thread.join(timeout=30)
+    assert len(receiver.received) == 20
+    assert [(row.status, row.attempts, row.claimed_by) for row in rows] == [
+        (DeliveryStatus.SUCCEEDED, 1, None)
+    ] * 20

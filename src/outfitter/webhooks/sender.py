@@ -22,6 +22,7 @@ from outfitter.db.base import utcnow
 from outfitter.webhooks.urls import Unresolvable, UnsafeUrl, pinned_target
 
 USER_AGENT = "Outfitter-Webhooks/2.0"
+ANSWER_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,16 @@ async def send(client: httpx.AsyncClient, outgoing: Outgoing, settings: Settings
         return outcome(None, f"No answer within {settings.webhook_timeout_seconds:g} s.")
 
 
+async def _skim(response: httpx.Response) -> None:
+    """Read up to ANSWER_BYTES of the answer's body and drop it; a longer body costs the
+    connection (it is closed, not reused), not the memory."""
+    read = 0
+    async for chunk in response.aiter_raw():
+        read += len(chunk)
+        if read > ANSWER_BYTES:
+            return
+
+
 async def _attempt(
     client: httpx.AsyncClient,
     outgoing: Outgoing,
@@ -130,7 +141,8 @@ async def _attempt(
         async with client.stream(
             "POST", target.url, content=body.encode(), headers=headers, extensions=extensions
         ) as response:
-            code = response.status_code  # the body is not read: only the status decides
+            code = response.status_code  # only the status decides; the body is read (a little of
+            await _skim(response)  # it) so that the connection can serve the next send
     except httpx.TimeoutException:
         return outcome(None, f"No answer within {settings.webhook_timeout_seconds:g} s.")
     except httpx.HTTPError as exc:

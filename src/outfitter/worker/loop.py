@@ -275,13 +275,16 @@ class _Run:
         full_endpoints = [
             endpoint for endpoint, held in self.held_by_endpoint.items() if held >= endpoint_room
         ]
+        # No more than one endpoint's room at once: what a claim brings beyond a company's or an
+        # endpoint's room goes straight back (below), and a big claim would mostly go back.
+        limit = min(room, endpoint_room)
         claimed_at = time.monotonic()
         try:
             claimed = await self.in_thread(
                 claim_deliveries,
                 worker.sessions,
                 worker.name,
-                room,
+                limit,
                 self.settings,
                 [*full_endpoints, *self.gone],
                 full_companies,
@@ -301,7 +304,7 @@ class _Run:
             self.held_by_company[outgoing.company_id] += 1
             self.held_by_endpoint[outgoing.endpoint_id] += 1
         self.start_sends()
-        return len(claimed), len(claimed) < room
+        return len(claimed), len(claimed) < limit
 
     def start_sends(self) -> None:
         """Fill the free places: each to the company with the fewest sends in flight that has a
@@ -413,6 +416,7 @@ class _Run:
             if outcome.gone:
                 self.gone.discard(outgoing.endpoint_id)  # now disabled in the database: not claimed
         self.batches_recorded += 1
+        self.recording = None  # this batch is done (its task not yet): the next may start
         self.record_soon()
 
     def recording_pending(self) -> bool:
