@@ -283,3 +283,35 @@ def test_after_a_410_the_worker_sends_nothing_more_it_had_claimed_for_that_endpo
     assert all(row.attempts == 0 and row.claimed_by is None for row in waiting)
     shown = api.get(f"/client/webhook-endpoints/{endpoint['id']}").json()["data"]
     assert shown["enabled"] is False and "410" in shown["disabled_reason"]
+
+
+def test_a_send_connects_to_the_checked_address_and_keeps_the_host_name(
+    monkeypatch: pytest.MonkeyPatch, receiver: Receiver, webhook_settings: Settings
+) -> None:
+    """The request goes to the address the guard checked (here the receiver's), with the Host
+    header (and, for https, the certificate name) of the registered URL."""
+    import asyncio
+
+    from outfitter.webhooks import sender
+    from outfitter.webhooks.urls import Target
+
+    port = receiver.url.rsplit(":", 1)[1].split("/")[0]
+    checked = Target(f"http://127.0.0.1:{port}/hooks", "hooks.example.com:8080", None)
+    monkeypatch.setattr(sender, "pinned_target", lambda _url, _settings: checked)
+    strict = webhook_settings.model_copy(update={"webhook_allow_private": False})
+    registered = "http://hooks.example.com:8080/hooks"
+    ids = [uuid.uuid4() for _ in range(4)]
+    outgoing = sender.Outgoing(ids[0], ids[1], ids[2], registered, ids[3], {"n": 1}, ("whsec_" + "A" * 44,))
+
+    async def send_once() -> sender.Outcome:
+        client = sender.make_client(strict, 1)
+        try:
+            return await sender.send(client, outgoing, strict)
+        finally:
+            await client.close()
+
+    outcome = asyncio.run(send_once())
+    assert outcome.status_code == 200 and outcome.error is None
+    (request,) = receiver.received
+    assert request.headers["host"] == "hooks.example.com:8080" and request.body == b'{"n":1}'
+    assert request.headers["webhook-id"] == str(outgoing.event_id)

@@ -1,4 +1,4 @@
-"""The worker loop: one event loop sends many deliveries at once (`sender.send`, httpx.AsyncClient),
+"""The worker loop: one event loop sends many deliveries at once (`sender.send`, aiohttp),
 while the database work runs in a few threads beside it, each step one short transaction: claim due
 deliveries, record the outcomes of every send that finished since the last batch (one transaction
 for the batch), release what will not be sent. The periodic jobs whose round this worker wins run
@@ -150,7 +150,7 @@ class Worker:
             yield run
         finally:
             self._run = None
-            await run.client.aclose()
+            await run.client.close()
 
     async def _drain(self) -> int:
         async with self._a_run() as run:
