@@ -310,6 +310,7 @@ class _Run:
         """Fill the free places: each to the company with the fewest sends in flight that has a
         delivery it may start (its endpoint below its share)."""
         worker = self.worker
+        self.expire_waiting()  # so that nothing starts with less than 1.5 deadlines of lease left
         while len(self.sending) < worker.concurrency and not self.stopped.is_set():
             turn = sorted(
                 (
