@@ -304,7 +304,10 @@ class _Run:
             self.held_by_company[outgoing.company_id] += 1
             self.held_by_endpoint[outgoing.endpoint_id] += 1
         self.start_sends()
-        return len(claimed), len(claimed) < limit
+        # Ran out only if nothing was left out: with a full endpoint or company excluded, more may
+        # be due for it as soon as one of its sends ends.
+        left_out = full_companies or full_endpoints or self.gone
+        return len(claimed), len(claimed) < limit and not left_out
 
     def start_sends(self) -> None:
         """Fill the free places: each to the company with the fewest sends in flight that has a
