@@ -4,7 +4,8 @@
    `outfitter worker` processes send them to a local receiver (a uvicorn process on 127.0.0.1).
    Prints deliveries per second (first event committed -> last delivery received) and the lag of
    each delivery (its event's created_at -> received by the receiver), p50 and p99. Then the lag
-   at a steady rate that one worker keeps up with (what a receiver sees day to day).
+   at a steady rate (default 200 events/s, one event per commit, on a fixed schedule) with
+   `--steady-workers` workers (what a receiver sees day to day).
 2. Write cost: the latency of POST /client/employees with no endpoint registered and with one,
    so the fan-out's share of a write request shows (one indexed SELECT, plus one INSERT when an
    endpoint wants the event). Before the events branch is merged, employee create records no event;
@@ -12,7 +13,11 @@
    and says so.
 
     .venv/bin/python bench/webhook_delivery.py [--events 10000] [--requests 300]
-        [--rate 20 --paced-events 300] [--postgres postgresql://127.0.0.1:5432/postgres]
+        [--rate 200 --paced-events 2000 --steady-workers 1] [--concurrency 64] [--no-write-cost]
+        [--postgres postgresql://127.0.0.1:5432/postgres]
+
+Run with another checkout's interpreter (its `outfitter worker` is the one next to it) to compare
+before and after: `/path/to/other/.venv/bin/python bench/webhook_delivery.py`.
 """
 
 from __future__ import annotations
@@ -95,12 +100,19 @@ def company_with_endpoint(session: Session, url: str | None) -> tuple[uuid.UUID,
     return company.id, token
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (Linux): unlike wall-clock rates, it does not
+    depend on what else the machine runs."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def deliver(
-    database_url: str, events: int, workers: int, run: Path, rate: float | None = None
+    database_url: str, events: int, workers: int, run: Path, concurrency: int, rate: float | None = None
 ) -> dict[str, float]:
     """`rate` None: the events are committed as fast as possible, in batches of 100 (a burst: the
-    lag is mostly queueing). A rate: one event per commit, `rate` a second (the lag of a worker
-    that keeps up)."""
+    lag is mostly queueing). A rate: one event per commit, the n-th at start + n / `rate` (the lag
+    of workers that keep up)."""
     engine = make_engine(database_url)
     log = run / f"received-{workers}-{rate}.log"
     env = {
@@ -108,7 +120,7 @@ def deliver(
         "OUTFITTER_DATABASE_URL": database_url,
         "OUTFITTER_WEBHOOK_ALLOW_PRIVATE": "true",
         "OUTFITTER_WORKER_POLL_SECONDS": "0.05",
-        "OUTFITTER_WORKER_CONCURRENCY": "16",
+        "OUTFITTER_WORKER_CONCURRENCY": str(concurrency),
     }
     with receiver(free_port(), log) as url:
         with Session(engine) as session, session.begin():
@@ -116,14 +128,20 @@ def deliver(
         processes = [subprocess.Popen([str(BIN / "outfitter"), "worker"], env=env) for _ in range(workers)]
         time.sleep(2)  # let them start and poll
         created: dict[str, datetime] = {}
-        size = 1 if rate else BATCH
-        for start in range(0, events, size):
+        began = time.monotonic()
+        start = 0
+        while start < events:
+            size = BATCH
+            if rate:  # on schedule: each commit takes the events due by now (one, unless behind)
+                time.sleep(max(0.0, began + start / rate - time.monotonic()))
+                size = max(1, int((time.monotonic() - began) * rate) - start)
+            size = min(size, events - start)
             with TenantSession(engine) as session, session.begin():
                 bind_company(session, company_id)
                 batch = [NewEvent(EventType.EMPLOYEE_UPDATED, uuid.uuid4(), {"n": n}) for n in range(size)]
-                record_events(session, batch[: min(size, events - start)])
-            if rate:
-                time.sleep(1 / rate)
+                record_events(session, batch)
+            start += size
+        committing = time.monotonic() - began
         with Session(engine) as session:
             for event_id, at in session.execute(select(Event.id, Event.created_at)):
                 created[str(event_id)] = at
@@ -138,6 +156,7 @@ def deliver(
             if done == events:
                 break
             time.sleep(0.2)
+        cpu = sum(cpu_seconds(process.pid) for process in processes)
         for process in processes:
             process.send_signal(signal.SIGTERM)
         for process in processes:
@@ -156,6 +175,8 @@ def deliver(
     first = min(at.timestamp() for at in created.values())
     return {
         "received": len(received),
+        "committed_per_second": events / committing,
+        "worker_cpu_ms": cpu * 1000 / max(1, len(received)),
         "per_second": len(received) / (max(received.values()) - first),
         "p50": lags[len(lags) // 2],
         "p99": lags[int(len(lags) * 0.99) - 1],
@@ -245,26 +266,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--requests", type=int, default=300)
-    parser.add_argument("--rate", type=float, default=20, help="events per second of the steady run")
-    parser.add_argument("--paced-events", type=int, default=300)
+    parser.add_argument("--rate", type=float, default=200, help="events per second of the steady run")
+    parser.add_argument("--paced-events", type=int, default=2000)
+    parser.add_argument("--steady-workers", type=int, default=1)
+    parser.add_argument("--concurrency", type=int, default=64, help="OUTFITTER_WORKER_CONCURRENCY")
+    parser.add_argument("--no-write-cost", action="store_true", help="skip part 2")
     parser.add_argument("--postgres", default="postgresql://127.0.0.1:5432/postgres")
     args = parser.parse_args()
     with scratch_postgres(args.postgres) as database_url, tempfile.TemporaryDirectory() as scratch:
         upgrade(make_engine(Settings(database_url=database_url).database_url))
         database_url = Settings(database_url=database_url).database_url
         for workers in (1, 2):
-            figures = deliver(database_url, args.events, workers, Path(scratch))
+            figures = deliver(database_url, args.events, workers, Path(scratch), args.concurrency)
             print(
-                f"burst, {workers} worker(s): {int(figures['received'])} of {args.events} delivered, "
+                f"burst, {workers} worker(s): {int(figures['received'])} of {args.events} delivered "
+                f"(committed at {figures['committed_per_second']:.0f}/s), "
                 f"{figures['per_second']:.0f} deliveries/s; lag p50 {figures['p50'] * 1000:.0f} ms, "
-                f"p99 {figures['p99'] * 1000:.0f} ms"
+                f"p99 {figures['p99'] * 1000:.0f} ms; worker CPU {figures['worker_cpu_ms']:.2f} ms a delivery"
             )
-        paced = deliver(database_url, args.paced_events, 1, Path(scratch), rate=args.rate)
+        paced = deliver(
+            database_url, args.paced_events, args.steady_workers, Path(scratch), args.concurrency, args.rate
+        )
         print(
-            f"steady {args.rate:g} events/s, 1 worker: "
-            f"{int(paced['received'])} of {args.paced_events} delivered; "
+            f"steady {args.rate:g} events/s ({paced['committed_per_second']:.0f}/s committed), "
+            f"{args.steady_workers} worker(s): {int(paced['received'])} of {args.paced_events} delivered; "
             f"lag p50 {paced['p50'] * 1000:.0f} ms, p99 {paced['p99'] * 1000:.0f} ms"
         )
+        if args.no_write_cost:
+            return
         with receiver(free_port(), Path(scratch) / "write.log") as url:
             cost = write_cost(database_url, args.requests, url)
         queued = int(cost.pop("deliveries queued"))

@@ -94,11 +94,14 @@ class Settings(BaseSettings):
     webhook_allow_private: bool = False
     # Seconds after the first attempt at which each attempt is due (the first is normally 0).
     webhook_retry_schedule: Annotated[list[float], NoDecode] = [0, 5, 300, 1800, 7200, 18000, 36000, 36000]
+    # The whole of one delivery attempt (resolving, connecting, sending, the answer's head).
     webhook_timeout_seconds: float = Field(default=15.0, gt=0, le=120)
     # How long a worker holds a claimed delivery or job: longer than a send can take, so a live
-    # worker never loses its claim, and short enough that a dead worker's work resumes soon.
+    # worker never loses its claim, and short enough that a dead worker's work resumes soon. A
+    # delivery's lease is never shorter than two webhook timeouts (webhooks.dispatch.lease_seconds).
     worker_lease_seconds: float = Field(default=60.0, gt=0, le=3600)
-    worker_concurrency: int = Field(default=8, ge=1, le=64)
+    # Sends at once per worker (on one event loop: cheap); a company gets half, an endpoint a quarter.
+    worker_concurrency: int = Field(default=32, ge=1, le=64)
     worker_poll_seconds: float = Field(default=1.0, gt=0, le=60)
     # How often the worker expires Pending transactions past their time to live, and asks the
     # gateway about Pending card payments.

@@ -19,6 +19,7 @@ from outfitter.db.session import make_sessionmaker
 from outfitter.models import EventType, WebhookAttempt, WebhookDelivery
 from outfitter.worker import Worker
 from tests.factories import Api
+from tests.payments.conftest import live_server  # noqa: F401 (the app under a real server)
 from tests.webhooks.receiver import Receiver, event_data, running_receiver
 
 

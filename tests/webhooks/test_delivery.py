@@ -192,8 +192,9 @@ def test_a_private_address_is_refused_again_at_send_time(
     db: Session,
 ) -> None:
     """Registered while private receivers were allowed; the worker's settings no longer allow them
-    (as when DNS starts answering a private address): nothing reaches the receiver."""
-    register(api, receiver.url)
+    (as when DNS starts answering a private address): nothing reaches the receiver, and the delivery
+    log does not tell the client which internal address the host resolved to."""
+    endpoint = register(api, receiver.url)
     emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
     strict = make_worker(engine, webhook_settings.model_copy(update={"webhook_allow_private": False}))
     try:
@@ -204,6 +205,9 @@ def test_a_private_address_is_refused_again_at_send_time(
     (delivery,) = deliveries(db)
     assert delivery.status == DeliveryStatus.FAILED and delivery.attempts == 3
     assert delivery.last_status_code is None and "Refused" in (delivery.last_error or "")
+    (shown,) = api.get(f"/client/webhook-endpoints/{endpoint['id']}/deliveries").json()["data"]["data"]
+    assert shown["last_error"] == "Refused: the host resolves to a non-public address."
+    assert "127.0.0.1" not in str(attempts(db, delivery.id)[-1].error)
 
 
 # --- a request that fails sends nothing --------------------------------------------------------
@@ -253,3 +257,61 @@ def test_an_employee_created_through_http_is_delivered_signed(
     payload = verified(endpoint["secret"], request.body, request.headers)
     assert payload["type"] == "employee.created"
     assert isinstance(payload["data"], dict) and payload["data"]["id"] == employee["id"]
+
+
+def test_after_a_410_the_worker_sends_nothing_more_it_had_claimed_for_that_endpoint(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    """The worker claims all three at once; the first answer is 410: the other two are not sent
+    (they stay pending, unclaimed, for when the client enables the endpoint again)."""
+    endpoint = register(api, receiver.url)
+    receiver.script = [410]
+    emit(engine, api.company_id, *[EventType.EMPLOYEE_UPDATED] * 3)
+    runner = make_worker(engine, private_ok, concurrency=2)
+    try:
+        assert runner.run_once(jobs=False) == 1
+    finally:
+        runner.close()
+    assert len(receiver.received) == 1
+    rows = deliveries(db)
+    assert sorted(row.status for row in rows) == [
+        DeliveryStatus.FAILED,
+        DeliveryStatus.PENDING,
+        DeliveryStatus.PENDING,
+    ]
+    waiting = [row for row in rows if row.status == DeliveryStatus.PENDING]
+    assert all(row.attempts == 0 and row.claimed_by is None for row in waiting)
+    shown = api.get(f"/client/webhook-endpoints/{endpoint['id']}").json()["data"]
+    assert shown["enabled"] is False and "410" in shown["disabled_reason"]
+
+
+def test_a_send_connects_to_the_checked_address_and_keeps_the_host_name(
+    monkeypatch: pytest.MonkeyPatch, receiver: Receiver, webhook_settings: Settings
+) -> None:
+    """The request goes to the address the guard checked (here the receiver's), with the Host
+    header (and, for https, the certificate name) of the registered URL."""
+    import asyncio
+
+    from outfitter.webhooks import sender
+    from outfitter.webhooks.urls import Target
+
+    port = receiver.url.rsplit(":", 1)[1].split("/")[0]
+    checked = Target(f"http://127.0.0.1:{port}/hooks", "hooks.example.com:8080", None)
+    monkeypatch.setattr(sender, "pinned_target", lambda _url, _settings: checked)
+    strict = webhook_settings.model_copy(update={"webhook_allow_private": False})
+    registered = "http://hooks.example.com:8080/hooks"
+    ids = [uuid.uuid4() for _ in range(4)]
+    outgoing = sender.Outgoing(ids[0], ids[1], ids[2], registered, ids[3], {"n": 1}, ("whsec_" + "A" * 44,))
+
+    async def send_once() -> sender.Outcome:
+        client = sender.make_client(strict, 1)
+        try:
+            return await sender.send(client, outgoing, strict)
+        finally:
+            await client.close()
+
+    outcome = asyncio.run(send_once())
+    assert outcome.status_code == 200 and outcome.error is None
+    (request,) = receiver.received
+    assert request.headers["host"] == "hooks.example.com:8080" and request.body == b'{"n":1}'
+    assert request.headers["webhook-id"] == str(outgoing.event_id)

@@ -17,6 +17,8 @@ from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.models import Event, EventType, WebhookDelivery, WebhookEndpoint
 from outfitter.worker import Worker
 from tests.factories import Api, assert_error
+from tests.payments.conftest import LiveServer
+from tests.payments.test_concurrency import race
 from tests.webhooks.conftest import count, deliveries, emit, register
 from tests.webhooks.receiver import Receiver
 
@@ -67,6 +69,21 @@ def test_a_private_url_is_refused_without_the_setting(api: Api, receiver: Receiv
         assert "url" in assert_error(response, 422)["errors"], url
     for url in ("ftp://example.com/x", "https://user:pw@example.com/x", "not a url"):
         assert "url" in assert_error(api.post("/client/webhook-endpoints", {"url": url}), 422)["errors"], url
+
+
+def test_embedded_private_addresses_port_zero_and_odd_hosts_are_refused(api: Api, db: Session) -> None:
+    cases = {
+        "http://[2002:7f00:1::]/": "IPv6 address embedding one",  # 6to4 around 127.0.0.1
+        "https://[64:ff9b::a00:1]/x": "IPv6 address embedding one",  # NAT64 around 10.0.0.1
+        "https://[::ffff:7f00:1]/x": "loopback, private",  # IPv4-mapped 127.0.0.1
+        "https://hooks.example.com:0/x": "port must be between 1 and 65535",
+        "https://exa mple.com/x": "spaces or control characters",
+        "https://exa\x01mple.com/x": "spaces or control characters",
+    }
+    for url, reason in cases.items():
+        response = api.post("/client/webhook-endpoints", {"url": url})
+        assert reason in assert_error(response, 422)["errors"]["url"][0], url
+    assert count(db, WebhookEndpoint) == 0
 
 
 def test_a_host_that_does_not_resolve_is_accepted(api: Api) -> None:
@@ -229,3 +246,30 @@ def test_fan_out_is_a_constant_number_of_statements(
     register(api, receiver.url + "/2")
     assert statements_for(1) == statements_for(50) == ["INSERT", "SELECT", "INSERT"]
     assert count(db, WebhookDelivery) == 2 * 51
+
+
+def test_the_endpoint_cap_holds_under_concurrent_creates(
+    postgres_only: None, api: Api, engine: Engine, db: Session, live_server: LiveServer
+) -> None:
+    """Two places left, ten creates racing through a real server: two are created, eight refused."""
+    from outfitter.webhooks.service import MAX_ENDPOINTS_PER_COMPANY
+
+    with TenantSession(engine) as session, session.begin():
+        bind_company(session, api.company_id)
+        session.add_all(
+            WebhookEndpoint(
+                company_id=api.company_id, url=f"https://8.8.8.8/{n}", event_types=[], secret="whsec_x"
+            )
+            for n in range(MAX_ENDPOINTS_PER_COMPANY - 2)
+        )
+    with live_server.api(api.token) as client:
+        responses = race(
+            [
+                lambda n=n: client.post("/client/webhook-endpoints", json={"url": f"https://8.8.4.4/{n}"})
+                for n in range(10)
+            ]
+        )
+    assert sorted(response.status_code for response in responses) == [201] * 2 + [409] * 8
+    refused = next(response for response in responses if response.status_code == 409)
+    assert f"at most {MAX_ENDPOINTS_PER_COMPANY} webhook endpoints" in refused.json()["message"]
+    assert count(db, WebhookEndpoint) == MAX_ENDPOINTS_PER_COMPANY

@@ -86,3 +86,48 @@ def test_http_follows_the_environment_unless_set() -> None:
     assert production.webhooks_allow_http is False
     with pytest.raises(UnsafeUrl, match="https://"):
         check_for_registration("http://8.8.8.8/in", Settings(webhook_allow_http=False))
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[2002:7f00:1::]",  # 6to4 around 127.0.0.1
+        "[2002:a00:1::]",  # 6to4 around 10.0.0.1
+        "[64:ff9b::7f00:1]",  # NAT64 around 127.0.0.1
+        "[64:ff9b::a9fe:a9fe]",  # NAT64 around 169.254.169.254
+        "[::ffff:7f00:1]",  # IPv4-mapped 127.0.0.1
+        "[::ffff:10.0.0.1]",
+        "[::127.0.0.1]",  # IPv4-compatible (deprecated) 127.0.0.1
+    ],
+)
+def test_an_ipv6_address_embedding_a_private_ipv4_is_refused(host: str) -> None:
+    with pytest.raises(UnsafeUrl, match="loopback, private"):
+        check_for_registration(f"https://{host}/in", STRICT)
+    with pytest.raises(UnsafeUrl, match="non-public"):
+        pinned_target(f"https://{host}/in", STRICT)
+
+
+def test_an_ipv6_address_embedding_a_public_ipv4_stays_accepted() -> None:
+    check_for_registration("https://[2002:808:808::]/in", STRICT)  # 6to4 around 8.8.8.8
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("https://hooks.example.com:0/in", "port"),
+        ("https://exa mple.com/x", "host"),
+        ("https://exa\tmple.com/x", "host"),
+        ("https://exa\x01mple.com/x", "host"),
+        ("https://exa\x7fmple.com/x", "host"),
+    ],
+)
+def test_port_zero_and_a_host_with_a_space_or_control_character_are_refused(url: str, reason: str) -> None:
+    with pytest.raises(UnsafeUrl, match=reason):
+        check_for_registration(url, STRICT)
+
+
+def test_a_refusal_at_send_time_does_not_name_the_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_dns(monkeypatch, "10.20.30.40")
+    with pytest.raises(UnsafeUrl) as refused:
+        pinned_target("https://hooks.example.com/in", STRICT)
+    assert str(refused.value) == "the host resolves to a non-public address"

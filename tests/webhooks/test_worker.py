@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -12,7 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
 
@@ -91,7 +92,8 @@ def test_a_killed_worker_loses_nothing(
         **os.environ,
         "OUTFITTER_DATABASE_URL": database_url,
         "OUTFITTER_WEBHOOK_ALLOW_PRIVATE": "true",
-        "OUTFITTER_WORKER_LEASE_SECONDS": "3",
+        "OUTFITTER_WORKER_LEASE_SECONDS": "3",  # with a deadline of 1 s, not raised (two deadlines)
+        "OUTFITTER_WEBHOOK_TIMEOUT_SECONDS": "1",
         "OUTFITTER_RATE_LIMIT": "off",
     }
     outfitter = Path(sys.executable).parent / "outfitter"
@@ -209,7 +211,7 @@ def test_a_slow_receiver_does_not_hold_up_the_others(
     with running_receiver() as fast:
         register(api, fast.url, event_types=["employee.updated"])
         emit(engine, api.company_id, *[EventType.EMPLOYEE_CREATED] * 6, *[EventType.EMPLOYEE_UPDATED] * 3)
-        runner = make_worker(engine, private_ok, concurrency=2)  # one thread per endpoint at most
+        runner = make_worker(engine, private_ok, concurrency=4)  # one send per endpoint at most
         thread = threading.Thread(target=runner.run_forever)
         thread.start()
         try:
@@ -217,7 +219,7 @@ def test_a_slow_receiver_does_not_hold_up_the_others(
             while len(fast.received) < 3 and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert len(fast.received) == 3
-            assert len(receiver.received) == 1  # the slow one holds one thread, not both
+            assert len(receiver.received) == 1  # the slow one holds one send, not the company's two
         finally:
             runner.stop()
             receiver.hold.set()
@@ -250,3 +252,156 @@ def test_the_reconcile_job_settles_a_paid_card_payment(
         runner.close()
     listed = api.get("/client/transactions").json()["data"]["data"]
     assert [(row["tx_ref"], row["status"]) for row in listed] == [(tx_ref, TransactionStatus.FULFILLED.value)]
+
+
+def test_a_companys_slow_endpoints_do_not_hold_up_another_company(
+    api: Api, other_api: Api, private_ok: Settings, engine: Engine, db: Session
+) -> None:
+    """Company A has two endpoints on a receiver that never answers (until the end) and a backlog
+    older than anything of company B. While every send of A is still held, all of B's arrive: B's
+    deliveries never queue behind A's sends, and A holds at most half of the worker's sends."""
+    from tests.webhooks.receiver import running_receiver
+
+    with running_receiver() as slow, running_receiver() as fast:
+        slow.hold = threading.Event()
+        register(api, slow.url, event_types=["employee.created"])
+        register(api, slow.url + "/second", event_types=["employee.created"])
+        register(other_api, fast.url)
+        emit(engine, api.company_id, *[EventType.EMPLOYEE_CREATED] * 8)  # 16 deliveries, the oldest
+        emit(engine, other_api.company_id, *[EventType.EMPLOYEE_UPDATED] * 3)
+        runner = make_worker(engine, private_ok, concurrency=4)
+        thread = threading.Thread(target=runner.run_forever)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 30
+            while len(fast.received) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(fast.received) == 3  # all of B's, while A's sends are all still held:
+            assert not slow.hold.is_set() and count_attempts(db, api.company_id) == 0  # none of A's ended
+            assert 1 <= len(slow.received) <= 2  # A holds half of the 4 sends at most
+        finally:
+            runner.stop()
+            slow.hold.set()
+            thread.join(timeout=30)
+        assert not thread.is_alive()
+
+
+def count_attempts(db: Session, company_id: uuid.UUID) -> int:
+    value = db.scalar(select(func.count()).where(WebhookAttempt.company_id == company_id)) or 0
+    db.commit()
+    return value
+
+
+class Trickle:
+    """A receiver that answers one byte at a time, 5 a second, for `seconds`: a send to it lasts as
+    long as it likes unless the attempt has a total deadline. Counts the requests for each
+    webhook-id and the most that were ever open at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.lock = threading.Lock()
+        self.requests: dict[str, int] = {}
+        self.open: dict[str, int] = {}
+        self.most_open: dict[str, int] = {}
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}/trickle"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        with connection:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            head = data.split(b"\r\n\r\n")[0].decode()
+            headers = dict(line.lower().split(":", 1) for line in head.split("\r\n")[1:])
+            webhook_id = headers["webhook-id"].strip()
+            with self.lock:
+                self.requests[webhook_id] = self.requests.get(webhook_id, 0) + 1
+                self.open[webhook_id] = self.open.get(webhook_id, 0) + 1
+                self.most_open[webhook_id] = max(self.most_open.get(webhook_id, 0), self.open[webhook_id])
+            try:
+                connection.sendall(b"HTTP/1.1 200 OK\r\nx-trickle: ")
+                until = time.monotonic() + self.seconds
+                while time.monotonic() < until:
+                    connection.sendall(b"a")
+                    time.sleep(0.2)
+                connection.sendall(b"\r\ncontent-length: 0\r\n\r\n")
+            except OSError:
+                pass  # the sender gave up
+            finally:
+                with self.lock:
+                    self.open[webhook_id] -= 1
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def test_a_trickling_receiver_gets_one_send_bounded_by_the_total_deadline(
+    api: Api, private_ok: Settings, engine: Engine, db: Session
+) -> None:
+    """The attempt's deadline (1 s here) covers the whole send, however the receiver spreads its
+    bytes; and the lease outlives the send even when configured shorter (0.5 s here), so no other
+    worker sends the same delivery while the first send is in flight."""
+    trickle = Trickle(seconds=6)
+    settings = private_ok.model_copy(
+        update={"webhook_timeout_seconds": 1, "worker_lease_seconds": 0.5, "webhook_retry_schedule": [0]}
+    )
+    register(api, trickle.url)
+    (event_id,) = emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    runners = [make_worker(engine, settings, concurrency=2, name=f"w{n}") for n in range(2)]
+    threads = [threading.Thread(target=runner.run_forever) for runner in runners]
+    for thread in threads:
+        thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while deadline > time.monotonic() and deliveries(db)[0].status == DeliveryStatus.PENDING:
+            time.sleep(0.1)
+    finally:
+        for runner in runners:
+            runner.stop()
+        for thread in threads:
+            thread.join(timeout=30)
+        trickle.close()
+    assert trickle.requests == {str(event_id): 1} and trickle.most_open == {str(event_id): 1}
+    (delivery,) = deliveries(db)
+    assert delivery.status == DeliveryStatus.FAILED and delivery.attempts == 1
+    assert delivery.last_error == "No answer within 1 s."
+
+
+def test_a_running_worker_records_every_outcome_without_more_sends_to_come(
+    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
+) -> None:
+    """Outcomes are recorded in batches while sends go on; the last batch is written even though no
+    send follows it (the worker keeps running: nothing is left for shutdown to flush)."""
+    register(api, receiver.url)
+    for _ in range(5):
+        emit(engine, api.company_id, *[EventType.EMPLOYEE_UPDATED] * 4)
+    runner = make_worker(engine, private_ok, concurrency=8)
+    thread = threading.Thread(target=runner.run_forever)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(
+            row.status == DeliveryStatus.PENDING for row in deliveries(db)
+        ):
+            time.sleep(0.1)
+        rows = deliveries(db)
+        assert thread.is_alive()
+    finally:
+        runner.stop()
+        thread.join(timeout=30)
+    assert len(receiver.received) == 20
+    assert [(row.status, row.attempts, row.claimed_by) for row in rows] == [
+        (DeliveryStatus.SUCCEEDED, 1, None)
+    ] * 20

@@ -1,6 +1,6 @@
-"""The database side of sending: claim due deliveries, record each attempt's outcome, release what a
-stopping worker did not send. Each is one short transaction of its own; the sending happens between
-them (`sender.send`), with no transaction open.
+"""The database side of sending: claim due deliveries, record the outcomes of a batch of attempts,
+release what a worker will not send. Each is one short transaction of its own; the sending happens
+between them (`sender.send`), with no transaction open.
 
 Claiming: on PostgreSQL `SELECT ... FOR UPDATE SKIP LOCKED` picks due rows that no other worker is
 claiming at that instant, and an UPDATE stamps a lease on them (`claimed_by`, `claimed_until`); the
@@ -9,16 +9,21 @@ has no SKIP LOCKED, but its writers queue at BEGIN IMMEDIATE (db.session), so th
 statements run alone there. A worker that dies leaves its lease to expire, after which any worker
 claims the delivery again: every delivery is sent at least once, and receivers deduplicate by
 `webhook-id`.
+
+A lease never ends under a live send: it lasts at least twice the attempt's total deadline
+(`lease_seconds`), and the worker starts a send only while at least one and a half deadlines of its
+lease remain (loop.Worker), so every send ends, by its deadline, with half a deadline of lease to spare.
 """
 
 from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import insert, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
@@ -30,13 +35,21 @@ from outfitter.webhooks.sender import Outcome, Outgoing
 FAILING_DAYS_BEFORE_DISABLING = 5
 
 
+def lease_seconds(settings: Settings) -> float:
+    """How long a claim on a delivery lasts: the setting, but never less than two total deadlines."""
+    return max(settings.worker_lease_seconds, 2 * settings.webhook_timeout_seconds)
+
+
 def claim_deliveries(
     sessions: sessionmaker[Session],
     worker: str,
     limit: int,
     settings: Settings,
-    exclude_endpoints: Sequence[uuid.UUID] = (),
+    exclude_endpoints: Collection[uuid.UUID] = (),
+    exclude_companies: Collection[uuid.UUID] = (),
 ) -> list[Outgoing]:
+    """Up to `limit` due deliveries, oldest first, leased to `worker`; none of the excluded
+    endpoints or companies (those that have their share in the worker's hands already)."""
     with across_companies(sessions()) as session, session.begin():
         now = utcnow()
         due = (
@@ -54,13 +67,15 @@ def claim_deliveries(
         )
         if exclude_endpoints:
             due = due.where(WebhookDelivery.endpoint_id.not_in(exclude_endpoints))
+        if exclude_companies:
+            due = due.where(WebhookDelivery.company_id.not_in(exclude_companies))
         ids = list(session.scalars(due))
         if not ids:
             return []
         session.execute(
             update(WebhookDelivery)
             .where(WebhookDelivery.id.in_(ids))
-            .values(claimed_by=worker, claimed_until=now + timedelta(seconds=settings.worker_lease_seconds))
+            .values(claimed_by=worker, claimed_until=now + timedelta(seconds=lease_seconds(settings)))
             .execution_options(synchronize_session=False)
         )
         rows = session.execute(
@@ -113,56 +128,124 @@ def next_attempt(
     return max(due, now)
 
 
-def record_outcome(
-    sessions: sessionmaker[Session], worker: str, outgoing: Outgoing, outcome: Outcome, settings: Settings
+def record_outcomes(
+    sessions: sessionmaker[Session],
+    worker: str,
+    results: Sequence[tuple[Outgoing, Outcome]],
+    settings: Settings,
 ) -> None:
+    """Record a batch of attempts in one transaction: an attempt row each, the deliveries' new
+    state, and what the outcomes mean for their endpoints (a 410 or five days of failures disable
+    one; a success ends its failing spell)."""
+    if not results:
+        return
     with across_companies(sessions()) as session, session.begin():
-        delivery = session.scalars(
-            select(WebhookDelivery)
-            .where(WebhookDelivery.id == outgoing.delivery_id)
-            .with_for_update()
-            .execution_options(populate_existing=True)
-        ).one_or_none()
-        if delivery is None:
-            return  # its endpoint was deleted meanwhile, and the delivery with it
-        session.add(
-            WebhookAttempt(
-                company_id=delivery.company_id,
-                delivery_id=delivery.id,
-                attempted_at=outcome.attempted_at,
-                status_code=outcome.status_code,
-                error=outcome.error,
-                duration_ms=outcome.duration_ms,
-                worker=worker[:100],
-            )
+        ids = sorted({outgoing.delivery_id for outgoing, _ in results})
+        # Locked in id order: two workers recording at once never wait on each other crosswise.
+        found = session.execute(
+            select(*_STATE).where(WebhookDelivery.id.in_(ids)).order_by(WebhookDelivery.id).with_for_update()
         )
+        states = {row.id: row._asdict() for row in found}
+        results = [(outgoing, outcome) for outgoing, outcome in results if outgoing.delivery_id in states]
+        if not results:
+            return  # their endpoints were deleted meanwhile, and the deliveries with them
         now = utcnow()
-        delivery.attempts += 1
-        delivery.last_status_code = outcome.status_code
-        delivery.last_error = outcome.error
-        if delivery.claimed_by == worker:
-            delivery.claimed_by = None
-            delivery.claimed_until = None
-        if delivery.status != DeliveryStatus.PENDING:
-            return  # another worker, whose claim followed an expired lease of ours, settled it
-        if outcome.delivered:
-            delivery.status = DeliveryStatus.SUCCEEDED
-            delivery.delivered_at = now
-            delivery.next_attempt_at = None
-            _endpoint_succeeded(session, delivery.endpoint_id)
-            return
-        delivery.round_attempts += 1
-        disabled = _endpoint_failed(session, delivery.endpoint_id, outcome, now)
-        due = (
-            None
-            if disabled
-            else next_attempt(
-                delivery.round_started_at, delivery.round_attempts, settings.webhook_retry_schedule, now
+        disabled = _note_on_endpoints(session, results, now)
+        for outgoing, outcome in results:
+            _apply(
+                states[outgoing.delivery_id], outcome, worker, outgoing.endpoint_id in disabled, settings, now
             )
+        session.execute(
+            insert(WebhookAttempt),
+            [
+                {
+                    "company_id": outgoing.company_id,
+                    "delivery_id": outgoing.delivery_id,
+                    "attempted_at": outcome.attempted_at,
+                    "status_code": outcome.status_code,
+                    "error": outcome.error,
+                    "duration_ms": outcome.duration_ms,
+                    "worker": worker[:100],
+                }
+                for outgoing, outcome in results
+            ],
         )
-        delivery.next_attempt_at = due
-        if due is None:  # the schedule ran out, or the endpoint is disabled by this failure
-            delivery.status = DeliveryStatus.FAILED
+        session.execute(update(WebhookDelivery), list(states.values()))  # by primary key, batched
+
+
+# The columns of a delivery that recording reads and writes.
+_STATE = (
+    WebhookDelivery.id,
+    WebhookDelivery.status,
+    WebhookDelivery.attempts,
+    WebhookDelivery.round_attempts,
+    WebhookDelivery.round_started_at,
+    WebhookDelivery.next_attempt_at,
+    WebhookDelivery.delivered_at,
+    WebhookDelivery.last_status_code,
+    WebhookDelivery.last_error,
+    WebhookDelivery.claimed_by,
+    WebhookDelivery.claimed_until,
+)
+
+
+def _apply(
+    state: dict[str, Any],
+    outcome: Outcome,
+    worker: str,
+    endpoint_disabled: bool,
+    settings: Settings,
+    now: datetime,
+) -> None:
+    state["attempts"] += 1
+    state["last_status_code"] = outcome.status_code
+    state["last_error"] = outcome.error
+    if state["claimed_by"] == worker:
+        state["claimed_by"] = None
+        state["claimed_until"] = None
+    if state["status"] != DeliveryStatus.PENDING:
+        return  # another worker, whose claim followed an expired lease of ours, settled it
+    if outcome.delivered:
+        state["status"] = DeliveryStatus.SUCCEEDED
+        state["delivered_at"] = now
+        state["next_attempt_at"] = None
+        return
+    state["round_attempts"] += 1
+    due = (
+        None
+        if endpoint_disabled
+        else next_attempt(
+            state["round_started_at"], state["round_attempts"], settings.webhook_retry_schedule, now
+        )
+    )
+    state["next_attempt_at"] = due
+    if due is None:  # the schedule ran out, or the endpoint is disabled by this batch's failures
+        state["status"] = DeliveryStatus.FAILED
+
+
+def _note_on_endpoints(
+    session: Session, results: Sequence[tuple[Outgoing, Outcome]], now: datetime
+) -> set[uuid.UUID]:
+    """Each endpoint's news from the batch (in a fixed order, so that two workers lock endpoints
+    alike): a 410 disables it; otherwise its last outcome counts, a success ending its failing
+    spell, a failure starting one or, five days on, disabling it. Answers the endpoints disabled."""
+    last: dict[uuid.UUID, Outcome] = {}
+    gone: set[uuid.UUID] = set()
+    for outgoing, outcome in results:
+        last[outgoing.endpoint_id] = outcome
+        if outcome.gone:
+            gone.add(outgoing.endpoint_id)
+    disabled: set[uuid.UUID] = set()
+    for endpoint_id in sorted(last):
+        if endpoint_id in gone:
+            reason = f"The endpoint answered 410 Gone on {now:%Y-%m-%d %H:%M} UTC."
+            _disable(session, endpoint_id, reason, WebhookEndpoint.enabled.is_(True))
+            disabled.add(endpoint_id)
+        elif last[endpoint_id].delivered:
+            _endpoint_succeeded(session, endpoint_id)
+        elif _endpoint_failed(session, endpoint_id, now):
+            disabled.add(endpoint_id)
+    return disabled
 
 
 def _endpoint_succeeded(session: Session, endpoint_id: uuid.UUID) -> None:
@@ -175,12 +258,8 @@ def _endpoint_succeeded(session: Session, endpoint_id: uuid.UUID) -> None:
     )
 
 
-def _endpoint_failed(session: Session, endpoint_id: uuid.UUID, outcome: Outcome, now: datetime) -> bool:
+def _endpoint_failed(session: Session, endpoint_id: uuid.UUID, now: datetime) -> bool:
     """Note the failure on the endpoint; answers whether the endpoint is (now) disabled by it."""
-    if outcome.gone:
-        reason = f"The endpoint answered 410 Gone on {now:%Y-%m-%d %H:%M} UTC."
-        _disable(session, endpoint_id, reason, WebhookEndpoint.enabled.is_(True))
-        return True
     session.execute(
         update(WebhookEndpoint)
         .where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.failing_since.is_(None))

@@ -26,7 +26,7 @@ from outfitter.core.pagination import (
 from outfitter.core.tenancy import company_of
 from outfitter.core.unit_of_work import UnitOfWork
 from outfitter.db.base import utcnow
-from outfitter.models import PING_EVENT_TYPE, DeliveryStatus, WebhookDelivery, WebhookEndpoint
+from outfitter.models import PING_EVENT_TYPE, Company, DeliveryStatus, WebhookDelivery, WebhookEndpoint
 from outfitter.webhooks.repository import DeliveryRepository, EndpointRepository
 from outfitter.webhooks.schemas import (
     WebhookDeliveryOut,
@@ -79,6 +79,11 @@ def create_endpoint(
 ) -> WebhookEndpointWithSecret:
     url = _checked_url(work, body.url, settings)
     repository = EndpointRepository(work.session)
+    # The company's row, locked, serialises its creates: two racing past the count would exceed
+    # the cap (on SQLite the write transaction already runs alone).
+    work.session.execute(
+        select(Company.id).where(Company.id == company_of(work.session)).with_for_update()
+    ).one()
     if len(work.session.scalars(select(WebhookEndpoint.id)).all()) >= MAX_ENDPOINTS_PER_COMPANY:
         raise Conflict(
             f"A company may register at most {MAX_ENDPOINTS_PER_COMPANY} webhook endpoints: "

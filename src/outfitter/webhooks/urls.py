@@ -45,6 +45,10 @@ class Target:
 
 def check_syntax(url: str, settings: Settings) -> tuple[str, str, int]:
     """The scheme, host and port of an acceptable URL; raises UnsafeUrl."""
+    # Checked on the raw text: urlsplit silently drops tabs and line breaks, and keeps spaces and
+    # control characters in the host, which a resolver or an HTTP library may read differently.
+    if any(character.isspace() or not character.isprintable() for character in url):
+        raise UnsafeUrl("The URL may not contain spaces or control characters: check the host and path.")
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -59,12 +63,35 @@ def check_syntax(url: str, settings: Settings) -> tuple[str, str, int]:
         raise UnsafeUrl("The URL has no host.")
     if parts.username is not None or parts.password is not None:
         raise UnsafeUrl("The URL may not carry a user name or password: authenticate with the signature.")
+    if port == 0:
+        raise UnsafeUrl("The URL's port must be between 1 and 65535.")
     return scheme, parts.hostname, port or (443 if scheme == "https" else 80)
 
 
+NAT64_PREFIXES = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries and that a translating network would reach: IPv4-mapped
+    (::ffff:a.b.c.d), 6to4 (2002:AABB:CCDD::), NAT64 (64:ff9b::a.b.c.d) and IPv4-compatible
+    (::a.b.c.d)."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if any(address in prefix for prefix in (*NAT64_PREFIXES, IPV4_COMPATIBLE)):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def forbidden_address(address: IPAddress) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        inner = embedded_ipv4(address)
+        if inner is not None and forbidden_address(inner):
+            return True
+        if address.ipv4_mapped is not None:
+            return False  # judged by the IPv4 address it maps (above), not by the ::ffff:0:0/96 block
     return not address.is_global or address.is_multicast or address.is_reserved or address.is_unspecified
 
 
@@ -101,7 +128,8 @@ def check_for_registration(url: str, settings: Settings) -> None:
         return  # it may not exist yet; sends to it fail and are retried until it does
     if any(forbidden_address(address) for address in addresses):
         raise UnsafeUrl(
-            "The URL's host is or resolves to a loopback, private, link-local or reserved address."
+            "The URL's host is or resolves to a loopback, private, link-local or reserved address "
+            "(or an IPv6 address embedding one)."
         )
 
 
@@ -111,9 +139,9 @@ def pinned_target(url: str, settings: Settings) -> Target:
     if settings.webhook_allow_private:
         return Target(url=url, host_header=None, sni_hostname=None)
     addresses = resolve(host, port)
-    unsafe = [address for address in addresses if forbidden_address(address)]
-    if unsafe:
-        raise UnsafeUrl(f"the host resolves to a forbidden address ({unsafe[0]})")
+    if any(forbidden_address(address) for address in addresses):
+        # Not which address: the delivery log would tell a client what lies inside the network.
+        raise UnsafeUrl("the host resolves to a non-public address")
     parts = urlsplit(url)
     address = addresses[0]
     literal = f"[{address}]" if address.version == 6 else str(address)
