@@ -19,11 +19,18 @@ from standardwebhooks import Webhook
 from outfitter.app import create_app
 from outfitter.config import Settings
 from outfitter.core.errors import Conflict
-from outfitter.core.events import record_event
+from outfitter.core.events import record_event, webhook_payload
 from outfitter.core.schemas import Envelope
 from outfitter.core.unit_of_work import UnitOfWorkRoute, WriteAccess
 from outfitter.db.base import utcnow
-from outfitter.models import DeliveryStatus, Event, EventType, WebhookDelivery, WebhookEndpoint
+from outfitter.models import (
+    PING_EVENT_TYPE,
+    DeliveryStatus,
+    Event,
+    EventType,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 from outfitter.worker import Worker
 from tests.factories import Api, CompanyFactory
 from tests.webhooks.conftest import attempts, count, deliveries, emit, make_worker, register
@@ -301,7 +308,8 @@ def test_a_send_connects_to_the_checked_address_and_keeps_the_host_name(
     strict = webhook_settings.model_copy(update={"webhook_allow_private": False})
     registered = "http://hooks.example.com:8080/hooks"
     ids = [uuid.uuid4() for _ in range(4)]
-    outgoing = sender.Outgoing(ids[0], ids[1], ids[2], registered, ids[3], {"n": 1}, ("whsec_" + "A" * 44,))
+    ping = webhook_payload(ids[3], PING_EVENT_TYPE, utcnow(), {"endpoint_id": str(ids[2]), "url": registered})
+    outgoing = sender.Outgoing(ids[0], ids[1], ids[2], registered, ids[3], ping, ("whsec_" + "A" * 44,))
 
     async def send_once() -> sender.Outcome:
         client = sender.make_client(strict, 1)
@@ -313,5 +321,5 @@ def test_a_send_connects_to_the_checked_address_and_keeps_the_host_name(
     outcome = asyncio.run(send_once())
     assert outcome.status_code == 200 and outcome.error is None
     (request,) = receiver.received
-    assert request.headers["host"] == "hooks.example.com:8080" and request.body == b'{"n":1}'
+    assert request.headers["host"] == "hooks.example.com:8080" and json.loads(request.body) == ping
     assert request.headers["webhook-id"] == str(outgoing.event_id)
