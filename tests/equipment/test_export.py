@@ -93,3 +93,26 @@ def test_export_reads_chunk_after_chunk(api: Api, monkeypatch: pytest.MonkeyPatc
     assert [row["id"] for row in rows] == [record["id"] for record in listed]
     assert sorted(row["id"] for row in rows) == sorted(record["id"] for record in created)
     assert read_csv(api.get("/client/equipment/export", status="Sold")) == []
+
+
+def test_export_then_import_gives_back_every_cell_exactly(api: Api, other_api: Api) -> None:
+    from tests.equipment.test_import import post_csv
+
+    awkward = ["'=", "'", "''+1", "=1+1", "\tcmd", " lead", "'plain", "-", "@x", "a,b", 'say "hi"', "l1\nl2"]
+    for index, value in enumerate(awkward):
+        register(api, title=f"T{index}", serial_number=f"S{index}", specs={"color": value, "memory": value})
+    rows = read_csv(api.get("/client/equipment/export"))
+    columns = ["title", "serial_number", "specs.color", "specs.memory"]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(columns)
+    writer.writerows([row[column] for column in columns] for row in rows)
+    imported = post_csv(other_api, buffer.getvalue())
+    assert imported.status_code == 200, imported.text
+    back = read_csv(other_api.get("/client/equipment/export"))
+    assert sorted([row[column] for column in columns] for row in back) == sorted(
+        [row[column] for column in columns] for row in rows
+    )
+    listed = other_api.get("/client/equipment", per_page=100).json()["data"]["data"]
+    details = {record["serial_number"]: record for record in listed}
+    assert [details[f"S{index}"]["specs"]["color"] for index in range(len(awkward))] == awkward

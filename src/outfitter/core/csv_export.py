@@ -9,7 +9,9 @@ total. Each chunk is its own snapshot: a row written meanwhile may or may not ap
 
 Python's `csv` module writes the lines (quoting, embedded separators and line breaks). A cell a
 spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage return,
-as OWASP lists them) is written with a leading `'`, which spreadsheets show as text.
+as OWASP lists them) is written with a leading `'`, which spreadsheets show as text. A cell that
+itself starts with `'` gets one too, so that the import, which drops one leading `'` before either,
+reads back exactly what was exported (`'=` is written `''=`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from outfitter.core.schemas import format_timestamp
 
 CHUNK_ROWS = 1000
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+ESCAPED_STARTS = (*FORMULA_STARTS, "'")  # the cells written behind a `'`
 CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
 # The 200 of an export operation in the OpenAPI document.
 CSV_RESPONSE: dict[int | str, dict[str, Any]] = {
@@ -61,7 +64,7 @@ def cell(value: Any) -> str:
         text = str(value)
     else:
         text = json.dumps(value, default=str)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    return "'" + text if text.startswith(ESCAPED_STARTS) else text
 
 
 def flattened(record: Mapping[str, Any], path: Sequence[str]) -> Any:
