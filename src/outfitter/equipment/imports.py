@@ -70,4 +70,4 @@ def import_equipment(
     if dry_run:
         return {"dry_run": True, "count": len(checked), "ids": []}
     devices = bulk.insert_devices(session, actor, checked)
-    return {"dry_run": False, "count": len(devices), "ids": [device.id for device in devices]}
+    return {"dry_run": False, "count": len(devices), "ids": [device["id"] for device in devices]}

@@ -152,20 +152,20 @@ def _with_references(statement: Select[Any]) -> Select[Any]:
     )
 
 
-def _first_department_name() -> ScalarSelect[str]:
-    """The assignee's first active department, as a column of the detail row."""
+def _first_department_name(employee_id: Any = Equipment.assignee_id) -> ScalarSelect[str]:
+    """The employee's (by default the assignee's) first active department, as a column of a row."""
     return (
         select(Department.name)
         .join(UserDepartment, UserDepartment.department_id == Department.id)
         .where(
-            UserDepartment.user_id == Equipment.assignee_id,
+            UserDepartment.user_id == employee_id,
             UserDepartment.status == MembershipStatus.ACTIVE,
             UserDepartment.deleted_at.is_(None),
             Department.deleted_at.is_(None),
         )
         .order_by(UserDepartment.created_at, UserDepartment.id)
         .limit(1)
-        .correlate(Equipment)
+        .correlate(employee_id.table)
         .scalar_subquery()
     )
 
@@ -180,6 +180,19 @@ def _detail_rows(condition: ColumnElement[bool]) -> Select[Any]:
     )
 
 
+# What a detail row says of its assignee, read for the employees themselves: the answers of devices
+# a batch registers, rendered without reading the devices back.
+_ASSIGNEES = (
+    select(
+        Employee.id,
+        Employee.first_name.label("assignee_first_name"),
+        Employee.last_name.label("assignee_last_name"),
+        *(column for column in _DETAIL_COLUMNS if column.name.startswith("assignee_")),
+        _first_department_name(Employee.id).label("assignee_department"),
+    )
+    .outerjoin(_assignee_country, _assignee_country.id == Employee.country_id)
+    .where(Employee.id.in_(bindparam("employee_ids", expanding=True)))
+)
 # Built once: a constant statement keeps its compiled form and cache key between requests.
 _DETAIL = _detail_rows(Equipment.id == bindparam("equipment_id"))
 _DETAILS = _detail_rows(Equipment.id.in_(bindparam("equipment_ids", expanding=True)))
@@ -313,6 +326,13 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         if not equipment_ids:
             return {}
         rows = company_rows(self.session, _DETAILS, {"equipment_ids": equipment_ids})
+        return {row.id: row for row in rows}
+
+    def assignee_fields(self, employee_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Row[Any]]:
+        """What a detail row holds of each of these employees as its assignee (`assignee_*`), by id."""
+        if not employee_ids:
+            return {}
+        rows = company_rows(self.session, _ASSIGNEES, {"employee_ids": list(employee_ids)})
         return {row.id: row for row in rows}
 
     def history(self, equipment_ids: list[uuid.UUID], *, full: bool) -> dict[uuid.UUID, list[Row[Any]]]:
