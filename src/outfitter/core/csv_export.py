@@ -20,7 +20,7 @@ import csv
 import io
 import json
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from enum import Enum
@@ -77,30 +77,40 @@ def flattened(record: Mapping[str, Any], path: Sequence[str]) -> Any:
     return value
 
 
-def csv_lines(columns: Sequence[str], chunks: Iterator[Sequence[Mapping[str, Any]]]) -> Iterator[bytes]:
-    """The header row, then each chunk's rows as one piece of UTF-8."""
+_ESCAPED_FIRST = frozenset(ESCAPED_STARTS)
+
+
+def escaped(text: str) -> str:
+    """`cell` for a value already written as text: the export's hot path, one test per cell."""
+    return "'" + text if text and text[0] in _ESCAPED_FIRST else text
+
+
+def record_cells(columns: Sequence[str], records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Records (as the API writes them in JSON) as CSV rows, each column's value found by its
+    dotted path (`specs.memory` is specs, then memory)."""
+    paths = [tuple(column.split(".")) for column in columns]
+    return [[cell(flattened(record, path)) for path in paths] for record in records]
+
+
+def csv_text(rows: Iterable[Sequence[str]]) -> str:
+    """Rows of cells (see `cell`) as CSV lines, each ended by CRLF."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+    csv.writer(buffer, lineterminator="\r\n").writerows(rows)
+    return buffer.getvalue()
 
-    def drain() -> bytes:
-        data = buffer.getvalue().encode()
-        buffer.seek(0)
-        buffer.truncate()
-        return data
 
-    paths = [tuple(column.split(".")) for column in columns]  # `specs.memory` is specs, then memory
-    writer.writerow(columns)
-    yield drain()
+def csv_lines(columns: Sequence[str], chunks: Iterator[str]) -> Iterator[bytes]:
+    """The header row, then each chunk's lines (see `csv_text`) as one piece of UTF-8."""
+    yield csv_text([columns]).encode()
     for chunk in chunks:
-        writer.writerows([cell(flattened(record, path)) for path in paths] for record in chunk)
-        yield drain()
+        yield chunk.encode()
 
 
 def stream_chunks(
     open_session: Callable[[], Session],
-    read_chunk: Callable[[Session, CursorT | None], tuple[list[Mapping[str, Any]], CursorT | None]],
-) -> Iterator[list[Mapping[str, Any]]]:
-    """Chunks read by `read_chunk(session, after)` (which answers its records and the cursor of
+    read_chunk: Callable[[Session, CursorT | None], tuple[str, CursorT | None]],
+) -> Iterator[str]:
+    """Chunks read by `read_chunk(session, after)` (which answers its CSV lines and the cursor of
     the next chunk, None at the end), each in a session of its own, closed before it is yielded."""
     after: CursorT | None = None
     while True:
@@ -112,9 +122,7 @@ def stream_chunks(
             return
 
 
-def csv_response(
-    filename: str, columns: Sequence[str], chunks: Iterator[Sequence[Mapping[str, Any]]]
-) -> StreamingResponse:
+def csv_response(filename: str, columns: Sequence[str], chunks: Iterator[str]) -> StreamingResponse:
     return StreamingResponse(
         csv_lines(columns, chunks),
         media_type=CSV_MEDIA_TYPE,

@@ -45,7 +45,7 @@ def _base_fields(row: Row[Any] | SimpleNamespace) -> dict[str, Any]:
         "state": row.state,
         "source": row.source,
         "purchase_date": row.purchase_date,
-        "purchase_price": _price(row.purchase_price),
+        "purchase_price": price(row.purchase_price),
         "type": row.type,
         "hash_code": row.hash_code,
         "asset_order_id": row.asset_order_id,
@@ -78,7 +78,7 @@ def _base_fields(row: Row[Any] | SimpleNamespace) -> dict[str, Any]:
     }
 
 
-def _price(amount: Decimal | None) -> Decimal | None:
+def price(amount: Decimal | None) -> Decimal | None:
     """Stored with six decimals; written with two ('1200.50') unless it has more."""
     if amount is None:
         return None
@@ -215,7 +215,7 @@ def missing_information(row: Row[Any] | SimpleNamespace) -> list[str]:
     values: dict[str, object] = {
         "serial_number": row.serial_number,
         "purchase_date": row.purchase_date,
-        "purchase_price": _price(row.purchase_price),
+        "purchase_price": price(row.purchase_price),
         "make": row.make,
         "model": row.model,
         "year": row.year,

@@ -9,7 +9,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, and_, bindparam, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    ScalarSelect,
+    Select,
+    String,
+    Text,
+    bindparam,
+    cast,
+    func,
+    select,
+    tuple_,
+    type_coerce,
+)
 from sqlalchemy.orm import aliased
 
 from outfitter.core.errors import NotFound
@@ -254,16 +267,53 @@ _AFTER_CREATED = bindparam("after_created", type_=Equipment.created_at.type)
 _AFTER_ID = bindparam("after_id", type_=Equipment.id.type)
 
 
+# An export's row: the CSV's columns (equipment.export.COLUMNS) in its order, as near to their
+# text as the database gives them (JSON as its stored text, a spec as its string, statuses as
+# plain strings), so that writing a row is little more than escaping it.
+_EXPORT_COLUMNS = (
+    Equipment.id,
+    Equipment.title,
+    Equipment.year,
+    Equipment.make,
+    Equipment.model,
+    type_coerce(Equipment.state, String),
+    type_coerce(Equipment.source, String),
+    Equipment.purchase_date,
+    Equipment.purchase_price,
+    Currency.code,
+    Currency.name,
+    Currency.symbol,
+    Equipment.type,
+    Equipment.hash_code,
+    Equipment.asset_order_id,
+    Equipment.image_url,
+    Equipment.serial_number,
+    cast(Equipment.other_details, Text),
+    Equipment.specs["memory"].as_string(),
+    Equipment.specs["storage"].as_string(),
+    Equipment.specs["color"].as_string(),
+    Equipment.description,
+    type_coerce(Equipment.status, String),
+    Country.name,
+    Country.code,
+    Employee.id.label("assignee_id"),
+    Employee.first_name,
+    Employee.last_name,
+    cast(Equipment.catalog, Text),
+    Equipment.created_at,
+    Equipment.updated_at,
+)
+
+
 @functools.cache
 def _chunk(shape: tuple[object, ...], after: bool) -> Select[Any]:
     """The list's rows in its order (newest first), from a keyset: after the row (created_at, id)."""
-    statement = _with_references(select(*_BASE_COLUMNS)).where(*_conditions(shape))
+    statement = _with_references(select(*_EXPORT_COLUMNS)).where(*_conditions(shape))
     if after:
+        # A row value, not an OR of comparisons: the index (company, created_at, id) seeks to it,
+        # so a chunk deep in the list costs what the first does.
         statement = statement.where(
-            or_(
-                Equipment.created_at < _AFTER_CREATED,
-                and_(Equipment.created_at == _AFTER_CREATED, Equipment.id < _AFTER_ID),
-            )
+            tuple_(Equipment.created_at, Equipment.id) < tuple_(_AFTER_CREATED, _AFTER_ID)
         )
     return statement.order_by(Equipment.created_at.desc(), Equipment.id.desc()).limit(bindparam("limit"))
 
@@ -315,7 +365,8 @@ class EquipmentRepository(CompanyRepository[Equipment]):
     def chunk(
         self, filters: EquipmentFilters, after: tuple[datetime, uuid.UUID] | None, limit: int
     ) -> Sequence[Row[Any]]:
-        """Up to `limit` rows of the filtered list after the keyset `after` (an export's chunk)."""
+        """Up to `limit` rows of the filtered list after the keyset `after`: an export's chunk, its
+        columns those of the CSV file (see _EXPORT_COLUMNS)."""
         values = filters.parameters() | {"limit": limit}
         if after is not None:
             values |= {"after_created": after[0], "after_id": after[1]}
