@@ -80,9 +80,12 @@ def flattened(record: Mapping[str, Any], path: Sequence[str]) -> Any:
 _ESCAPED_FIRST = frozenset(ESCAPED_STARTS)
 
 
-def escaped(text: str) -> str:
-    """`cell` for a value already written as text: the export's hot path, one test per cell."""
-    return "'" + text if text and text[0] in _ESCAPED_FIRST else text
+def escaped(text: str | None) -> str:
+    """`cell` for a value already written as text (None: an empty cell): the export's hot path,
+    one test per cell."""
+    if not text:
+        return ""
+    return "'" + text if text[0] in _ESCAPED_FIRST else text
 
 
 def record_cells(columns: Sequence[str], records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
