@@ -11,6 +11,7 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session
 
+from outfitter.core.csv_export import record_cells
 from outfitter.equipment import export
 from tests.equipment.helpers import make_employee, register
 from tests.factories import Api, assert_error
@@ -93,3 +94,59 @@ def test_export_reads_chunk_after_chunk(api: Api, monkeypatch: pytest.MonkeyPatc
     assert [row["id"] for row in rows] == [record["id"] for record in listed]
     assert sorted(row["id"] for row in rows) == sorted(record["id"] for record in created)
     assert read_csv(api.get("/client/equipment/export", status="Sold")) == []
+
+
+def test_export_then_import_gives_back_every_cell_exactly(api: Api, other_api: Api) -> None:
+    from tests.equipment.test_import import post_csv
+
+    awkward = ["'=", "'", "''+1", "=1+1", "\tcmd", " lead", "'plain", "-", "@x", "a,b", 'say "hi"', "l1\nl2"]
+    for index, value in enumerate(awkward):
+        register(api, title=f"T{index}", serial_number=f"S{index}", specs={"color": value, "memory": value})
+    rows = read_csv(api.get("/client/equipment/export"))
+    columns = ["title", "serial_number", "specs.color", "specs.memory"]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(columns)
+    writer.writerows([row[column] for column in columns] for row in rows)
+    imported = post_csv(other_api, buffer.getvalue())
+    assert imported.status_code == 200, imported.text
+    back = read_csv(other_api.get("/client/equipment/export"))
+    assert sorted([row[column] for column in columns] for row in back) == sorted(
+        [row[column] for column in columns] for row in rows
+    )
+    listed = other_api.get("/client/equipment", per_page=100).json()["data"]["data"]
+    details = {record["serial_number"]: record for record in listed}
+    assert [details[f"S{index}"]["specs"]["color"] for index in range(len(awkward))] == awkward
+
+
+def test_each_row_is_what_cell_writes_of_the_list_record(api: Api, db: Session) -> None:
+    """The export writes its cells straight from the columns; they must be exactly what `cell`
+    writes of the list's records, field by field, whatever the values."""
+    employee = make_employee(db, api.company_id, "=Ada", "Obi")
+    register(
+        api,
+        title="-1 minus",
+        make="@make",
+        model="+model",
+        year="2023",
+        type="Laptop",
+        state="Used",
+        serial_number="'quoted",
+        purchase_date="2024-02-29T23:30:00-02:00",
+        purchase_price="0.125",
+        currency="ngn",
+        country="Kenya",
+        description='a "description", with\r\na line break',
+        image_url="https://example.com/x.png",
+        other_details=["=charger", "bag, black"],
+        specs={"memory": "\t16GB", "storage": "=512", "color": "'red"},
+        status="Assigned",
+        assignee_id=str(employee.id),
+    )
+    register(api, title="Plain", purchase_price="1200", status="In_Storage")
+    register(api, title="Bare")
+    rows = read_csv(api.get("/client/equipment/export"))
+    listed = api.get("/client/equipment", per_page=100).json()["data"]["data"]
+    assert [list(row.values()) for row in rows] == record_cells(export.COLUMNS, listed)
+    assert rows[2]["assignee.name"] == "'=Ada Obi" and rows[2]["specs.color"] == "''red"
+    assert rows[2]["purchase_price"] == "0.125" and rows[1]["purchase_price"] == "1200.00"

@@ -146,3 +146,80 @@ def test_unreadable_lines_and_nameless_columns_are_422(api: Api, db: Session) ->
     nameless = assert_error(post_csv(api, "title,,serial_number\nA,,S\n"), 422, "Column 2 has no name")
     assert list(nameless["errors"]) == ["rows.1"]
     assert device_count(db) == 0
+
+
+def test_many_columns_are_refused_in_one_short_answer(api: Api, db: Session) -> None:
+    # A header repeating a column thousands of times is refused by its size, not checked pairwise.
+    repeated = assert_error(post_csv(api, "title," * 5_000 + "title\nA\n"), 422, "columns")
+    assert list(repeated["errors"]) == ["rows.1"]
+    assert "at most 200 columns" in repeated["errors"]["rows.1"][0].lower()
+    assert "5,001" in repeated["errors"]["rows.1"][0]
+    # 100,000 unknown columns: the same short answer, not a problem per column.
+    response = post_csv(api, ",".join(f"c{n}" for n in range(100_000)) + "\nA\n")
+    assert_error(response, 422, "columns")
+    assert len(response.content) < 2_000
+    assert device_count(db) == 0
+
+
+def test_header_problems_are_listed_up_to_a_bound_with_a_count_of_the_rest(api: Api, db: Session) -> None:
+    header = ",".join(["title", *(f"colour{n}" for n in range(150))])
+    body = assert_error(post_csv(api, header + "\nA\n"), 422)
+    listed = [path for path in body["errors"] if path.startswith("rows.1.")]
+    assert listed == [f"rows.1.colour{n}" for n in range(20)]
+    assert body["errors"]["rows.1"] == ["And 130 more problems in the header like these."]
+    assert device_count(db) == 0
+
+
+def test_other_details_nested_too_deep_is_422_on_its_cell(api: Api, db: Session) -> None:
+    deep = "[" * 1_000 + "]" * 1_000
+    very_deep = "[" * 60_000 + "]" * 60_000  # within the csv module's cell limit
+    content = f'title,other_details\nA,"[""fine""]"\nB,{deep}\nC,{very_deep}\n'
+    body = assert_error(post_csv(api, content), 422)
+    assert list(body["errors"]) == ["rows.3.other_details", "rows.4.other_details"]
+    assert "nested" in body["errors"]["rows.3.other_details"][0]
+    assert device_count(db) == 0
+
+
+def test_an_unterminated_quote_is_named_with_its_row(api: Api, db: Session) -> None:
+    content = 'title,serial_number\nA,1\n"B,2\nC,3\n'
+    body = assert_error(post_csv(api, content), 422, "quote")
+    assert list(body["errors"]) == ["rows.3"]
+    assert "never closed" in body["errors"]["rows.3"][0]
+    assert device_count(db) == 0
+
+
+def test_cells_are_read_as_written_apart_from_the_export_escape(api: Api) -> None:
+    content = "title,description,specs.color,specs.memory\nA,'=x,\tblue,''=\nB,'abc,  grey,'\t8GB\n"
+    response = post_csv(api, content)
+    assert response.status_code == 200, response.text
+    records = [api.get(f"/client/equipment/{each}").json()["data"] for each in response.json()["data"]["ids"]]
+    assert [record["description"] for record in records] == ["=x", "'abc"]
+    # A leading tab or space is the cell's own (the JSON body would keep it too).
+    assert [record["specs"]["color"] for record in records] == ["\tblue", "  grey"]
+    assert [record["specs"]["memory"] for record in records] == ["'=", "\t8GB"]
+
+
+def test_the_file_can_be_uploaded_as_a_form(api: Api, db: Session) -> None:
+    path = "/client/equipment/import"
+    content = b"title,serial_number\nMacBook,F1\nThinkPad,F2\n"
+    dry = api.request(
+        "POST", path, params={"dry_run": "true"}, files={"file": ("d.csv", content, "text/csv")}
+    )
+    assert dry.status_code == 200 and dry.json()["data"] == {"dry_run": True, "count": 2, "ids": []}
+    response = api.request("POST", path, files={"file": ("devices.csv", content, "text/csv")})
+    assert response.status_code == 200, response.text
+    ids = response.json()["data"]["ids"]
+    assert [api.get(f"/client/equipment/{each}").json()["data"]["title"] for each in ids] == [
+        "MacBook",
+        "ThinkPad",
+    ]
+    # the rows are checked as ever: both serial numbers are now taken
+    taken = assert_error(api.request("POST", path, files={"file": ("d.csv", content, "text/csv")}), 422)
+    assert list(taken["errors"]) == ["rows.2.serial_number", "rows.3.serial_number"]
+    wrong_field = api.request("POST", path, files={"upload": ("d.csv", content, "text/csv")})
+    assert list(assert_error(wrong_field, 422, "file")["errors"]) == ["file"]
+    as_text = api.request(
+        "POST", path, data={"file": "title\nA\n"}, files={"other": ("x", b"", "text/plain")}
+    )
+    assert list(assert_error(as_text, 422, "file")["errors"]) == ["file"]
+    assert device_count(db) == 2

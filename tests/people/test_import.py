@@ -100,3 +100,15 @@ def test_a_dry_run_writes_nothing_and_the_file_is_checked(api: Api, db: Session)
     assert list(assert_error(post_csv(api, latin), 422, "UTF-8")["errors"]) == ["rows.3"]
     assert_error(api.post("/client/employees/import", {"employees": []}), 415)
     assert employee_count(db) == 0
+
+
+def test_the_file_can_be_uploaded_as_a_form(api: Api, db: Session) -> None:
+    content = "\n".join([HEADER, row(1), row(2)]) + "\n"
+    response = api.request(
+        "POST", "/client/employees/import", files={"file": ("people.csv", content.encode(), "text/csv")}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["count"] == 2
+    first = api.get(f"/client/employees/{response.json()['data']['ids'][0]}").json()["data"]
+    assert first["email"] == "ada1@acme.io" and first["phone"] == "+234 801 234 5678"
+    assert employee_count(db) == 2

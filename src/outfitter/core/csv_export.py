@@ -9,7 +9,9 @@ total. Each chunk is its own snapshot: a row written meanwhile may or may not ap
 
 Python's `csv` module writes the lines (quoting, embedded separators and line breaks). A cell a
 spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage return,
-as OWASP lists them) is written with a leading `'`, which spreadsheets show as text.
+as OWASP lists them) is written with a leading `'`, which spreadsheets show as text. A cell that
+itself starts with `'` gets one too, so that the import, which drops one leading `'` before either,
+reads back exactly what was exported (`'=` is written `''=`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import csv
 import io
 import json
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from enum import Enum
@@ -31,6 +33,7 @@ from outfitter.core.schemas import format_timestamp
 
 CHUNK_ROWS = 1000
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+ESCAPED_STARTS = (*FORMULA_STARTS, "'")  # the cells written behind a `'`
 CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
 # The 200 of an export operation in the OpenAPI document.
 CSV_RESPONSE: dict[int | str, dict[str, Any]] = {
@@ -61,7 +64,7 @@ def cell(value: Any) -> str:
         text = str(value)
     else:
         text = json.dumps(value, default=str)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    return "'" + text if text.startswith(ESCAPED_STARTS) else text
 
 
 def flattened(record: Mapping[str, Any], path: Sequence[str]) -> Any:
@@ -74,30 +77,43 @@ def flattened(record: Mapping[str, Any], path: Sequence[str]) -> Any:
     return value
 
 
-def csv_lines(columns: Sequence[str], chunks: Iterator[Sequence[Mapping[str, Any]]]) -> Iterator[bytes]:
-    """The header row, then each chunk's rows as one piece of UTF-8."""
+_ESCAPED_FIRST = frozenset(ESCAPED_STARTS)
+
+
+def escaped(text: str | None) -> str:
+    """`cell` for a value already written as text (None: an empty cell): the export's hot path,
+    one test per cell."""
+    if not text:
+        return ""
+    return "'" + text if text[0] in _ESCAPED_FIRST else text
+
+
+def record_cells(columns: Sequence[str], records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Records (as the API writes them in JSON) as CSV rows, each column's value found by its
+    dotted path (`specs.memory` is specs, then memory)."""
+    paths = [tuple(column.split(".")) for column in columns]
+    return [[cell(flattened(record, path)) for path in paths] for record in records]
+
+
+def csv_text(rows: Iterable[Sequence[str]]) -> str:
+    """Rows of cells (see `cell`) as CSV lines, each ended by CRLF."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+    csv.writer(buffer, lineterminator="\r\n").writerows(rows)
+    return buffer.getvalue()
 
-    def drain() -> bytes:
-        data = buffer.getvalue().encode()
-        buffer.seek(0)
-        buffer.truncate()
-        return data
 
-    paths = [tuple(column.split(".")) for column in columns]  # `specs.memory` is specs, then memory
-    writer.writerow(columns)
-    yield drain()
+def csv_lines(columns: Sequence[str], chunks: Iterator[str]) -> Iterator[bytes]:
+    """The header row, then each chunk's lines (see `csv_text`) as one piece of UTF-8."""
+    yield csv_text([columns]).encode()
     for chunk in chunks:
-        writer.writerows([cell(flattened(record, path)) for path in paths] for record in chunk)
-        yield drain()
+        yield chunk.encode()
 
 
 def stream_chunks(
     open_session: Callable[[], Session],
-    read_chunk: Callable[[Session, CursorT | None], tuple[list[Mapping[str, Any]], CursorT | None]],
-) -> Iterator[list[Mapping[str, Any]]]:
-    """Chunks read by `read_chunk(session, after)` (which answers its records and the cursor of
+    read_chunk: Callable[[Session, CursorT | None], tuple[str, CursorT | None]],
+) -> Iterator[str]:
+    """Chunks read by `read_chunk(session, after)` (which answers its CSV lines and the cursor of
     the next chunk, None at the end), each in a session of its own, closed before it is yielded."""
     after: CursorT | None = None
     while True:
@@ -109,9 +125,7 @@ def stream_chunks(
             return
 
 
-def csv_response(
-    filename: str, columns: Sequence[str], chunks: Iterator[Sequence[Mapping[str, Any]]]
-) -> StreamingResponse:
+def csv_response(filename: str, columns: Sequence[str], chunks: Iterator[str]) -> StreamingResponse:
     return StreamingResponse(
         csv_lines(columns, chunks),
         media_type=CSV_MEDIA_TYPE,

@@ -2,10 +2,13 @@
 
 The file is UTF-8, with or without a BOM (Excel writes one), its separator a comma or a semicolon
 (Excel's in many locales), guessed from the header line. The header names the columns as the
-fields of the JSON body, nested ones dotted (`specs.memory`). An empty cell leaves its field out;
-a cell that our export escaped against formula injection (`'=...`) is read back unescaped. Every
-error is keyed `rows.<line>.<column>`, `<line>` the file's own line number (the header is line 1),
-so that a person can find it in their spreadsheet.
+fields of the JSON body, nested ones dotted (`specs.memory`), at most MAX_IMPORT_COLUMNS of them.
+A cell is the JSON body's string as it stands (spaces and tabs included: the body's own rules strip
+what they strip); an empty or blank cell leaves its field out; a cell that our export escaped
+(`'=...`, `''...`: one `'` before a formula's first character or another `'`) is read back
+unescaped, so an export imports back exactly. Every error is keyed `rows.<line>.<column>`,
+`<line>` the file's own line number (the header is line 1), so that a person can find it in their
+spreadsheet; a quoted cell never closed is named by the line its row starts on.
 """
 
 from __future__ import annotations
@@ -13,26 +16,48 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import re
 import uuid
-from collections.abc import Callable, Collection
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Query, Request
 from pydantic import TypeAdapter, ValidationError
+from starlette.datastructures import UploadFile
 
-from outfitter.core.csv_export import FORMULA_STARTS
+from outfitter.core.csv_export import ESCAPED_STARTS
 from outfitter.core.errors import ValidationFailed
 from outfitter.core.schemas import QueryBool, Schema
 
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
 MAX_IMPORT_ROWS = 10_000
+MAX_IMPORT_COLUMNS = 200
+MAX_HEADER_PROBLEMS = 20  # listed one by one; the rest are counted
+MAX_CELL_NESTING = 32  # arrays and objects inside a JSON cell (`other_details`)
+UPLOAD_FIELD = "file"
 CSV_REQUEST_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
-        "description": "A CSV file (UTF-8, comma or semicolon) whose header names the create body's fields",
-        # A file: generated clients take it as bytes (openapi-python-client's File).
-        "content": {"text/csv": {"schema": {"type": "string", "format": "binary"}}},
+        "description": (
+            "A CSV file (UTF-8, comma or semicolon) whose header names the create body's fields: "
+            f"the body itself (text/csv), or a form upload in the field `{UPLOAD_FIELD}`"
+        ),
+        "content": {
+            # A file: generated clients take it as bytes (openapi-python-client's File).
+            "text/csv": {"schema": {"type": "string", "format": "binary"}},
+            # The form every HTTP client and generator knows (openapi-python-client keeps it).
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        UPLOAD_FIELD: {"type": "string", "format": "binary", "description": "The CSV file"}
+                    },
+                    "required": [UPLOAD_FIELD],
+                }
+            },
+        },
     }
 }
 
@@ -78,8 +103,7 @@ def _text(data: bytes) -> str:
 
 
 def _cell(value: str) -> str:
-    value = value.strip()
-    if value.startswith("'") and value[1:].startswith(FORMULA_STARTS):
+    if value.startswith("'") and value[1:].startswith(ESCAPED_STARTS):
         return value[1:]  # our own export's escape, read back
     return value
 
@@ -91,40 +115,103 @@ def _nest(fields: dict[str, Any], column: str, value: str) -> None:
     fields[name] = value
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def nesting_depth(text: str) -> int:
+    """How deep the arrays and objects of a JSON text nest, counted without parsing it (a parser
+    recurses, and a cell a thousand levels deep would exhaust the stack)."""
+    depth = deepest = 0
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
 def read_rows(data: bytes, columns: Collection[str], progress: Progress | None = None) -> list[CsvRow]:
     """The file's data rows (blank lines skipped); 422 for a file that is not UTF-8, has no header,
-    names an unknown column, has a row with more cells than the header, or too many rows."""
+    names an unknown column or too many, has a row with more cells than the header, a quoted cell
+    never closed, or too many rows."""
     text = _text(data)
     header_line = text.split("\n", 1)[0]
     delimiter = ";" if header_line.count(";") > header_line.count(",") else ","
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    # strict: a quote left open is an error at the end of the file, not a cell swallowing the rest
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    started = _LineTracker(reader)
     try:
-        return _rows(reader, columns, progress)
+        return _rows(reader, columns, progress, started)
     except csv.Error as error:  # a cell over the csv module's field size limit, and the like
+        if "unexpected end of data" in str(error):
+            raise ValidationFailed.field(
+                f"rows.{started.line}",
+                'This row opens a quoted cell (") that is never closed: close it, or double a quote '
+                'that belongs to the text ("").',
+            ) from None
         raise ValidationFailed.field(
             f"rows.{reader.line_num}", f"This line cannot be read as CSV: {error}."
         ) from None
 
 
-def _rows(reader: Any, columns: Collection[str], progress: Progress | None) -> list[CsvRow]:
+class _LineTracker:
+    """The line the row being read starts on (the reader's `line_num` is where it ends)."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.line = 1
+
+    def __iter__(self) -> Iterator[list[str]]:
+        while True:
+            self.line = self.reader.line_num + 1
+            cells = next(self.reader, None)
+            if cells is None:
+                return
+            yield cells
+
+
+def _header_errors(header: list[str], columns: Collection[str]) -> dict[str, list[str]]:
+    """What is wrong with the header (one pass: a header of thousands of columns costs its length),
+    the first MAX_HEADER_PROBLEMS problems listed and the others counted."""
+    known = ", ".join(columns)
+    if len(header) > MAX_IMPORT_COLUMNS:
+        return {
+            "rows.1": [
+                f"At most {MAX_IMPORT_COLUMNS} columns; this header names {len(header):,}. "
+                f"The columns are: {known}."
+            ]
+        }
+    problems: list[tuple[str, str]] = []
+    counts = Counter(header)
+    for position, name in enumerate(header, start=1):
+        if not name:
+            problems.append(("rows.1", f"Column {position} has no name; the columns are: {known}."))
+        elif name not in columns:
+            problems.append((f"rows.1.{name}", f"Unknown column {name!r}; the columns are: {known}."))
+        elif counts[name] > 1:
+            problems.append((f"rows.1.{name}", "This column is named twice."))
+    errors: dict[str, list[str]] = {}
+    for path, message in problems[:MAX_HEADER_PROBLEMS]:
+        if message not in errors.get(path, []):
+            errors.setdefault(path, []).append(message)
+    if len(problems) > MAX_HEADER_PROBLEMS:
+        rest = len(problems) - MAX_HEADER_PROBLEMS
+        errors.setdefault("rows.1", []).append(f"And {rest:,} more problems in the header like these.")
+    return errors
+
+
+def _rows(
+    reader: Any, columns: Collection[str], progress: Progress | None, lines: _LineTracker
+) -> list[CsvRow]:
     header = [name.strip() for name in next(reader, [])]
     if not any(header):
         raise ValidationFailed.field("rows.1", "The file is empty: give a header row naming the columns.")
-    errors: dict[str, list[str]] = {}
-    known = ", ".join(columns)
-    for position, name in enumerate(header, start=1):
-        if not name:
-            errors["rows.1"] = [f"Column {position} has no name; the columns are: {known}."]
-        elif name not in columns:
-            errors[f"rows.1.{name}"] = [f"Unknown column {name!r}; the columns are: {known}."]
-        elif header.count(name) > 1:
-            errors[f"rows.1.{name}"] = ["This column is named twice."]
+    errors = _header_errors(header, columns)
     if errors:
         raise ValidationFailed.fields(errors)
 
     rows: list[CsvRow] = []
-    line = reader.line_num + 1
-    for cells in reader:
+    for cells in lines:
+        line = lines.line
         if any(cell.strip() for cell in cells):
             if len(cells) > len(header):
                 errors[f"rows.{line}"] = [f"This row has {len(cells)} cells; the header names {len(header)}."]
@@ -139,7 +226,6 @@ def _rows(reader: Any, columns: Collection[str], progress: Progress | None) -> l
                 )
             if progress is not None:
                 progress(1)
-        line = reader.line_num + 1
     if errors:
         raise ValidationFailed.fields(errors)
     if not rows:
@@ -182,8 +268,18 @@ def merged(errors: dict[str, list[str]], failure: ValidationFailed | None) -> di
 
 
 async def _csv_body(request: Request) -> bytes:
-    """The raw file (BodyLimitMiddleware has already held it to text/csv and MAX_IMPORT_BYTES)."""
-    return await request.body()
+    """The file: the raw body, or the form field `file` of a multipart upload (BodyLimitMiddleware
+    has already held the body to these two types and to MAX_IMPORT_BYTES)."""
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "multipart/form-data":
+        return await request.body()
+    async with request.form(max_files=1, max_fields=10) as form:
+        upload = form.get(UPLOAD_FIELD)
+        if not isinstance(upload, UploadFile):
+            raise ValidationFailed.field(
+                UPLOAD_FIELD, f"Send the CSV file as the form's file field {UPLOAD_FIELD!r}."
+            )
+        return await upload.read()
 
 
 CsvBody = Annotated[bytes, Depends(_csv_body)]

@@ -6,7 +6,8 @@ answer is rendered, and rolls everything back on any failure. `data` is the subj
 answers it after the change (before it, for `*.deleted`): pass the response schema's JSON form
 (`as_event_data(EmployeeOut, employee)`), never ORM objects.
 
-A batch is one INSERT, whatever its size, so bulk work stays a constant number of statements.
+A batch is one INSERT (a COPY on PostgreSQL for a large one: core.bulk_rows), whatever its size, so
+bulk work stays a constant number of statements.
 
 Outgoing webhooks are fanned out here too, in the same transaction (an outbox): one SELECT of the
 company's enabled endpoints (indexed; a company with none pays only that) and one INSERT of a
@@ -23,9 +24,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import TypeAdapter
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
+from outfitter.core.bulk_rows import insert_rows
 from outfitter.core.schemas import format_timestamp
 from outfitter.core.tenancy import company_named
 from outfitter.db.base import utcnow
@@ -98,8 +100,7 @@ def record_events(
         }
         for position, (event_id, event) in enumerate(zip(ids, events, strict=True))
     ]
-    session.flush()  # the changes the events describe come first
-    session.execute(insert(Event), rows)
+    insert_rows(session, Event, rows)  # flushes first: the changes the events describe come first
     queue_deliveries(session, company, rows)
     return ids
 
@@ -141,6 +142,5 @@ def queue_deliveries(session: Session, company: uuid.UUID, events: Sequence[Mapp
         for endpoint_id, wanted in endpoints
         if not wanted or str(event["type"]) in wanted
     ]
-    if deliveries:
-        session.execute(insert(WebhookDelivery), deliveries)
+    insert_rows(session, WebhookDelivery, deliveries)
     return len(deliveries)

@@ -99,8 +99,9 @@ class _BodyTooLarge(BaseException):
 class BodyLimitMiddleware:
     """413 for bodies over the limit (declared or streamed), 415 for non-JSON bodies on the API.
 
-    The CSV imports (`csv_paths`, exactly those paths) take `text/csv` instead, up to
-    `csv_max_bytes`; every other path keeps JSON and `max_bytes`."""
+    The CSV imports (`csv_paths`, exactly those paths) take `text/csv` (or the file uploaded as
+    `multipart/form-data`) instead, up to `csv_max_bytes`; every other path keeps JSON and
+    `max_bytes`."""
 
     def __init__(
         self,
@@ -134,9 +135,13 @@ class BodyLimitMiddleware:
         if scope["path"].startswith(self.json_prefix) and (declared is None or declared != "0"):
             content_type = (header_value(scope, b"content-type") or "").split(";")[0].strip().lower()
             has_body = declared is not None or header_value(scope, b"transfer-encoding") is not None
-            if takes_csv and has_body and content_type != "text/csv":
+            if takes_csv and has_body and content_type not in ("text/csv", "multipart/form-data"):
                 await send_error(
-                    send, 415, "The request body must be CSV: send 'Content-Type: text/csv'.", []
+                    send,
+                    415,
+                    "The request body must be CSV: send 'Content-Type: text/csv', "
+                    "or upload the file as multipart/form-data in the field 'file'.",
+                    [],
                 )
                 return
             if (

@@ -1,8 +1,9 @@
 """Bulk equipment work: register up to 1,000 devices, or move up to 1,000, all or nothing.
 
 Registering is a constant number of statements whatever the batch's size: one read each for the
-countries, the currencies, the assignees and the serial numbers already taken, then one INSERT
-for the devices, one for their history and one for their events, and two reads for the answer.
+countries, the currencies, the assignees and the serial numbers already taken, then one write
+(COPY on PostgreSQL) for the devices, one for their history and one for their events; the answers
+(and the events' data) are rendered from the rows written, with one read for the assignees' fields.
 Every rule is checked for every item before anything is written, and every error is reported,
 keyed by the item's path (`equipment.3.serial_number`, or `rows.12.serial_number` for a file).
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -19,12 +22,15 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import currencies_by_code
 from outfitter.core.auth import AuthContext
+from outfitter.core.bulk_rows import insert_rows
 from outfitter.core.errors import Conflict, ValidationFailed
-from outfitter.equipment import lifecycle, service
-from outfitter.equipment.events import record_equipment_events, status_event
+from outfitter.core.tenancy import company_of
+from outfitter.db.base import utcnow
+from outfitter.equipment import lifecycle, presenters, service
+from outfitter.equipment.events import record_answered_events, record_equipment_events, status_event
 from outfitter.equipment.repository import EquipmentRepository
 from outfitter.equipment.schemas import EquipmentBulkMove, EquipmentCreate
-from outfitter.models import Employee, Equipment, EquipmentStatus
+from outfitter.models import Country, Currency, Employee, Equipment, EquipmentHistory, EquipmentStatus
 from outfitter.models.events import EventType
 from outfitter.people.bulk import BatchCountries
 
@@ -41,6 +47,8 @@ class CheckedDevice:
     body: EquipmentCreate
     references: dict[str, Any] = field(default_factory=dict)
     assignee: Employee | None = None
+    country: Country | None = None
+    currency: Currency | None = None
 
 
 def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]) -> list[CheckedDevice]:
@@ -64,6 +72,7 @@ def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]
                 )
             else:
                 item.references["country_id"] = country.id
+                item.country = country
         if body.currency:
             currency = currencies.get(body.currency.upper())
             if currency is None:
@@ -72,6 +81,7 @@ def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]
                 )
             else:
                 item.references["currency_id"] = currency.id
+                item.currency = currency
         assignee_error = service.creation_assignee_error(body)
         if assignee_error is None and body.assignee_id is not None:
             item.assignee = assignees.get(body.assignee_id)
@@ -95,36 +105,63 @@ def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]
     return checked
 
 
-def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> list[Equipment]:
-    """Register checked devices: `equipment_added`, the move to their status, and the events the
-    single create records (`equipment.added`, then the move's), in one batch."""
-    devices: list[Equipment] = []
-    changes: list[tuple[EventType, Equipment]] = []
-    for item in checked:
-        equipment = service.new_equipment(session, item.body, item.references)
-        session.add(equipment)
-        lifecycle.record_added(session, equipment, actor)
-        changes.append((EventType.EQUIPMENT_ADDED, equipment))
+def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> list[dict[str, Any]]:
+    """Register checked devices as the single create does (`equipment_added`, the move to their
+    status, the events `equipment.added` then the move's) in a constant number of statements:
+    the devices and their history written as rows (core.bulk_rows), and their answers, as the
+    single retrieve gives them, rendered from what was written rather than read back."""
+    company = company_of(session)
+    now = utcnow()
+    devices: list[dict[str, Any]] = []
+    history: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    changes: list[tuple[EventType, uuid.UUID]] = []
+    for position, item in enumerate(checked):
+        # a microsecond apart: the batch keeps its order in the list (newest first)
+        device = service.new_equipment_row(
+            item.body, item.references, company, now + timedelta(microseconds=position)
+        )
+        history[device["id"]] = lifecycle.registered(device, item.body.status, actor, item.assignee)
+        devices.append(device)
+        changes.append((EventType.EQUIPMENT_ADDED, device["id"]))
         if item.body.status != EquipmentStatus.UNASSIGNED:
-            lifecycle.move(session, equipment, item.body.status, actor, assignee=item.assignee)
-            changes.append((status_event(item.body.status), equipment))
-        devices.append(equipment)
+            changes.append((status_event(item.body.status), device["id"]))
     try:
-        session.flush()
+        insert_rows(session, Equipment, devices)
     except IntegrityError:  # a concurrent request took one of the serial numbers after our check
         raise Conflict(
             "A device with one of these serial numbers was registered meanwhile; nothing was registered."
         ) from None
-    record_equipment_events(session, changes, actor)
-    return devices
+    insert_rows(session, EquipmentHistory, [entry for entries in history.values() for entry in entries])
+    answers = _answers(session, checked, devices, history)
+    record_answered_events(session, changes, answers, actor)
+    return list(answers.values())
+
+
+def _answers(
+    session: Session,
+    checked: Sequence[CheckedDevice],
+    devices: list[dict[str, Any]],
+    history: dict[uuid.UUID, list[dict[str, Any]]],
+) -> dict[uuid.UUID, dict[str, Any]]:
+    """Each new device as the single retrieve answers it, by id in the batch's order, from its row,
+    its history and what its rules looked up (one read for the assignees' own fields)."""
+    assignees = EquipmentRepository(session).assignee_fields(
+        {item.assignee.id for item in checked if item.assignee is not None}
+    )
+    answers: dict[uuid.UUID, dict[str, Any]] = {}
+    for item, device in zip(checked, devices, strict=True):
+        assignee = assignees[item.assignee.id] if item.assignee is not None else None
+        row = presenters.written_row(device, item.currency, item.country, assignee)
+        entries = [SimpleNamespace(**entry) for entry in history[device["id"]]]
+        answers[device["id"]] = presenters.detail(row, entries)
+    return answers
 
 
 def register_devices(
     session: Session, auth: AuthContext, items: Sequence[tuple[str, EquipmentCreate]]
 ) -> list[dict[str, Any]]:
     """Register every item (all or nothing) and answer the devices in order, as the single create does."""
-    devices = insert_devices(session, auth.actor, check_devices(session, items))
-    return service.details(session, [device.id for device in devices])
+    return insert_devices(session, auth.actor, check_devices(session, items))
 
 
 def move_devices(session: Session, auth: AuthContext, body: EquipmentBulkMove) -> list[dict[str, Any]]:

@@ -4,7 +4,9 @@ change, in the request's own transaction. `lifecycle` writes history only."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -39,12 +41,26 @@ def record_equipment_events(
         return
     ids = list(dict.fromkeys(equipment.id for _, equipment in changes))
     answers = details(session, ids)  # flushes first: the devices are read as just changed
-    data = {
-        equipment_id: as_event_data(EquipmentOut, answer)
-        for equipment_id, answer in zip(ids, answers, strict=True)
-    }
+    record_answered_events(
+        session,
+        [(type, equipment.id) for type, equipment in changes],
+        dict(zip(ids, answers, strict=True)),
+        actor,
+    )
+
+
+def record_answered_events(
+    session: Session,
+    changes: Sequence[tuple[EventType, uuid.UUID]],
+    answers: Mapping[uuid.UUID, Mapping[str, Any]],
+    actor: str | None,
+) -> None:
+    """One event per (type, device id), its data the device's answer in `answers` (as the single
+    retrieve renders it after the change): for a batch that renders its answers itself."""
+    ids = dict.fromkeys(equipment_id for _, equipment_id in changes)
+    data = {equipment_id: as_event_data(EquipmentOut, answers[equipment_id]) for equipment_id in ids}
     record_events(
         session,
-        [NewEvent(type, equipment.id, data[equipment.id]) for type, equipment in changes],
+        [NewEvent(type, equipment_id, data[equipment_id]) for type, equipment_id in changes],
         actor=actor,
     )

@@ -5,13 +5,14 @@ single retrieve shows it."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from outfitter.core.csv_export import CHUNK_ROWS, stream_chunks
+from outfitter.core.csv_export import CHUNK_ROWS, csv_text, escaped, stream_chunks
+from outfitter.core.schemas import format_timestamp
 from outfitter.equipment import presenters
 from outfitter.equipment.repository import EquipmentFilters, EquipmentRepository
 
@@ -50,15 +51,84 @@ COLUMNS = (
 Keyset = tuple[datetime, uuid.UUID]
 
 
-def equipment_chunks(
-    open_session: Callable[[], Session], filters: EquipmentFilters
-) -> Iterator[list[Mapping[str, Any]]]:
-    """The filtered list, newest first, chunk by chunk (each its own short read)."""
+def equipment_chunks(open_session: Callable[[], Session], filters: EquipmentFilters) -> Iterator[str]:
+    """The filtered list, newest first, chunk by chunk (each its own short read), as CSV text."""
 
-    def read(session: Session, after: Keyset | None) -> tuple[list[Mapping[str, Any]], Keyset | None]:
+    def read(session: Session, after: Keyset | None) -> tuple[str, Keyset | None]:
         rows = EquipmentRepository(session).chunk(filters, after, CHUNK_ROWS)
-        records: list[Mapping[str, Any]] = [presenters.list_item(row, []) for row in rows]
         last = (rows[-1].created_at, rows[-1].id) if len(rows) == CHUNK_ROWS else None
-        return records, last
+        return csv_text(_cells(row) for row in rows), last
 
     return stream_chunks(open_session, read)
+
+
+def _cells(row: Sequence[Any]) -> list[str]:
+    """A row of the export's chunk as its CSV cells: what `cell` writes of the list record's
+    fields (presenters.list_item), written straight from the columns (100,000 rows a few seconds
+    faster than building the records)."""
+    (
+        id_,
+        title,
+        year,
+        make,
+        model,
+        state,
+        source,
+        purchase_date,
+        purchase_price,
+        currency_code,
+        currency_name,
+        currency_symbol,
+        type_,
+        hash_code,
+        asset_order_id,
+        image_url,
+        serial_number,
+        other_details,
+        memory,
+        storage,
+        color,
+        description,
+        status,
+        country,
+        country_code,
+        assignee_id,
+        first_name,
+        last_name,
+        catalog,
+        created_at,
+        updated_at,
+    ) = row
+    price = presenters.price(purchase_price)
+    return [
+        str(id_),
+        escaped(title),
+        escaped(year),
+        escaped(make),
+        escaped(model),
+        state or "",
+        source or "",
+        format_timestamp(purchase_date) if purchase_date else "",
+        "" if price is None else escaped(format(price, "f")),
+        escaped(currency_code),
+        escaped(currency_name),
+        escaped(currency_symbol),
+        escaped(type_),
+        escaped(hash_code),
+        str(asset_order_id) if asset_order_id else "",
+        escaped(image_url),
+        escaped(serial_number),
+        "[]" if other_details in (None, "null") else escaped(other_details),
+        escaped(memory),
+        escaped(storage),
+        escaped(color),
+        escaped(description),
+        status,
+        escaped(country),
+        escaped(country_code),
+        str(assignee_id) if assignee_id else "",
+        escaped(f"{first_name} {last_name}") if assignee_id else "",
+        "" if catalog in (None, "null") else escaped(catalog),
+        format_timestamp(created_at),
+        format_timestamp(updated_at),
+    ]

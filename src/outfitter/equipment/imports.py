@@ -10,7 +10,14 @@ from typing import Any
 from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
-from outfitter.core.csv_import import Progress, merged, read_rows, validate_rows
+from outfitter.core.csv_import import (
+    MAX_CELL_NESTING,
+    Progress,
+    merged,
+    nesting_depth,
+    read_rows,
+    validate_rows,
+)
 from outfitter.core.errors import ValidationFailed
 from outfitter.equipment import bulk
 from outfitter.equipment.schemas import EquipmentCreate, SpecsIn
@@ -22,12 +29,24 @@ COLUMNS = (
 _ROW = TypeAdapter(EquipmentCreate)
 
 
-def _other_details(fields: dict[str, Any]) -> None:
-    """`other_details` is a list: a cell holds a JSON array (as the export writes it) or one item."""
+def _other_details(fields: dict[str, Any]) -> str | None:
+    """`other_details` is a list: a cell holds a JSON array (as the export writes it) or one item.
+    Answers what is wrong with a cell nested too deep to be read (and drops it), else None."""
     value = fields.get("other_details")
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):  # left a string: validation says a list is expected
-            fields["other_details"] = json.loads(value) if value.startswith("[") else [value]
+    if not isinstance(value, str) or not value.lstrip().startswith("["):
+        if isinstance(value, str):
+            fields["other_details"] = [value]
+        return None
+    depth = nesting_depth(value)
+    if depth > MAX_CELL_NESTING:
+        del fields["other_details"]
+        return (
+            f"This cell's JSON is nested {depth:,} levels deep; give a list of texts "
+            f'such as ["charger", "bag"] (at most {MAX_CELL_NESTING} levels).'
+        )
+    with contextlib.suppress(ValueError):  # left a string: validation says a list is expected
+        fields["other_details"] = json.loads(value)
+    return None
 
 
 def import_equipment(
@@ -35,9 +54,13 @@ def import_equipment(
 ) -> dict[str, Any]:
     """Register the file's devices, or with `dry_run` only check them: what was (would be) created."""
     rows = read_rows(data, COLUMNS, progress)
+    unreadable: dict[str, list[str]] = {}
     for row in rows:
-        _other_details(row.fields)
+        problem = _other_details(row.fields)
+        if problem is not None:
+            unreadable[f"{row.path}.other_details"] = [problem]
     valid, errors = validate_rows(rows, _ROW, COLUMNS)
+    errors = {**unreadable, **errors}
     try:
         checked = bulk.check_devices(session, valid)
     except ValidationFailed as failure:
@@ -47,4 +70,4 @@ def import_equipment(
     if dry_run:
         return {"dry_run": True, "count": len(checked), "ids": []}
     devices = bulk.insert_devices(session, actor, checked)
-    return {"dry_run": False, "count": len(devices), "ids": [device.id for device in devices]}
+    return {"dry_run": False, "count": len(devices), "ids": [device["id"] for device in devices]}

@@ -6,6 +6,7 @@ call `move` or `record_added`, so the rules and the history cannot drift apart.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -38,6 +39,34 @@ EVENT_FOR_STATUS: dict[EquipmentStatus, EquipmentEvent] = {
 SYSTEM_ACTOR = "system"
 
 
+def history_row(
+    equipment: Equipment | dict[str, Any],
+    event_type: EquipmentEvent,
+    actor: str,
+    seq: int,
+    assignee: Employee | None,
+    payload: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A history entry's columns, for a device as an ORM object or as the row of a batch."""
+    company_id, equipment_id = (
+        (equipment["company_id"], equipment["id"])
+        if isinstance(equipment, dict)
+        else (equipment.company_id, equipment.id)
+    )
+    return {
+        "id": uuid.uuid4(),
+        "company_id": company_id,
+        "equipment_id": equipment_id,
+        "event_type": event_type,
+        "event_date": utcnow(),
+        "seq": seq,
+        "assignee_id": assignee.id if assignee else None,
+        "assignee_name": assignee.full_name if assignee else None,
+        "actor": actor,
+        "payload": payload,
+    }
+
+
 def _history(
     equipment: Equipment,
     event_type: EquipmentEvent,
@@ -45,18 +74,9 @@ def _history(
     assignee: Employee | None,
     payload: dict[str, Any] | None,
 ) -> EquipmentHistory:
-    entry = EquipmentHistory(
-        company_id=equipment.company_id,
-        equipment_id=equipment.id,
-        event_type=event_type,
-        event_date=utcnow(),
-        seq=equipment.next_history_seq(),
-        assignee_id=assignee.id if assignee else None,
-        assignee_name=assignee.full_name if assignee else None,
-        actor=actor,
-        payload=payload,
+    return EquipmentHistory(
+        **history_row(equipment, event_type, actor, equipment.next_history_seq(), assignee, payload)
     )
-    return entry
 
 
 def record_added(
@@ -80,6 +100,27 @@ def refusal(equipment: Equipment, to_status: EquipmentStatus, assignee: Employee
     if reassign and assignee is not None and equipment.assignee_id == assignee.id:
         return f"Equipment is already assigned to {assignee.full_name}."
     return None
+
+
+def registered(
+    device: dict[str, Any], to_status: EquipmentStatus, actor: str, assignee: Employee | None
+) -> list[dict[str, Any]]:
+    """A new device's history rows, as `record_added` and then `move` (unless it stays Unassigned)
+    write them for an ORM object, for the row of a batch (an Unassigned device's columns), which
+    takes the move's status, assignee and status_changed_at."""
+    entries = [history_row(device, EquipmentEvent.EQUIPMENT_ADDED, actor, 1, None)]
+    if to_status == EquipmentStatus.UNASSIGNED:
+        return entries
+    if to_status not in ALLOWED_MOVES[EquipmentStatus.UNASSIGNED]:
+        raise Conflict(f"Equipment cannot move from {EquipmentStatus.UNASSIGNED} to {to_status}.")
+    assigned = to_status == EquipmentStatus.ASSIGNED
+    if assigned and (assignee is None or assignee.company_id != device["company_id"]):
+        raise ValidationFailed.field("assignee_id", "Assigned equipment needs an employee of the company.")
+    device["status"] = to_status
+    device["assignee_id"] = assignee.id if assigned and assignee else None
+    device["status_changed_at"] = utcnow()
+    entries.append(history_row(device, EVENT_FOR_STATUS[to_status], actor, 2, assignee if assigned else None))
+    return entries
 
 
 def move(

@@ -6,8 +6,10 @@ information, readable durations)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Row
@@ -33,7 +35,7 @@ UNKNOWN_USAGE = "Unknown"
 CENT = Decimal("0.01")
 
 
-def _base_fields(row: Row[Any]) -> dict[str, Any]:
+def _base_fields(row: Row[Any] | SimpleNamespace) -> dict[str, Any]:
     specs = row.specs or {}
     return {
         "id": row.id,
@@ -44,7 +46,7 @@ def _base_fields(row: Row[Any]) -> dict[str, Any]:
         "state": row.state,
         "source": row.source,
         "purchase_date": row.purchase_date,
-        "purchase_price": _price(row.purchase_price),
+        "purchase_price": price(row.purchase_price),
         "type": row.type,
         "hash_code": row.hash_code,
         "asset_order_id": row.asset_order_id,
@@ -77,7 +79,7 @@ def _base_fields(row: Row[Any]) -> dict[str, Any]:
     }
 
 
-def _price(amount: Decimal | None) -> Decimal | None:
+def price(amount: Decimal | None) -> Decimal | None:
     """Stored with six decimals; written with two ('1200.50') unless it has more."""
     if amount is None:
         return None
@@ -89,7 +91,7 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _history_assignee(entry: Row[Any]) -> dict[str, Any] | None:
+def _history_assignee(entry: Row[Any] | SimpleNamespace) -> dict[str, Any] | None:
     if entry.assignee_id is None:
         return None
     return {"id": entry.assignee_id, "name": entry.assignee_name or ""}
@@ -115,8 +117,13 @@ def list_item(row: Row[Any], history: list[Row[Any]]) -> dict[str, Any]:
     return item
 
 
-def detail(row: Row[Any], history: list[Row[Any]], now: datetime | None = None) -> dict[str, Any]:
-    """The single-record answer (EquipmentOut's fields), from EquipmentRepository.detail."""
+def detail(
+    row: Row[Any] | SimpleNamespace,
+    history: Sequence[Row[Any] | SimpleNamespace],
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """The single-record answer (EquipmentOut's fields), from EquipmentRepository.detail (or a
+    `written_row` and its history entries' columns)."""
     now = now or datetime.now(UTC)
     missing = missing_information(row)
     item = _base_fields(row)
@@ -162,12 +169,54 @@ def detail(row: Row[Any], history: list[Row[Any]], now: datetime | None = None) 
     return item
 
 
-def missing_information(row: Row[Any]) -> list[str]:
+def written_row(
+    device: dict[str, Any], currency: Any | None, country: Any | None, assignee: Row[Any] | None
+) -> SimpleNamespace:
+    """A detail row (what `detail` reads) of a device a batch has just written as `device` (its
+    columns), with its currency and country, and its assignee's `assignee_*` fields: the batch's
+    answers are rendered from what it wrote instead of reading it back."""
+    fields: dict[str, Any] = {name: None for name in _WRITTEN_DEFAULTS} | device
+    if currency is not None:
+        fields |= {f"currency_{name}": getattr(currency, name) for name in _CURRENCY_FIELDS}
+    if country is not None:
+        fields |= {"country_name": country.name, "country_code": country.code}
+    if assignee is not None:
+        fields |= {name: value for name, value in assignee._mapping.items() if name != "id"}
+    return SimpleNamespace(**fields)
+
+
+_CURRENCY_FIELDS = ("name", "code", "symbol", "status", "created_at", "updated_at")
+# What a batch's rows leave out (NULL in the table), and the joined fields of a device with no
+# currency, country or assignee.
+_WRITTEN_DEFAULTS = (
+    "hash_code",
+    "asset_order_id",
+    "catalog",
+    "device_setup",
+    "insurance_expires_at",
+    *(f"currency_{name}" for name in _CURRENCY_FIELDS),
+    "country_name",
+    "country_code",
+    "assignee_first_name",
+    "assignee_last_name",
+    "assignee_email",
+    "assignee_job_title",
+    "assignee_department",
+    "assignee_level",
+    "assignee_country",
+    "assignee_country_code",
+    "assignee_address",
+    "assignee_employment_type",
+    "assignee_phone",
+)
+
+
+def missing_information(row: Row[Any] | SimpleNamespace) -> list[str]:
     specs = row.specs or {}
     values: dict[str, object] = {
         "serial_number": row.serial_number,
         "purchase_date": row.purchase_date,
-        "purchase_price": _price(row.purchase_price),
+        "purchase_price": price(row.purchase_price),
         "make": row.make,
         "model": row.model,
         "year": row.year,

@@ -18,11 +18,14 @@ from sqlalchemy import (
     Select,
     String,
     Subquery,
-    and_,
+    Text,
     bindparam,
+    cast,
     func,
     or_,
     select,
+    tuple_,
+    type_coerce,
     union_all,
 )
 from sqlalchemy.orm import aliased
@@ -246,20 +249,20 @@ def _with_references(statement: Select[Any]) -> Select[Any]:
     )
 
 
-def _first_department_name() -> ScalarSelect[str]:
-    """The assignee's first active department, as a column of the detail row."""
+def _first_department_name(employee_id: Any = Equipment.assignee_id) -> ScalarSelect[str]:
+    """The employee's (by default the assignee's) first active department, as a column of a row."""
     return (
         select(Department.name)
         .join(UserDepartment, UserDepartment.department_id == Department.id)
         .where(
-            UserDepartment.user_id == Equipment.assignee_id,
+            UserDepartment.user_id == employee_id,
             UserDepartment.status == MembershipStatus.ACTIVE,
             UserDepartment.deleted_at.is_(None),
             Department.deleted_at.is_(None),
         )
         .order_by(UserDepartment.created_at, UserDepartment.id)
         .limit(1)
-        .correlate(Equipment)
+        .correlate(employee_id.table)
         .scalar_subquery()
     )
 
@@ -274,6 +277,19 @@ def _detail_rows(condition: ColumnElement[bool]) -> Select[Any]:
     )
 
 
+# What a detail row says of its assignee, read for the employees themselves: the answers of devices
+# a batch registers, rendered without reading the devices back.
+_ASSIGNEES = (
+    select(
+        Employee.id,
+        Employee.first_name.label("assignee_first_name"),
+        Employee.last_name.label("assignee_last_name"),
+        *(column for column in _DETAIL_COLUMNS if column.name.startswith("assignee_")),
+        _first_department_name(Employee.id).label("assignee_department"),
+    )
+    .outerjoin(_assignee_country, _assignee_country.id == Employee.country_id)
+    .where(Employee.id.in_(bindparam("employee_ids", expanding=True)))
+)
 # Built once: a constant statement keeps its compiled form and cache key between requests.
 _DETAIL = _detail_rows(Equipment.id == bindparam("equipment_id"))
 _DETAILS = _detail_rows(Equipment.id.in_(bindparam("equipment_ids", expanding=True)))
@@ -353,16 +369,53 @@ _AFTER_CREATED = bindparam("after_created", type_=Equipment.created_at.type)
 _AFTER_ID = bindparam("after_id", type_=Equipment.id.type)
 
 
+# An export's row: the CSV's columns (equipment.export.COLUMNS) in its order, as near to their
+# text as the database gives them (JSON as its stored text, a spec as its string, statuses as
+# plain strings), so that writing a row is little more than escaping it.
+_EXPORT_COLUMNS = (
+    Equipment.id,
+    Equipment.title,
+    Equipment.year,
+    Equipment.make,
+    Equipment.model,
+    type_coerce(Equipment.state, String),
+    type_coerce(Equipment.source, String),
+    Equipment.purchase_date,
+    Equipment.purchase_price,
+    Currency.code,
+    Currency.name,
+    Currency.symbol,
+    Equipment.type,
+    Equipment.hash_code,
+    Equipment.asset_order_id,
+    Equipment.image_url,
+    Equipment.serial_number,
+    cast(Equipment.other_details, Text),
+    Equipment.specs["memory"].as_string(),
+    Equipment.specs["storage"].as_string(),
+    Equipment.specs["color"].as_string(),
+    Equipment.description,
+    type_coerce(Equipment.status, String),
+    Country.name,
+    Country.code,
+    Employee.id.label("assignee_id"),
+    Employee.first_name,
+    Employee.last_name,
+    cast(Equipment.catalog, Text),
+    Equipment.created_at,
+    Equipment.updated_at,
+)
+
+
 @functools.cache
 def _chunk(shape: tuple[object, ...], after: bool) -> Select[Any]:
     """The list's rows in its order (newest first), from a keyset: after the row (created_at, id)."""
-    statement = _with_references(select(*_BASE_COLUMNS)).where(*_conditions(shape))
+    statement = _with_references(select(*_EXPORT_COLUMNS)).where(*_conditions(shape))
     if after:
+        # A row value, not an OR of comparisons: the index (company, created_at, id) seeks to it,
+        # so a chunk deep in the list costs what the first does.
         statement = statement.where(
-            or_(
-                Equipment.created_at < _AFTER_CREATED,
-                and_(Equipment.created_at == _AFTER_CREATED, Equipment.id < _AFTER_ID),
-            )
+            tuple_(Equipment.created_at, Equipment.id) < tuple_(_AFTER_CREATED, _AFTER_ID)
         )
     return statement.order_by(Equipment.created_at.desc(), Equipment.id.desc()).limit(bindparam("limit"))
 
@@ -429,7 +482,8 @@ class EquipmentRepository(CompanyRepository[Equipment]):
     def chunk(
         self, filters: EquipmentFilters, after: tuple[datetime, uuid.UUID] | None, limit: int
     ) -> Sequence[Row[Any]]:
-        """Up to `limit` rows of the filtered list after the keyset `after` (an export's chunk)."""
+        """Up to `limit` rows of the filtered list after the keyset `after`: an export's chunk, its
+        columns those of the CSV file (see _EXPORT_COLUMNS)."""
         values = filters.parameters() | {"limit": limit}
         if after is not None:
             values |= {"after_created": after[0], "after_id": after[1]}
@@ -440,6 +494,13 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         if not equipment_ids:
             return {}
         rows = company_rows(self.session, _DETAILS, {"equipment_ids": equipment_ids})
+        return {row.id: row for row in rows}
+
+    def assignee_fields(self, employee_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Row[Any]]:
+        """What a detail row holds of each of these employees as its assignee (`assignee_*`), by id."""
+        if not employee_ids:
+            return {}
+        rows = company_rows(self.session, _ASSIGNEES, {"employee_ids": list(employee_ids)})
         return {row.id: row for row in rows}
 
     def history(self, equipment_ids: list[uuid.UUID], *, full: bool) -> dict[uuid.UUID, list[Row[Any]]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -151,19 +152,40 @@ def creation_assignee_error(body: EquipmentCreate) -> str | None:
 
 def new_equipment(session: Session, body: EquipmentCreate, references: dict[str, Any]) -> Equipment:
     """A device registered by the company (source External), Unassigned until `lifecycle.move`
-    takes it to its status; every field is set, so that a batch of them inserts as one statement."""
-    equipment = Equipment(
-        id=uuid.uuid4(),
-        company_id=company_of(session),
-        source=EquipmentSource.EXTERNAL,
-        status=EquipmentStatus.UNASSIGNED,
-        status_changed_at=utcnow(),
-        specs={},
-        other_details=[],
-        documents=[],
-    )
-    _apply_fields(equipment, body, set(EquipmentCreate.model_fields), references)
-    return equipment
+    takes it to its status; every field is set."""
+    return Equipment(**new_equipment_row(body, references, company_of(session), utcnow()))
+
+
+def new_equipment_row(
+    body: EquipmentCreate, references: dict[str, Any], company_id: uuid.UUID, now: datetime
+) -> dict[str, Any]:
+    """The columns of a device registered by the company (source External, Unassigned, created
+    at `now`): what `new_equipment` builds, and a batch writes as rows (bulk, CSV imports)."""
+    specs = {
+        key: value
+        for key in (body.specs.model_fields_set if body.specs else ())
+        if (value := getattr(body.specs, key)) is not None and value != ""
+    }
+    return {
+        "id": uuid.uuid4(),
+        "company_id": company_id,
+        "title": body.title,
+        "source": EquipmentSource.EXTERNAL,
+        "status": EquipmentStatus.UNASSIGNED,
+        "status_changed_at": now,
+        "assignee_id": None,
+        **{name: getattr(body, name) for name in PLAIN_FIELDS},
+        "description": body.description or "",
+        "other_details": list(body.other_details or []),
+        "country_id": references.get("country_id"),
+        "currency_id": references.get("currency_id"),
+        "specs": specs,
+        "memory_key": fold_spec(specs.get("memory")),
+        "storage_key": fold_spec(specs.get("storage")),
+        "documents": [],
+        "created_at": now,
+        "updated_at": now,
+    }
 
 
 def details(session: Session, equipment_ids: list[uuid.UUID]) -> list[dict[str, Any]]:

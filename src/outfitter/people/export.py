@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from outfitter.core.csv_export import CHUNK_ROWS, stream_chunks
+from outfitter.core.csv_export import CHUNK_ROWS, csv_text, record_cells, stream_chunks
 from outfitter.people.repository import EmployeeRepository
 from outfitter.people.service import EmployeeFilters, employee_out
 
@@ -39,12 +39,10 @@ COLUMNS = (
 Keyset = tuple[datetime, uuid.UUID]
 
 
-def employee_chunks(
-    open_session: Callable[[], Session], filters: EmployeeFilters
-) -> Iterator[list[Mapping[str, Any]]]:
-    """The filtered list, newest first, chunk by chunk (each its own short read)."""
+def employee_chunks(open_session: Callable[[], Session], filters: EmployeeFilters) -> Iterator[str]:
+    """The filtered list, newest first, chunk by chunk (each its own short read), as CSV text."""
 
-    def read(session: Session, after: Keyset | None) -> tuple[list[Mapping[str, Any]], Keyset | None]:
+    def read(session: Session, after: Keyset | None) -> tuple[str, Keyset | None]:
         repository = EmployeeRepository(session)
         listing = repository.listing(filters.country_id, filters.department_id, filters.search)
         employees = repository.chunk(listing, after, CHUNK_ROWS)
@@ -56,6 +54,6 @@ def employee_chunks(
             record["departments"] = "; ".join(department.name for department in held)
             records.append(record)
         last = (employees[-1].created_at, employees[-1].id) if len(employees) == CHUNK_ROWS else None
-        return records, last
+        return csv_text(record_cells(COLUMNS, records)), last
 
     return stream_chunks(open_session, read)

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Select, and_, distinct, func, insert, or_, select, update
 from sqlalchemy.orm import Session, contains_eager, joinedload
 
+from outfitter.core.bulk_rows import insert_rows
 from outfitter.core.tenancy import CompanyRepository, company_of, parse_uuid
 from outfitter.models import (
     Country,
@@ -81,9 +82,9 @@ class EmployeeRepository(CompanyRepository[Employee]):
         return set(self.session.scalars(select(Employee.email).where(Employee.email.in_(emails))))
 
     def insert_many(self, rows: list[dict[str, Any]]) -> None:
-        """One executemany for the whole batch (batched further by the driver's insertmanyvalues)."""
+        """One write for the whole batch (a COPY on PostgreSQL: core.bulk_rows)."""
         company_id = company_of(self.session)
-        self.session.execute(insert(Employee), [{**row, "company_id": company_id} for row in rows])
+        insert_rows(self.session, Employee, [{**row, "company_id": company_id} for row in rows])
 
     def by_ids(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
         if not ids:
