@@ -13,9 +13,11 @@ import pytest
 from sqlalchemy import Engine, func, insert, literal, select
 from sqlalchemy.orm import Session
 
+from outfitter.core.bulk_rows import COPY_FROM, insert_rows
 from outfitter.core.events import NewEvent, record_events
 from outfitter.core.reads import AsyncpgReads, Read, run_in_session
 from outfitter.core.tenancy import TenantScopeError, TenantSession, across_companies, bind_company
+from outfitter.db.base import utcnow
 from outfitter.models import Country, Employee, Event, EventType
 from tests.factories import CompanyFactory
 
@@ -205,3 +207,33 @@ def test_an_event_cannot_name_another_company_than_the_bound_one(
         session.commit()
     with Session(engine) as session:
         assert sorted(session.scalars(select(Event.company_id))) == sorted([first, second])
+
+
+# --- rows written in batches (core.bulk_rows: COPY on PostgreSQL, which no statement hook sees) --
+
+
+def _batch(session: Session, count: int, company_id: uuid.UUID | None) -> list[dict[str, Any]]:
+    now = utcnow()
+    return [
+        {**_employee(session, number, company_id), "created_at": now, "updated_at": now}
+        for number in range(count)
+    ]
+
+
+@pytest.mark.parametrize("count", [2, COPY_FROM], ids=["insert", "copy"])
+def test_batch_rows_keep_to_the_company_of_the_session(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], count: int
+) -> None:
+    first, second = two_companies
+    with TenantSession(engine) as unbound, pytest.raises(TenantScopeError):  # first: SQLite has one writer
+        insert_rows(unbound, Employee, _batch(unbound, count, first))
+    with pytest.raises(TenantScopeError, match="another company"):
+        insert_rows(bound, Employee, _batch(bound, count, second))
+    with pytest.raises(TenantScopeError, match="names no company"):
+        insert_rows(bound, Employee, _batch(bound, count, None))
+    insert_rows(bound, Employee, _batch(bound, count, first))
+    bound.commit()
+    with across_companies(TenantSession(engine)) as session:  # said out loud: each row names its own
+        insert_rows(session, Employee, _batch(session, count, second))
+        session.commit()
+    assert _companies_of_employees(engine) == {first: count, second: count}

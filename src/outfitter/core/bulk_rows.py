@@ -23,7 +23,7 @@ from sqlalchemy import Table
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from outfitter.core.tenancy import TenantScopeError, company_of
+from outfitter.core.tenancy import TenantScopeError, company_named
 
 # Below this many rows one INSERT costs less than a COPY's two round trips.
 COPY_FROM = 20
@@ -69,9 +69,9 @@ def insert_rows(session: Session, model: type[Any], rows: Sequence[Mapping[str, 
 
 
 def _check_companies(session: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    try:
-        company = company_of(session)
-    except TenantScopeError:  # a session working across companies names each row's itself
-        return
-    if any(row["company_id"] != company for row in rows):
-        raise TenantScopeError(f"a new row of {table.name} names another company")
+    """Each row names its company: the bound one in a bound session, any in a session across
+    companies; a session bound to none writes nothing (`company_named` says which)."""
+    for company in {row.get("company_id") for row in rows}:
+        if company is None:
+            raise TenantScopeError(f"a new row of {table.name} names no company")
+        company_named(session, company)
