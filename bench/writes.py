@@ -240,13 +240,12 @@ def wrk(port: int, case: str, token: str, conc: int, duration: int, prefix: str,
 
 
 def count_rows(database_url: str, company: str) -> dict[str, int]:
+    """The company's rows per table, in one statement (one snapshot: a request's rows all or none)."""
+    counts = ", ".join(f"(SELECT count(*) FROM {table} WHERE company_id = %(company)s)" for table in TABLES)
     with psycopg.connect(database_url) as conn:
-        return {
-            table: conn.execute(f"SELECT count(*) FROM {table} WHERE company_id = %s", (company,)).fetchone()[
-                0
-            ]  # type: ignore[index]
-            for table in TABLES
-        }
+        row = conn.execute(f"SELECT {counts}", {"company": company}).fetchone()
+    assert row is not None
+    return dict(zip(TABLES, row, strict=True))
 
 
 def measure_one(
@@ -258,6 +257,7 @@ def measure_one(
     pg_before, app_before = cpu_ticks(pg_backends(state["database"])), cpu_ticks(app_pids)
     result = wrk(server.port, case, side["token"], conc, duration, prefix, scripts)
     app_after, pg_after = cpu_ticks(app_pids), cpu_ticks(pg_backends(state["database"]))
+    time.sleep(1)  # requests still in flight when wrk stopped commit before the count (their rows count)
     after = count_rows(state["database_url"], side["company"])
     n = max(1, result["requests"])
     seconds = result["duration_us"] / 1e6
@@ -284,8 +284,8 @@ def rows_per_record(rows: dict[str, int], case: str) -> dict[str, float]:
 
 
 def profile(server: Server, state: dict, conc: int, duration: int, directory: Path, scripts: Path) -> str:
-    """py-spy on Outfitter's workers during an employees run: self time and inclusive time of the
-    top frames (share of samples)."""
+    """py-spy on Outfitter's workers during an employees run, sampling the thread that holds the GIL:
+    self time and inclusive time of the top frames (share of samples)."""
     raw = directory / "outfitter-employees.txt"
     spy = subprocess.Popen(
         [
@@ -298,6 +298,7 @@ def profile(server: Server, state: dict, conc: int, duration: int, directory: Pa
             str(duration),
             "-r",
             "200",
+            "--gil",  # only the thread holding the GIL: where the Python CPU goes, not the waits
             "-f",
             "raw",
             "-o",
