@@ -48,7 +48,13 @@ from outfitter.models import (
 from outfitter.payments.events import OUTCOME_EVENTS, record_order_event, record_transaction_event
 from outfitter.payments.gateways import GatewayPayment
 from outfitter.payments.presenters import stage_entry
-from outfitter.payments.repository import items_of, lock_transaction, release_reservations
+from outfitter.payments.repository import (
+    held_by,
+    items_of,
+    lock_devices,
+    lock_transaction,
+    release_reservations,
+)
 
 logger = logging.getLogger("outfitter.payments")
 
@@ -214,32 +220,14 @@ def fulfil(
     return order
 
 
-def _locked_devices(session: Session, items: Sequence[TransactionItem]) -> dict[uuid.UUID, Equipment]:
-    """The items' devices, locked in id order (as initiates and moves lock them)."""
-    ids = [item.equipment_id for item in items if item.equipment_id]
-    statement = (
-        select(Equipment)
-        .where(Equipment.id.in_(ids))
-        .order_by(Equipment.id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
-    return {equipment.id: equipment for equipment in session.scalars(statement)}
-
-
 def _devices_not_held(session: Session, items: Sequence[TransactionItem]) -> list[uuid.UUID | None]:
     """The devices of an offboarding no longer Assigned to the employee it retrieves them from."""
-    devices = _locked_devices(session, items)
-    gone: list[uuid.UUID | None] = []
-    for item in items:
-        equipment = devices.get(item.equipment_id) if item.equipment_id else None
-        if (
-            equipment is None
-            or equipment.status != EquipmentStatus.ASSIGNED
-            or equipment.assignee_id != item.employee_id
-        ):
-            gone.append(item.equipment_id)
-    return gone
+    devices = lock_devices(session, (item.equipment_id for item in items))
+    return [
+        item.equipment_id
+        for item in items
+        if not held_by(devices.get(item.equipment_id) if item.equipment_id else None, item.employee_id)
+    ]
 
 
 def _record_unavailable(
@@ -351,7 +339,7 @@ def _assign_storage_equipment(
     actor: str,
 ) -> tuple[list[tuple[EventType, Equipment]], list[uuid.UUID | None]]:
     """Assign each device to its employee; answers the events and the devices that could not be."""
-    devices = _locked_devices(session, items)
+    devices = lock_devices(session, (item.equipment_id for item in items))
     changes: list[tuple[EventType, Equipment]] = []
     unavailable: list[uuid.UUID | None] = []
     for item in items:

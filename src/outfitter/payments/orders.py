@@ -15,7 +15,6 @@ import logging
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
@@ -36,7 +35,7 @@ from outfitter.models import (
 )
 from outfitter.payments.events import record_order_event
 from outfitter.payments.presenters import stage_entry
-from outfitter.payments.repository import lock_order
+from outfitter.payments.repository import held_by, lock_devices, lock_order
 
 logger = logging.getLogger("outfitter.payments")
 OPERATOR_ACTOR = "operator"
@@ -111,27 +110,14 @@ def advance(
 
 def _receive_devices(session: Session, order: Order, items: Sequence[OrderItem], actor: str) -> None:
     """The devices of retrieval items just received leave their employees."""
-    ids = sorted(item.equipment_id for item in items if item.equipment_id is not None)
+    ids = [item.equipment_id for item in items if item.equipment_id is not None]
     if not ids:
         return
-    devices = {
-        equipment.id: equipment
-        for equipment in session.scalars(
-            select(Equipment)
-            .where(Equipment.id.in_(ids))
-            .order_by(Equipment.id)
-            .with_for_update()
-            .execution_options(populate_existing=True)
-        )
-    }
+    devices = lock_devices(session, ids)
     changes: list[tuple[EventType, Equipment]] = []
     for item in items:
         equipment = devices.get(item.equipment_id) if item.equipment_id else None
-        if (
-            equipment is None
-            or equipment.status != EquipmentStatus.ASSIGNED
-            or equipment.assignee_id != item.employee_id
-        ):
+        if equipment is None or not held_by(equipment, item.employee_id):
             # Moved by hand since the offboarding was paid for (or deleted): left where it is.
             logger.warning(
                 "order %s: equipment %s was not with its employee when received", order.id, item.equipment_id

@@ -6,7 +6,7 @@ company)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from sqlalchemy import Select, delete, select
@@ -15,7 +15,9 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 from outfitter.core.errors import NotFound
 from outfitter.core.tenancy import CompanyRepository, parse_uuid
 from outfitter.models import (
+    Equipment,
     EquipmentReservation,
+    EquipmentStatus,
     Order,
     OrderItem,
     OrderKind,
@@ -172,3 +174,24 @@ __all__ = [
     "lock_transaction",
     "parse_uuid",
 ]
+
+
+def lock_devices(session: Session, ids: Iterable[uuid.UUID | None]) -> dict[uuid.UUID, Equipment]:
+    """These devices, locked in id order (as initiates and moves lock them) and read afresh."""
+    statement = (
+        select(Equipment)
+        .where(Equipment.id.in_(sorted({device for device in ids if device is not None})))
+        .order_by(Equipment.id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    return {equipment.id: equipment for equipment in session.scalars(statement)}
+
+
+def held_by(equipment: Equipment | None, employee_id: uuid.UUID | None) -> bool:
+    """Whether a device to retrieve is still Assigned to the employee it is retrieved from."""
+    return (
+        equipment is not None
+        and equipment.status == EquipmentStatus.ASSIGNED
+        and equipment.assignee_id == employee_id
+    )
