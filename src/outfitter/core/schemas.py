@@ -18,7 +18,6 @@ from pydantic import (
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
     PlainSerializer,
-    Strict,
     Tag,
     WithJsonSchema,
 )
@@ -65,8 +64,6 @@ def _date_time_text(value: object) -> object:
 
 # A time a client gives in a query (`since`, `updated_since`).
 DateTimeText = Annotated[datetime, BeforeValidator(_date_time_text)]
-DecimalString = Annotated[Decimal, PlainSerializer(lambda value: format(value, "f"), return_type=str)]
-DecimalNumber = Annotated[Decimal, PlainSerializer(float, return_type=float)]
 
 
 # Money on the wire, in every answer: a decimal string, never a JSON number (a float would round
@@ -93,10 +90,6 @@ class Documented:
         self, schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         return {**handler(schema), **self.keywords}
-
-
-# Booleans are strict: a JSON body takes true or false, never "yes", 0 or "true".
-StrictBool = Annotated[bool, Strict()]
 
 
 def _query_bool(value: object) -> object:

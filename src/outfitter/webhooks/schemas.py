@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 
-from outfitter.core.schemas import Documented, NotNull, Schema, StrictBool, Timestamp
+from outfitter.core.schemas import Documented, NotNull, Schema, Timestamp
 from outfitter.models import DeliveryStatus, EventType
 
 Url = Annotated[
@@ -53,7 +53,7 @@ class WebhookEndpointPatch(Body):
     url: Annotated[Url | None, NotNull()] = None
     event_types: Annotated[EventTypes | None, NotNull()] = None
     description: Description | None = None
-    enabled: Annotated[StrictBool | None, NotNull()] = None
+    enabled: Annotated[StrictBool | None, NotNull()] = None  # true or false only: never "yes", 0 or "true"
 
 
 class WebhookEndpointOut(Schema):
