@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,22 @@ def _server_side_nodelay(listener: socket.socket, loop: str) -> int:
     """Serve `listener` with uvicorn as a worker does (Server.run(sockets=[...])), make one request
     on a kept-alive connection, and read TCP_NODELAY off the server's end of it."""
     config = Config(_tiny_app, loop=loop, http="h11", lifespan="off", log_config=None, access_log=False)
+    with (
+        _serving(config, listener) as server,
+        socket.create_connection(listener.getsockname()[:2], timeout=10) as client,
+    ):
+        client.sendall(HEALTHZ)
+        assert client.recv(4096).startswith(b"HTTP/1.1 200")
+        connections = list(server.server_state.connections)
+        assert len(connections) == 1
+        server_end = connections[0].transport.get_extra_info("socket")
+        return int(server_end.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+
+@contextmanager
+def _serving(config: Config, listener: socket.socket) -> Iterator[Server]:
+    """uvicorn serving `listener` in a thread, as a worker does (Server.run(sockets=[...])), until
+    the block ends; then stopped and the socket closed."""
     server = Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
@@ -55,13 +71,7 @@ def _server_side_nodelay(listener: socket.socket, loop: str) -> int:
         while not server.started:
             assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
             time.sleep(0.01)
-        with socket.create_connection(listener.getsockname()[:2], timeout=10) as client:
-            client.sendall(HEALTHZ)
-            assert client.recv(4096).startswith(b"HTTP/1.1 200")
-            connections = list(server.server_state.connections)
-            assert len(connections) == 1
-            server_end = connections[0].transport.get_extra_info("socket")
-            return int(server_end.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        yield server
     finally:
         server.should_exit = True
         thread.join(10)
@@ -395,14 +405,7 @@ def test_both_http_protocols_answer_what_they_cannot_parse_with_the_envelope(pro
         log_config=None,
         access_log=False,
     )
-    server = Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-            time.sleep(0.01)
+    with _serving(config, listener):
         port = listener.getsockname()[1]
         fits = (
             b"GET /?q="
@@ -416,7 +419,3 @@ def test_both_http_protocols_answer_what_they_cannot_parse_with_the_envelope(pro
         status, headers, body = _raw_exchange(port, over)
         assert status == "HTTP/1.1 400 Bad Request" and headers["content-type"] == "application/json"
         assert json.loads(body) == {"success": False, "message": BAD_REQUEST_MESSAGE, "data": None}
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        listener.close()
