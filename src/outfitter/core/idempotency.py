@@ -41,7 +41,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.handlers import outage_message
-from outfitter.core.middleware import header_value, send_error
+from outfitter.core.middleware import header_value, read_body, replaying, send_error
 from outfitter.core.tokens import hash_token
 from outfitter.db.base import utcnow
 from outfitter.models import IdempotencyRecord
@@ -238,12 +238,9 @@ class IdempotencyMiddleware:
             await self.app(scope, receive, send)  # the app answers 401
             return
 
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                break
+        body = await read_body(receive)
+        if body is None:
+            return  # the client went away before its request was whole: nothing to run or store
         token_hash = hash_token(token)
         request = KeyedRequest(
             token_hash=token_hash,
@@ -266,15 +263,6 @@ class IdempotencyMiddleware:
             return
         scope.setdefault("state", {})[IDEMPOTENCY_STATE] = request
 
-        sent_body = False
-
-        async def replay_receive() -> Message:
-            nonlocal sent_body
-            if sent_body:
-                return {"type": "http.disconnect"}
-            sent_body = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
         status = 500
         chunks: list[bytes] = []
 
@@ -287,7 +275,7 @@ class IdempotencyMiddleware:
             await send(message)
 
         try:
-            await self.app(scope, replay_receive, capturing_send)
+            await self.app(scope, replaying(body, receive), capturing_send)
         finally:
             if not request.done:
                 keep = status < 500 and status not in _UNSTORED

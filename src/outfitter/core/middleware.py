@@ -92,6 +92,34 @@ class RequestContextMiddleware:
             )
 
 
+async def read_body(receive: Receive) -> bytes | None:
+    """The whole request body, for a middleware that must see it before the app; None when the
+    client went away before sending all of it. The size is bounded by BodyLimitMiddleware."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives the app the body `read_body` took, in one message, then the real one
+    (which tells of a disconnect)."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
 class _BodyTooLarge(BaseException):
     """BaseException, because FastAPI turns any Exception raised while reading a body into a 400."""
 
@@ -274,13 +302,9 @@ class InputGuardMiddleware:
         if scope["method"] not in _BODY_METHODS or not scope["path"].startswith(self.json_prefix):
             await self.app(scope, receive, send)
             return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        body = await read_body(receive)
+        if body is None:
+            return  # the client went away
         if _is_json(scope):
             if nested_too_deep(body):
                 await send_validation_error(send, {"body": [DEPTH_MESSAGE]})
@@ -293,16 +317,7 @@ class InputGuardMiddleware:
                 if errors:
                     await send_validation_error(send, errors)
                     return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(body, receive), send)
 
 
 def _is_json(scope: Scope) -> bool:
