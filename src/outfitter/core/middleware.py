@@ -161,7 +161,7 @@ class BodyLimitMiddleware:
             await send_error(send, 413, too_large, [])
             return
         if scope["path"].startswith(self.json_prefix) and (declared is None or declared != "0"):
-            content_type = (header_value(scope, b"content-type") or "").split(";")[0].strip().lower()
+            content_type = _media_type(scope)
             has_body = declared is not None or header_value(scope, b"transfer-encoding") is not None
             if takes_csv and has_body and content_type not in ("text/csv", "multipart/form-data"):
                 await send_error(
@@ -172,11 +172,7 @@ class BodyLimitMiddleware:
                     [],
                 )
                 return
-            if (
-                not takes_csv
-                and has_body
-                and not (content_type == "application/json" or content_type.endswith("+json"))
-            ):
+            if not takes_csv and has_body and not _is_json(scope):
                 await send_error(
                     send, 415, "The request body must be JSON: send 'Content-Type: application/json'.", []
                 )
@@ -320,9 +316,14 @@ class InputGuardMiddleware:
         await self.app(scope, replaying(body, receive), send)
 
 
+def _media_type(scope: Scope) -> str:
+    """The Content-Type without its parameters, lower case ("" when there is none)."""
+    return (header_value(scope, b"content-type") or "").split(";")[0].strip().lower()
+
+
 def _is_json(scope: Scope) -> bool:
-    content_type = (header_value(scope, b"content-type") or "").split(";")[0].strip().lower()
-    return content_type == "application/json" or content_type.endswith("+json")
+    media_type = _media_type(scope)
+    return media_type == "application/json" or media_type.endswith("+json")
 
 
 def unstorable_fields(document: Any) -> dict[str, list[str]]:
