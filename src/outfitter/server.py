@@ -42,7 +42,7 @@ from uvicorn.supervisors import Multiprocess
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from outfitter.worker.loop import BackgroundWorker
+    from outfitter.worker.background import BackgroundWorker
 
 # The single-process server imports the app object; workers build it through `worker_app`, which
 # first ties the worker to the master (the master's pid travels in MASTER_PID_VARIABLE).

@@ -1,21 +1,8 @@
-"""The worker loop: one event loop sends many deliveries at once (`sender.send`, aiohttp),
-while the database work runs in a few threads beside it, each step one short transaction: claim due
+"""The worker: one event loop sends many deliveries at once (`worker.deliveries`, aiohttp), while
+the database work runs in a few threads beside it, each step one short transaction: claim due
 deliveries, record the outcomes of every send that finished since the last batch (one transaction
-for the batch), release what will not be sent. The periodic jobs whose round this worker wins run
-in a thread of their own.
-
-Fairness: up to `concurrency` sends at once; a company has at most half of them (`company_share`)
-and each of its endpoints at most half of the company's (`endpoint_share`). A freed place goes to
-the company with the fewest sends in flight. So a company whose receivers are slow holds its share
-and no more, and another company's delivery starts at once, never behind those slow sends. Claims
-keep the same proportions: a company or endpoint that has its share (times CLAIM_AHEAD) in this
-worker's hands is left out of the next claim, so the room goes to the others.
-
-Leases: a claimed delivery starts only while 1.5 attempt deadlines of its lease remain (what waited
-longer is released, for any worker to claim again); with the deadline on the whole attempt
-(`sender.send`) and leases of at least two deadlines (`dispatch.lease_seconds`), no lease ends
-under a live send. A 410 disables the endpoint: what this worker holds for it and has not started
-is released, not sent.
+for the batch), release what will not be sent. The periodic jobs whose round this worker wins
+(`worker.jobs`) run in a thread of their own.
 
 Shutdown (`stop()`, SIGTERM/SIGINT in `outfitter worker`): claim nothing more, release what has not
 started, give the sends in flight up to `shutdown_grace` to finish, record every outcome, release
@@ -26,37 +13,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import socket
 import threading
-import time
 import uuid
-from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
-from outfitter.core.tenancy import TenantSession
 from outfitter.db.base import utcnow
-from outfitter.db.session import make_engine, make_sessionmaker
 from outfitter.payments.gateways import GatewayRegistry
-from outfitter.webhooks.dispatch import claim_deliveries, lease_seconds, record_outcomes, release
-from outfitter.webhooks.sender import Outcome, Outgoing, make_client, send
+from outfitter.worker.deliveries import DeliveryRun
 from outfitter.worker.jobs import JOBS, Job, claim_job, finish_job
 
 logger = logging.getLogger("outfitter.worker")
-# Deliveries held (claimed, waiting or sending) per place to send: keeps the sends busy between claims.
-CLAIM_AHEAD = 2
 JOB_CHECK_SECONDS = 5.0
 # A claim, a batch of outcomes and a release may run at once, each on its own connection.
 DATABASE_THREADS = 3
-T = TypeVar("T")
 
 
 def worker_name() -> str:
@@ -83,12 +59,12 @@ class Worker:
         self.endpoint_share = max(1, self.company_share // 2)
         self.jobs = jobs
         self.shutdown_grace = settings.webhook_timeout_seconds + 5
-        self._database = ThreadPoolExecutor(DATABASE_THREADS, thread_name_prefix="outfitter-db")
+        self.database = ThreadPoolExecutor(DATABASE_THREADS, thread_name_prefix="outfitter-db")
         self._job_runner = ThreadPoolExecutor(1, thread_name_prefix="outfitter-jobs")
         self._job_future: Future[None] | None = None
         self._next_job_check = 0.0
         self._stopping = threading.Event()
-        self._run: _Run | None = None
+        self._run: DeliveryRun | None = None
 
     # -- one pass, for tests and `outfitter worker --once` ------------------------------------
 
@@ -138,11 +114,11 @@ class Worker:
             if self._job_future is not None:
                 self._job_future.cancel()
             self._job_runner.shutdown(wait=False, cancel_futures=True)
-            self._database.shutdown(wait=False)
+            self.database.shutdown(wait=False)
 
     @contextlib.asynccontextmanager
-    async def _a_run(self) -> AsyncIterator[_Run]:
-        run = _Run(self, asyncio.get_running_loop())
+    async def _a_run(self) -> AsyncIterator[DeliveryRun]:
+        run = DeliveryRun(self, asyncio.get_running_loop())
         self._run = run
         if self.stopping:  # stop() came before the run could hear it
             run.stopped.set()
@@ -179,317 +155,5 @@ class Worker:
 
     def close(self) -> None:
         """For a worker used with run_once only."""
-        self._database.shutdown(wait=True)
+        self.database.shutdown(wait=True)
         self._job_runner.shutdown(wait=True)
-
-
-@dataclass(frozen=True)
-class _Held:
-    """A claimed delivery that has not started; `claimed_at` (monotonic) was read before the claim's
-    transaction began, so the lease it got ends no sooner than `claimed_at` + the lease."""
-
-    claimed_at: float
-    outgoing: Outgoing
-
-
-class _Run:
-    """One run of the event loop (run_once's or run_forever's): what this worker holds, sends and
-    has yet to record. Everything here runs on the loop's thread."""
-
-    def __init__(self, worker: Worker, loop: asyncio.AbstractEventLoop) -> None:
-        self.worker = worker
-        self.settings = worker.settings
-        self.loop = loop
-        self.client = make_client(worker.settings, worker.concurrency)
-        self.lease = lease_seconds(worker.settings)
-        # Claimed, not started, per company (oldest claim first); the dict's order is the turn.
-        self.waiting: dict[uuid.UUID, deque[_Held]] = {}
-        self.sending: dict[asyncio.Task[None], Outgoing] = {}
-        self.held_by_company: Counter[uuid.UUID] = Counter()  # waiting or sending
-        self.held_by_endpoint: Counter[uuid.UUID] = Counter()
-        self.sending_by_company: Counter[uuid.UUID] = Counter()
-        self.sending_by_endpoint: Counter[uuid.UUID] = Counter()
-        self.gone: set[uuid.UUID] = set()  # answered 410 here, until that outcome is recorded
-        self.outcomes: list[tuple[Outgoing, Outcome]] = []
-        self.recording: asyncio.Task[None] | None = None
-        self.batches_recorded = 0
-        self.to_release: list[uuid.UUID] = []
-        self.attempted = 0
-        self.send_finished = asyncio.Event()  # also set by stop()
-        self.stopped = asyncio.Event()
-
-    def wake_from_another_thread(self) -> None:
-        def wake() -> None:
-            self.stopped.set()
-            self.send_finished.set()
-
-        with contextlib.suppress(RuntimeError):  # the loop has ended
-            self.loop.call_soon_threadsafe(wake)
-
-    async def in_thread(self, function: Callable[..., T], *args: object) -> T:
-        return await self.loop.run_in_executor(self.worker._database, functools.partial(function, *args))
-
-    # -- the two ways to run ---------------------------------------------------------------------
-
-    async def serve(self) -> None:
-        poll = self.settings.worker_poll_seconds
-        while not self.stopped.is_set():
-            self.expire_waiting()
-            await self.release_now()
-            found, exhausted = await self.claim()
-            self.worker.start_jobs_if_due()
-            if exhausted:  # nothing more is due: look again after the poll interval
-                await _wait_for(self.stopped, poll)
-            elif not found:  # no room: look again when a send ends
-                await _wait_for(self.send_finished, poll)
-        await self.shut_down()
-
-    async def drain(self) -> int:
-        while True:
-            await self.release_now()
-            recorded_before = self.batches_recorded
-            found, exhausted = await self.claim()
-            if exhausted and not self.sending and not self.held_by_company.total():
-                # Done unless a batch was recorded since the claim began: a failure may be due again.
-                if not self.recording_pending() and self.batches_recorded == recorded_before:
-                    break
-                await self.records_written()
-                continue
-            if not found:
-                await _wait_for(self.send_finished, 0.05)
-        await self.records_written()
-        return self.attempted
-
-    # -- claiming and starting -------------------------------------------------------------------
-
-    async def claim(self) -> tuple[int, bool]:
-        """Claim into the free room; answers how many were claimed and whether the due ones ran out."""
-        self.send_finished.clear()
-        worker = self.worker
-        room = worker.concurrency * CLAIM_AHEAD - self.held_by_company.total()
-        if room < worker.concurrency:
-            return 0, False  # claim in batches, when half the room is free: fewer transactions
-        company_room = worker.company_share * CLAIM_AHEAD
-        endpoint_room = worker.endpoint_share * CLAIM_AHEAD
-        full_companies = [company for company, held in self.held_by_company.items() if held >= company_room]
-        full_endpoints = [
-            endpoint for endpoint, held in self.held_by_endpoint.items() if held >= endpoint_room
-        ]
-        # No more than one endpoint's room at once: what a claim brings beyond a company's or an
-        # endpoint's room goes straight back (below), and a big claim would mostly go back.
-        limit = min(room, endpoint_room)
-        claimed_at = time.monotonic()
-        try:
-            claimed = await self.in_thread(
-                claim_deliveries,
-                worker.sessions,
-                worker.name,
-                limit,
-                self.settings,
-                [*full_endpoints, *self.gone],
-                full_companies,
-            )
-        except Exception:
-            logger.exception("claiming deliveries failed; retrying shortly")
-            return 0, True
-        for outgoing in claimed:
-            # One claim can bring more of a company or endpoint than its share: the rest goes back.
-            if (
-                self.held_by_company[outgoing.company_id] >= company_room
-                or self.held_by_endpoint[outgoing.endpoint_id] >= endpoint_room
-            ):
-                self.to_release.append(outgoing.delivery_id)
-                continue
-            self.waiting.setdefault(outgoing.company_id, deque()).append(_Held(claimed_at, outgoing))
-            self.held_by_company[outgoing.company_id] += 1
-            self.held_by_endpoint[outgoing.endpoint_id] += 1
-        self.start_sends()
-        # Ran out only if nothing was left out: with a full endpoint or company excluded, more may
-        # be due for it as soon as one of its sends ends.
-        left_out = full_companies or full_endpoints or self.gone
-        return len(claimed), len(claimed) < limit and not left_out
-
-    def start_sends(self) -> None:
-        """Fill the free places: each to the company with the fewest sends in flight that has a
-        delivery it may start (its endpoint below its share)."""
-        worker = self.worker
-        self.expire_waiting()  # so that nothing starts with less than 1.5 deadlines of lease left
-        while len(self.sending) < worker.concurrency and not self.stopped.is_set():
-            turn = sorted(
-                (
-                    company
-                    for company in self.waiting
-                    if self.sending_by_company[company] < worker.company_share
-                ),
-                key=lambda company: self.sending_by_company[company],
-            )
-            started = next((company for company in turn if self._start_one_of(company)), None)
-            if started is None:
-                return
-            self.waiting[started] = self.waiting.pop(started, deque())  # to the back of the turn
-            if not self.waiting[started]:
-                del self.waiting[started]
-
-    def _start_one_of(self, company: uuid.UUID) -> bool:
-        queue = self.waiting[company]
-        for held in queue:
-            if self.sending_by_endpoint[held.outgoing.endpoint_id] < self.worker.endpoint_share:
-                queue.remove(held)
-                outgoing = held.outgoing
-                task = asyncio.create_task(self.deliver(outgoing))
-                self.sending[task] = outgoing
-                self.sending_by_company[outgoing.company_id] += 1
-                self.sending_by_endpoint[outgoing.endpoint_id] += 1
-                return True
-        return False
-
-    def expire_waiting(self) -> None:
-        """Release what has waited so long that its lease could end under its send."""
-        latest = time.monotonic() - (self.lease - 1.5 * self.settings.webhook_timeout_seconds)
-        self._drop_waiting(lambda held: held.claimed_at < latest)
-
-    def _drop_waiting(self, condition: Callable[[_Held], bool]) -> None:
-        for company in list(self.waiting):
-            queue = self.waiting[company]
-            for held in [held for held in queue if condition(held)]:
-                queue.remove(held)
-                self._let_go(held.outgoing)
-                self.to_release.append(held.outgoing.delivery_id)
-            if not queue:
-                del self.waiting[company]
-
-    def _let_go(self, outgoing: Outgoing) -> None:
-        _less(self.held_by_company, outgoing.company_id)
-        _less(self.held_by_endpoint, outgoing.endpoint_id)
-
-    async def release_now(self) -> None:
-        ids, self.to_release = self.to_release, []
-        if ids:
-            try:
-                await self.in_thread(release, self.worker.sessions, self.worker.name, ids)
-            except Exception:
-                logger.exception("releasing %d deliveries failed; their leases expire instead", len(ids))
-
-    # -- sending and recording -------------------------------------------------------------------
-
-    async def deliver(self, outgoing: Outgoing) -> None:
-        try:
-            outcome = await send(self.client, outgoing, self.settings)
-        except asyncio.CancelledError:
-            self.to_release.append(outgoing.delivery_id)  # shutting down: unknown, so sent again
-            self._ended(outgoing)
-            raise
-        except Exception as exc:  # a defect, not the receiver's: recorded as a failed attempt
-            logger.exception("sending delivery %s failed", outgoing.delivery_id)
-            outcome = Outcome(utcnow(), None, f"Not sent: {type(exc).__name__}.", 0)
-        self.attempted += 1
-        self._ended(outgoing)
-        self.outcomes.append((outgoing, outcome))
-        if outcome.gone:
-            # The endpoint is disabled by this answer: nothing more of what is held goes to it.
-            self.gone.add(outgoing.endpoint_id)
-            self._drop_waiting(lambda held: held.outgoing.endpoint_id == outgoing.endpoint_id)
-        self.record_soon()
-        self.start_sends()
-
-    def _ended(self, outgoing: Outgoing) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self.sending.pop(task, None)
-        _less(self.sending_by_company, outgoing.company_id)
-        _less(self.sending_by_endpoint, outgoing.endpoint_id)
-        self._let_go(outgoing)
-        self.send_finished.set()
-
-    def record_soon(self) -> None:
-        """Record what has finished, in one batch, unless a batch is being written: then the next
-        batch (all that finished meanwhile) follows it."""
-        if self.outcomes and (self.recording is None or self.recording.done()):
-            batch, self.outcomes = self.outcomes, []
-            self.recording = asyncio.create_task(self.record(batch))
-
-    async def record(self, batch: list[tuple[Outgoing, Outcome]]) -> None:
-        try:
-            await self.in_thread(
-                record_outcomes, self.worker.sessions, self.worker.name, batch, self.settings
-            )
-        except Exception:
-            # Their leases expire and they are sent again: at least once, never lost.
-            logger.exception("recording the outcomes of %d deliveries failed", len(batch))
-        for outgoing, outcome in batch:
-            if outcome.gone:
-                self.gone.discard(outgoing.endpoint_id)  # now disabled in the database: not claimed
-        self.batches_recorded += 1
-        self.recording = None  # this batch is done (its task not yet): the next may start
-        self.record_soon()
-
-    def recording_pending(self) -> bool:
-        return bool(self.outcomes) or (self.recording is not None and not self.recording.done())
-
-    async def records_written(self) -> None:
-        while self.recording_pending():
-            if self.recording is not None and not self.recording.done():
-                await asyncio.wait([self.recording])
-            self.record_soon()
-
-    async def shut_down(self) -> None:
-        """Finish or release what this worker holds."""
-        unstarted = sum(len(queue) for queue in self.waiting.values())
-        self._drop_waiting(lambda _held: True)
-        await self.release_now()
-        finished: set[asyncio.Task[None]] = set()
-        unfinished: set[asyncio.Task[None]] = set()
-        if self.sending:
-            finished, unfinished = await asyncio.wait(list(self.sending), timeout=self.worker.shutdown_grace)
-            for task in unfinished:
-                task.cancel()
-            await asyncio.gather(*unfinished, return_exceptions=True)
-        await self.records_written()
-        await self.release_now()
-        logger.info(
-            "worker %s stopped: %d send(s) finished, %d released",
-            self.worker.name,
-            len(finished),
-            unstarted + len(unfinished),
-        )
-
-
-def _less(counter: Counter[uuid.UUID], key: uuid.UUID) -> None:
-    """One fewer; a key at zero leaves (the counters list only what is held)."""
-    counter[key] -= 1
-    if counter[key] <= 0:
-        del counter[key]
-
-
-async def _wait_for(event: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(event.wait(), seconds)
-
-
-class BackgroundWorker:
-    """A worker in a thread of this process, with its own engine (`outfitter serve`'s embedded one)."""
-
-    def __init__(self, settings: Settings) -> None:
-        # The database threads and the jobs' thread: the sends themselves hold no connection.
-        self.engine = make_engine(settings.database_url, pool_size=DATABASE_THREADS + 2, max_overflow=0)
-        self.worker = Worker(make_sessionmaker(self.engine, TenantSession), settings)
-        self.thread = threading.Thread(target=self._run, name="outfitter-worker", daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.worker.run_forever()
-        except Exception:
-            logger.exception("the embedded worker stopped")
-
-    def stop(self) -> None:
-        """Idempotent: the server calls it on its way out, whichever way that is."""
-        self.worker.stop()
-        if self.thread.is_alive():
-            self.thread.join(timeout=self.worker.shutdown_grace + 5)
-        self.engine.dispose()
-
-
-def start_in_background(settings: Settings) -> BackgroundWorker:
-    background = BackgroundWorker(settings)
-    background.thread.start()
-    return background
