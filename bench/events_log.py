@@ -4,7 +4,11 @@ Creates a scratch database on BENCH_POSTGRES_URL (default postgresql://127.0.0.1
 builds the schema with the migrations, and loads 1,000,000 events for the measured company and
 100,000 for another, generated on the server (INSERT ... SELECT generate_series): every type of
 section 13, 10,000 subjects, over a year. It then prints the median time of a first page, filtered
-pages (type prefix, subject_id, since, and all three) and deep pages. The database is dropped.
+pages (type prefix, subject_id, since, and all three) and deep pages; then, interleaved (A B B A),
+the unfiltered pages with their total from the kept count (events.counts) against the same pages
+counting the log as before it, the cost the counting triggers add to an INSERT of one event and to
+a COPY of 25 (triggers enabled against disabled), and a fold of 10,000 deltas. The database is
+dropped.
 
     .venv/bin/python bench/events_log.py [--runs 21] [--events 1000000] [--plain-index]
 
@@ -19,22 +23,29 @@ import argparse
 import os
 import statistics
 import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
+from unittest import mock
 
 from fastapi.testclient import TestClient
 from harness import scratch_postgres
-from sqlalchemy import text
+from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
 from outfitter.config import Settings
 from outfitter.core.tokens import create_company, issue_token
 from outfitter.db.session import make_engine
+from outfitter.events.counts import fold_event_counts
+from outfitter.events.repository import EventRepository
 from outfitter.migrations import upgrade
-from outfitter.models.events import EventType
+from outfitter.models.events import Event, EventType
 
 SUBJECTS = 10_000
+T = TypeVar("T")
 
 # Row g: type g % 22, subject g % 10,000 (its ids are md5-made uuids, so the bench can name one),
 # a time spread over the year before now.
@@ -61,6 +72,77 @@ def measure(client: TestClient, headers: dict[str, str], params: dict[str, Any],
         timings.append((time.perf_counter() - started) * 1000)
         assert response.status_code == 200
     return statistics.median(timings)
+
+
+@contextmanager
+def counting_the_log() -> Iterator[None]:
+    """The page mode as it was before the kept count: every total counts the company's index."""
+
+    def counted(self: EventRepository, conditions: list[Any]) -> Any:
+        return select(func.count()).select_from(Event).where(*conditions)
+
+    with mock.patch.object(EventRepository, "_total", counted):
+        yield
+
+
+def interleaved(before: Callable[[], T], after: Callable[[], T], rounds: int = 2) -> tuple[list[T], list[T]]:
+    """A B B A ...: `rounds` measures of each."""
+    firsts: list[T] = []
+    seconds: list[T] = []
+    for round_number in range(rounds):
+        order = [(before, firsts), (after, seconds)]
+        for measure_one, results in order if round_number % 2 == 0 else reversed(order):
+            results.append(measure_one())
+    return firsts, seconds
+
+
+WRITE_SQL = (
+    "INSERT INTO events (id, company_id, type, subject_type, subject_id, actor, created_at, data)"
+    " VALUES (%s, %s, 'employee.created', 'employee', %s, 'Bench API', now(), '{}')"
+)
+COPY_SQL = "COPY events (id, company_id, type, subject_type, subject_id, actor, created_at, data) FROM STDIN"
+
+
+def write_cost(engine: Engine, company_id: str, triggers: bool, statements: int = 300) -> tuple[float, float]:
+    """Median ms of one single-event INSERT and of one COPY of 25 events, in a transaction rolled back."""
+    with engine.connect() as connection:
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        with driver.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE events {'ENABLE' if triggers else 'DISABLE'} TRIGGER USER")
+            driver.commit()
+            inserts, copies = [], []
+            for _ in range(statements):
+                started = time.perf_counter()
+                cursor.execute(WRITE_SQL, (uuid.uuid4(), company_id, uuid.uuid4()))
+                inserts.append((time.perf_counter() - started) * 1000)
+            for _ in range(statements // 10):
+                started = time.perf_counter()
+                with cursor.copy(COPY_SQL) as copy:
+                    for _ in range(25):
+                        row = (uuid.uuid4(), company_id, "employee.created", "employee", uuid.uuid4())
+                        copy.write_row([*row, "Bench API", datetime.now(UTC), "{}"])
+                copies.append((time.perf_counter() - started) * 1000)
+            driver.rollback()
+            cursor.execute("ALTER TABLE events ENABLE TRIGGER USER")
+            driver.commit()
+    return statistics.median(inserts), statistics.median(copies)
+
+
+def fold_time(engine: Engine, company_id: str, deltas: int = 10_000) -> float:
+    """ms to fold `deltas` deltas of one company (as many single-event writes leave)."""
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO event_count_deltas (company_id, delta)"
+                " SELECT CAST(:company AS uuid), 0 FROM generate_series(1, :deltas)"
+            ),
+            {"company": company_id, "deltas": deltas},
+        )
+    started = time.perf_counter()
+    with engine.begin() as connection:
+        fold_event_counts(connection)
+    return (time.perf_counter() - started) * 1000
 
 
 def main() -> None:
@@ -142,13 +224,48 @@ def run(url: str, runs: int, rows: int, plain_index: bool = False) -> None:
                 "type=equipment.*, middle page": {"type": "equipment.*", "page": prefix_last // 2},
             }
             results = {name: measure(client, headers, params, runs) for name, params in cases.items()}
+            compared = {
+                name: cases[name] for name in ("first page", "page 1,000 (offset 15,000)", "last page")
+            }
+
+            def paged(params: dict[str, Any], counting: bool) -> Callable[[], float]:
+                def run() -> float:
+                    if not counting:
+                        return measure(client, headers, params, runs)
+                    with counting_the_log():
+                        return measure(client, headers, params, runs)
+
+                return run
+
+            versus = {
+                name: interleaved(paged(params, counting=True), paged(params, counting=False))
+                for name, params in compared.items()
+            }
         app.state.engine.dispose()
         print(f"\nmedian of {runs} requests, ms (TestClient in-process, per_page=15)")
         print(f"company total {first['total']:,}")
         for name, value in results.items():
             print(f"{name:<40}{value:>10.1f}")
+        print("\nunfiltered pages, A B B A (each a median of the runs), ms: counting the log | kept count")
+        for name, (before, after) in versus.items():
+            ratio = statistics.median(before) / statistics.median(after)
+            print(f"{name:<40}{_series(before):>20} | {_series(after):<20} {ratio:.1f}x")
+        measured_id = companies[0][0]
+        writes = interleaved(
+            lambda: write_cost(engine, measured_id, triggers=False),
+            lambda: write_cost(engine, measured_id, triggers=True),
+        )
+        print("\nwrites, A B B A (median ms of a statement): triggers disabled | enabled")
+        for label, index in (("INSERT of one event", 0), ("COPY of 25 events", 1)):
+            before, after = ([pair[index] for pair in side] for side in writes)
+            print(f"{label:<40}{_series(before, 3):>20} | {_series(after, 3)}")
+        print(f"\nfold of 10,000 deltas: {fold_time(engine, measured_id):.1f} ms")
     finally:
         engine.dispose()
+
+
+def _series(values: list[float], digits: int = 1) -> str:
+    return " ".join(f"{value:.{digits}f}" for value in values)
 
 
 if __name__ == "__main__":

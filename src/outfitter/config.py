@@ -107,6 +107,9 @@ class Settings(BaseSettings):
     # gateway about Pending card payments.
     worker_expire_interval_seconds: float = Field(default=60.0, gt=0)
     worker_reconcile_interval_seconds: float = Field(default=600.0, gt=0)
+    # How often the worker folds the activity log's count deltas (events.counts): the unfolded ones
+    # are summed by each unfiltered page of the log, so they are kept few.
+    worker_fold_event_counts_interval_seconds: float = Field(default=10.0, gt=0)
     # `outfitter serve` runs one worker in-process unless this is false.
     embedded_worker: bool = True
     # Browser origins allowed to call the API (CORS), separated by commas; none by default.

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, String, Uuid, column, select, table, text
+from sqlalchemy import JSON, Engine, String, Uuid, column, select, table, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
@@ -75,18 +77,43 @@ def _fresh_database(database_url: str, tmp_path: Path) -> tuple[str, Callable[[]
     return url, drop
 
 
+def _migrate(engine: Engine, revision: str, *, down: bool = False) -> None:
+    config = alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        (command.downgrade if down else command.upgrade)(config, revision)
+
+
+@contextmanager
+def _database_at(database_url: str, tmp_path: Path, revision: str) -> Iterator[tuple[str, Engine]]:
+    """A fresh database of the suite's kind, migrated to `revision` only; dropped afterwards."""
+    url, drop = _fresh_database(database_url, tmp_path)
+    old = make_engine(url)
+    try:
+        _migrate(old, revision)
+        yield url, old
+    finally:
+        old.dispose()
+        drop()
+
+
+@contextmanager
+def _client_of(url: str, token: str) -> Iterator[Callable[[str], Any]]:
+    """GET through the app on the database at `url`, as the holder of `token`: answers `data`."""
+    application = create_app(Settings(database_url=url, rate_limit="off", public_url="http://testserver"))
+    with TestClient(application) as client:
+        yield lambda path: client.get(f"/api/v2{path}", headers={"Authorization": f"Bearer {token}"}).json()[
+            "data"
+        ]
+    application.state.engine.dispose()
+
+
 def test_0005_gives_existing_orders_a_kind_a_status_and_a_first_stage(
     database_url: str, tmp_path: Path
 ) -> None:
     """An order written by the code of revision 0003 reads back through the API after the upgrade:
     in_progress, its kind from its transaction's, each item at order_placed since the order's time."""
-    url, drop = _fresh_database(database_url, tmp_path)
-    old = make_engine(url)
-    try:
-        config = alembic_config()
-        with old.begin() as connection:
-            config.attributes["connection"] = connection
-            command.upgrade(config, "0003")
+    with _database_at(database_url, tmp_path, "0003") as (url, old):
         with Session(old) as session, session.begin():
             sync_reference_data(session)
             company_id = create_company(session, "Old Co").id
@@ -182,18 +209,80 @@ def test_0005_gives_existing_orders_a_kind_a_status_and_a_first_stage(
                 Decimal("30"),
             )
 
-        application = create_app(Settings(database_url=url, rate_limit="off", public_url="http://testserver"))
-        with TestClient(application) as client:
-            headers = {"Authorization": f"Bearer {token}"}
-            order = client.get(f"/api/v2/client/orders/{ids['order']}", headers=headers).json()["data"]
-            listed = client.get("/api/v2/client/transactions", headers=headers).json()["data"]["data"]
-        application.state.engine.dispose()
+        with _client_of(url, token) as get:
+            order = get(f"/client/orders/{ids['order']}")
+            listed = get("/client/transactions")["data"]
         assert (order["kind"], order["status"]) == ("purchase", "in_progress")
         assert order["items"][0]["stage"] == "order_placed"
         assert order["items"][0]["stages"] == [
             {"stage": "order_placed", "at": "2026-01-02T03:04:05.000000Z", "note": None}
         ]
         assert listed[0]["kind"] == "catalog" and listed[0]["retrieval_fee"] == "0.00"
-    finally:
-        old.dispose()
-        drop()
+
+
+EVENT_COUNT_TRIGGERS = {"events_count_inserted", "events_count_deleted", "events_count_truncated"}
+
+
+def _event_count_triggers(engine: Engine) -> set[str]:
+    """PostgreSQL's triggers on `events`, which compare_metadata does not see (migration 0010)."""
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT tgname FROM pg_trigger WHERE tgrelid = 'events'::regclass AND NOT tgisinternal")
+        )
+        return {name for (name,) in rows}
+
+
+def test_the_migrated_postgresql_schema_has_the_event_count_triggers(
+    engine: Engine, is_postgres: bool
+) -> None:
+    if is_postgres:
+        assert _event_count_triggers(engine) == EVENT_COUNT_TRIGGERS
+
+
+def test_0010_counts_the_existing_events_and_downgrades(database_url: str, tmp_path: Path) -> None:
+    """Events written before 0010 are counted by it: the log's total through the API is exact."""
+    with _database_at(database_url, tmp_path, "0009") as (url, old):
+        with Session(old) as session, session.begin():
+            companies = [create_company(session, name).id for name in ("Old Co", "Other Co")]
+            token = issue_token(session, companies[0]).token
+        events = table(
+            "events",
+            *(column(name, Uuid()) for name in ("id", "company_id", "subject_id")),
+            *(column(name, String()) for name in ("type", "subject_type", "actor")),
+            column("created_at", UTCDateTime()),
+            column("data", JSON()),
+        )
+        created = datetime(2026, 1, 2, tzinfo=UTC)
+        with old.begin() as connection:
+            for company, count in zip(companies, (3, 2), strict=True):
+                connection.execute(
+                    events.insert(),
+                    [
+                        {
+                            "id": uuid.uuid4(),
+                            "company_id": company,
+                            "subject_id": uuid.uuid4(),
+                            "type": "employee.created",
+                            "subject_type": "employee",
+                            "actor": "Old Co API",
+                            "created_at": created,
+                            "data": {},
+                        }
+                        for _ in range(count)
+                    ],
+                )
+        upgrade(old)
+        with _client_of(url, token) as get:
+            page = get("/client/events?per_page=2")
+        assert (page["total"], page["last_page"], len(page["data"])) == (3, 2, 2)
+        postgresql = old.dialect.name == "postgresql"
+        if postgresql:
+            with old.connect() as connection:
+                counts = dict(connection.execute(text("SELECT company_id, events FROM event_counts")).all())
+            assert counts == {companies[0]: 3, companies[1]: 2}
+            assert _event_count_triggers(old) == EVENT_COUNT_TRIGGERS
+        _migrate(old, "0009", down=True)
+        if postgresql:
+            assert _event_count_triggers(old) == set()
+        upgrade(old)
+        assert is_current(old)

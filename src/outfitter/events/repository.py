@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, Select, func, select
 
 from outfitter.core.pagination import (
     CursorParams,
@@ -17,6 +17,7 @@ from outfitter.core.pagination import (
     newest_first,
 )
 from outfitter.core.tenancy import CompanyRepository
+from outfitter.events.counts import kept_total
 from outfitter.models.events import Event, EventType
 
 
@@ -57,13 +58,14 @@ class EventRepository(CompanyRepository[Event]):
     def page(self, filters: EventFilters, params: PageParams) -> PageResult[Event]:
         """One page, newest first (id breaks ties), with its exact total: two statements.
 
-        The count and the page's ids are read from the composite indexes of `models/events.py`
-        (index-only on PostgreSQL); only the page's own rows are then fetched. A page in the back
-        half is read from the other end (oldest first, a short offset), so the last page costs
-        what the first does.
+        The unfiltered total is the company's kept count on PostgreSQL (`events.counts`); a
+        filtered one, and any on SQLite, is counted on the composite indexes of `models/events.py`
+        (index-only on PostgreSQL). The page's ids are read from those indexes and only the page's
+        own rows are then fetched. A page in the back half is read from the other end (oldest
+        first, a short offset), so the last page costs what the first does.
         """
         conditions = filters.conditions()
-        total = self.session.scalar(select(func.count()).select_from(Event).where(*conditions)) or 0
+        total = self.session.scalar(self._total(conditions)) or 0
         start = params.offset
         end = min(start + params.per_page, total)
         if start >= end:
@@ -82,3 +84,8 @@ class EventRepository(CompanyRepository[Event]):
             select(Event).join(ids, ids.c.id == Event.id).order_by(ids.c.created_at.desc(), ids.c.id.desc())
         )
         return PageResult(items=list(self.session.scalars(statement)), total=total, params=params)
+
+    def _total(self, conditions: list[ColumnElement[bool]]) -> Select[int]:
+        if not conditions and self.session.get_bind().dialect.name == "postgresql":
+            return select(kept_total())
+        return select(func.count()).select_from(Event).where(*conditions)

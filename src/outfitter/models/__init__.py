@@ -27,7 +27,7 @@ from outfitter.models.equipment import (
     EquipmentType,
     fold_spec,
 )
-from outfitter.models.events import Event, EventType
+from outfitter.models.events import Event, EventCount, EventCountDelta, EventType
 from outfitter.models.payments import (
     ORDER_KIND_OF,
     STAGES,
@@ -103,6 +103,8 @@ __all__ = [
     "EquipmentStatus",
     "EquipmentType",
     "Event",
+    "EventCount",
+    "EventCountDelta",
     "EventType",
     "FeeSchedule",
     "GatewayPaymentStatus",

@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Index, String
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from outfitter.db.base import Base, CompanyOwned, IdMixin, str_enum, utcnow
@@ -71,3 +71,33 @@ class Event(IdMixin, CompanyOwned, Base):
     actor: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class EventCount(CompanyOwned, Base):
+    """How many events a company had when the worker last folded its deltas (PostgreSQL only).
+
+    The page mode's unfiltered `total` is this plus the company's unfolded `EventCountDelta`s, read
+    in one statement (one snapshot), so it is exact at every moment (docs/events.md, "Cost").
+    """
+
+    __tablename__ = "event_counts"
+
+    company_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("companies.id", ondelete="CASCADE"), primary_key=True
+    )
+    events: Mapped[int] = mapped_column(BigInteger)
+
+
+class EventCountDelta(CompanyOwned, Base):
+    """What one statement did to a company's events (+ inserted, - deleted), appended by PostgreSQL
+    statement triggers on `events` (migration 0010) and folded into `EventCount` by the worker.
+
+    Append-only, so a write takes no row lock for it. No foreign key: the deletion of a company
+    appends its last delta while the company's row is going away (the fold drops those).
+    """
+
+    __tablename__ = "event_count_deltas"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True)
+    company_id: Mapped[uuid.UUID] = mapped_column(index=True)
+    delta: Mapped[int] = mapped_column(BigInteger)

@@ -1,4 +1,5 @@
-"""The periodic jobs and the lease that lets one worker of many run each round.
+"""The periodic jobs (expiring transactions, reconciling card payments, folding the activity log's
+count deltas) and the lease that lets one worker of many run each round.
 
 Claiming a round is one conditional UPDATE on the job's `worker_jobs` row (due, and no live lease):
 of any number of workers, on any database, exactly one sees a row change. It moves `next_run_at`
@@ -23,6 +24,7 @@ from outfitter.core.events import SYSTEM_ACTOR
 from outfitter.core.tenancy import across_companies, bind_company
 from outfitter.db.base import utcnow
 from outfitter.db.session import insert_if_absent
+from outfitter.events.counts import fold_event_counts
 from outfitter.models import EventType, Transaction, TransactionStatus, WorkerJob
 from outfitter.payments.events import record_transaction_event
 from outfitter.payments.fulfilment import finish
@@ -113,7 +115,17 @@ def _reconcile(sessions: sessionmaker[Session], gateways: GatewayRegistry) -> ob
     return summary
 
 
+def _fold_event_counts(sessions: sessionmaker[Session], _gateways: GatewayRegistry) -> object:
+    with across_companies(sessions()) as session, session.begin():
+        return fold_event_counts(session.connection())
+
+
 JOBS = (
     Job("expire_transactions", lambda settings: settings.worker_expire_interval_seconds, _expire),
     Job("reconcile_payments", lambda settings: settings.worker_reconcile_interval_seconds, _reconcile),
+    Job(
+        "fold_event_counts",
+        lambda settings: settings.worker_fold_event_counts_interval_seconds,
+        _fold_event_counts,
+    ),
 )
