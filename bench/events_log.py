@@ -7,7 +7,7 @@ section 13, 10,000 subjects, over a year. It then prints the median time of a fi
 pages (type prefix, subject_id, since, and all three) and deep pages; then, interleaved (A B B A),
 the unfiltered pages with their total from the kept count (events.counts) against the same pages
 counting the log as before it, the cost the counting triggers add to an INSERT of one event and to
-a COPY of 25 (triggers enabled against disabled), and a fold of 10,000 deltas. The database is
+an INSERT of 25 (triggers enabled against disabled), and a fold of 10,000 deltas. The database is
 dropped.
 
     .venv/bin/python bench/events_log.py [--runs 21] [--events 1000000] [--plain-index]
@@ -23,7 +23,6 @@ import argparse
 import os
 import statistics
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -97,36 +96,65 @@ def interleaved(before: Callable[[], T], after: Callable[[], T], rounds: int = 2
 
 
 WRITE_SQL = (
-    "INSERT INTO events (id, company_id, type, subject_type, subject_id, actor, created_at, data)"
-    " VALUES (%s, %s, 'employee.created', 'employee', %s, 'Bench API', now(), '{}')"
+    "EXPLAIN (ANALYZE, FORMAT JSON)"
+    " INSERT INTO events (id, company_id, type, subject_type, subject_id, actor, created_at, data)"
+    " SELECT gen_random_uuid(), %s::uuid, 'employee.created', 'employee', gen_random_uuid(), 'Bench API',"
+    " now(), '{}' FROM generate_series(1, %s)"
 )
-COPY_SQL = "COPY events (id, company_id, type, subject_type, subject_id, actor, created_at, data) FROM STDIN"
 
 
-def write_cost(engine: Engine, company_id: str, triggers: bool, statements: int = 300) -> tuple[float, float]:
-    """Median ms of one single-event INSERT and of one COPY of 25 events, in a transaction rolled back."""
+def write_cost(engine: Engine, company_id: str, triggers: bool, statements: int = 200) -> list[float]:
+    """PostgreSQL's own timing (EXPLAIN ANALYZE, ms, medians) of an INSERT of 1 event and of 25 (the
+    triggers see a COPY's rows as an INSERT's): [execution 1, trigger 1, execution 25, trigger 25],
+    in a transaction rolled back."""
     with engine.connect() as connection:
         driver = connection.connection.driver_connection
         assert driver is not None
         with driver.cursor() as cursor:
             cursor.execute(f"ALTER TABLE events {'ENABLE' if triggers else 'DISABLE'} TRIGGER USER")
             driver.commit()
-            inserts, copies = [], []
-            for _ in range(statements):
-                started = time.perf_counter()
-                cursor.execute(WRITE_SQL, (uuid.uuid4(), company_id, uuid.uuid4()))
-                inserts.append((time.perf_counter() - started) * 1000)
-            for _ in range(statements // 10):
-                started = time.perf_counter()
-                with cursor.copy(COPY_SQL) as copy:
-                    for _ in range(25):
-                        row = (uuid.uuid4(), company_id, "employee.created", "employee", uuid.uuid4())
-                        copy.write_row([*row, "Bench API", datetime.now(UTC), "{}"])
-                copies.append((time.perf_counter() - started) * 1000)
+            medians = []
+            for rows in (1, 25):
+                executions, trigger_times = [], []
+                for _ in range(statements):
+                    cursor.execute(WRITE_SQL, (company_id, rows))
+                    row = cursor.fetchone()
+                    assert row is not None
+                    (plan,) = row[0]
+                    executions.append(plan["Execution Time"])
+                    trigger_times.append(sum(trigger["Time"] for trigger in plan.get("Triggers", [])))
+                medians += [statistics.median(executions), statistics.median(trigger_times)]
             driver.rollback()
             cursor.execute("ALTER TABLE events ENABLE TRIGGER USER")
             driver.commit()
-    return statistics.median(inserts), statistics.median(copies)
+    return medians
+
+
+# The unfiltered total before, and as events.counts.kept_total reads it.
+TOTALS_SQL = {
+    "counting the log": "SELECT count(*) FROM events WHERE company_id = %s",
+    "kept count": (
+        "SELECT coalesce((SELECT events FROM event_counts WHERE company_id = %s), 0)"
+        " + coalesce((SELECT CAST(sum(delta) AS bigint) FROM event_count_deltas WHERE company_id = %s), 0)"
+    ),
+}
+
+
+def total_cost(engine: Engine, company_id: str, kept: bool, runs: int) -> float:
+    """PostgreSQL's own timing (EXPLAIN ANALYZE, ms, median of `runs`) of the unfiltered total."""
+    sql = TOTALS_SQL["kept count" if kept else "counting the log"]
+    with engine.connect() as connection:
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        with driver.cursor() as cursor:
+            timings = []
+            for _ in range(runs):
+                cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", [company_id] * sql.count("%s"))
+                row = cursor.fetchone()
+                assert row is not None
+                timings.append(row[0][0]["Execution Time"])
+            driver.rollback()
+    return float(statistics.median(timings))
 
 
 def fold_time(engine: Engine, company_id: str, deltas: int = 10_000) -> float:
@@ -251,13 +279,26 @@ def run(url: str, runs: int, rows: int, plain_index: bool = False) -> None:
             ratio = statistics.median(before) / statistics.median(after)
             print(f"{name:<40}{_series(before):>20} | {_series(after):<20} {ratio:.1f}x")
         measured_id = companies[0][0]
+        totals = interleaved(
+            lambda: total_cost(engine, measured_id, kept=False, runs=runs),
+            lambda: total_cost(engine, measured_id, kept=True, runs=runs),
+        )
+        print(
+            f"{'the total alone (EXPLAIN ANALYZE)':<40}{_series(totals[0], 3):>20} | {_series(totals[1], 3)}"
+        )
         writes = interleaved(
             lambda: write_cost(engine, measured_id, triggers=False),
             lambda: write_cost(engine, measured_id, triggers=True),
         )
-        print("\nwrites, A B B A (median ms of a statement): triggers disabled | enabled")
-        for label, index in (("INSERT of one event", 0), ("COPY of 25 events", 1)):
-            before, after = ([pair[index] for pair in side] for side in writes)
+        print("\nINSERTs, A B B A (PostgreSQL's EXPLAIN ANALYZE, median ms): triggers disabled | enabled")
+        labels = (
+            "1 event: execution",
+            "1 event: of which triggers (FK + count)",
+            "25 events: execution",
+            "25 events: of which triggers (FK + count)",
+        )
+        for index, label in enumerate(labels):
+            before, after = ([measured[index] for measured in side] for side in writes)
             print(f"{label:<40}{_series(before, 3):>20} | {_series(after, 3)}")
         print(f"\nfold of 10,000 deltas: {fold_time(engine, measured_id):.1f} ms")
     finally:

@@ -37,6 +37,10 @@ def kept_total() -> ColumnElement[int]:
     return func.coalesce(folded, 0) + func.coalesce(unfolded, 0)
 
 
+# Built once: the session scopes a statement object once (core.tenancy), so reuse it.
+KEPT_TOTAL = select(kept_total())
+
+
 def fold_event_counts(connection: Connection) -> int:
     """Move every committed delta into the counts, in one statement; answers how many companies'
     counts changed. PostgreSQL only (SQLite has no deltas)."""

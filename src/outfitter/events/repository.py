@@ -17,7 +17,7 @@ from outfitter.core.pagination import (
     newest_first,
 )
 from outfitter.core.tenancy import CompanyRepository
-from outfitter.events.counts import kept_total
+from outfitter.events.counts import KEPT_TOTAL
 from outfitter.models.events import Event, EventType
 
 
@@ -87,5 +87,5 @@ class EventRepository(CompanyRepository[Event]):
 
     def _total(self, conditions: list[ColumnElement[bool]]) -> Select[int]:
         if not conditions and self.session.get_bind().dialect.name == "postgresql":
-            return select(kept_total())
+            return KEPT_TOTAL
         return select(func.count()).select_from(Event).where(*conditions)
