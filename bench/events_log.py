@@ -269,6 +269,8 @@ def run(url: str, runs: int, rows: int, plain_index: bool = False) -> None:
                 name: interleaved(paged(params, counting=True), paged(params, counting=False))
                 for name, params in compared.items()
             }
+            # The floor: a cursor page counts nothing.
+            cursor_versus = interleaved(paged(cursor_first, counting=False), paged({}, counting=False))
         app.state.engine.dispose()
         print(f"\nmedian of {runs} requests, ms (TestClient in-process, per_page=15)")
         print(f"company total {first['total']:,}")
@@ -278,6 +280,8 @@ def run(url: str, runs: int, rows: int, plain_index: bool = False) -> None:
         for name, (before, after) in versus.items():
             ratio = statistics.median(before) / statistics.median(after)
             print(f"{name:<40}{_series(before):>20} | {_series(after):<20} {ratio:.1f}x")
+        cursor_label, (cursor_pages, kept_pages) = "first page: cursor mode | page mode", cursor_versus
+        print(f"{cursor_label:<40}{_series(cursor_pages):>20} | {_series(kept_pages)}")
         measured_id = companies[0][0]
         totals = interleaved(
             lambda: total_cost(engine, measured_id, kept=False, runs=runs),
