@@ -41,6 +41,7 @@ class Job:
     name: str
     interval: Callable[[Settings], float]
     run: Callable[[sessionmaker[Session], GatewayRegistry], object]
+    postgresql_only: bool = False  # not claimed at all elsewhere: a claim is a write
 
 
 def claim_job(sessions: sessionmaker[Session], name: str, worker: str, interval: float, lease: float) -> bool:
@@ -127,5 +128,6 @@ JOBS = (
         "fold_event_counts",
         lambda settings: settings.worker_fold_event_counts_interval_seconds,
         _fold_event_counts,
+        postgresql_only=True,
     ),
 )

@@ -77,7 +77,10 @@ class Worker:
         return attempted
 
     def run_due_jobs(self) -> None:
+        postgresql = self.sessions.kw["bind"].dialect.name == "postgresql"
         for job in self.jobs:
+            if job.postgresql_only and not postgresql:
+                continue
             interval = job.interval(self.settings)
             if not claim_job(
                 self.sessions, job.name, self.name, interval, self.settings.worker_lease_seconds
