@@ -12,8 +12,11 @@ there is no filter to remember.
 INSERTs are checked where every path meets, on the session's connection (`_check_inserts`): an ORM
 flush, `session.execute(insert(...))` with rows as parameters (stamped with the bound company when
 they name none) or written into the statement (`.values(...)`: they must name it), a Core insert on
-`session.connection()`. A row naming another company is refused, and so is `INSERT ... FROM SELECT`,
-whose rows cannot be checked one by one. A session across companies writes any company's rows.
+`session.connection()`. A row naming another company is refused. An `INSERT ... FROM SELECT`, whose
+rows cannot be checked one by one, is let through only when the statement itself proves them the
+bound company's (`_check_scoped_select`): every company-owned table the SELECT reads is filtered on
+`company_id` = the bound company in its WHERE, and the `company_id` it writes is that filtered
+column or the bound company itself. A session across companies writes any company's rows.
 """
 
 from __future__ import annotations
@@ -23,10 +26,24 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
-from sqlalchemy import Connection, Engine, Executable, Insert, Row, Select, Table, bindparam, event, select
+from sqlalchemy import (
+    Column,
+    ColumnElement,
+    Connection,
+    Engine,
+    Executable,
+    Insert,
+    Row,
+    Select,
+    Table,
+    bindparam,
+    event,
+    select,
+)
 from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction, with_loader_criteria
 from sqlalchemy.orm.interfaces import ORMOption
-from sqlalchemy.sql.elements import BindParameter, ClauseElement
+from sqlalchemy.sql import operators
+from sqlalchemy.sql.elements import BinaryExpression, BindParameter, BooleanClauseList, ClauseElement, Label
 from sqlalchemy.sql.util import find_tables
 
 from outfitter.core.errors import NotFound
@@ -227,10 +244,8 @@ def _check_inserts(
     if not isinstance(tenant, uuid.UUID):
         raise TenantScopeError(f"rows inserted into {table} through a session bound to no company")
     if statement.select is not None:
-        raise TenantScopeError(
-            f"INSERT ... FROM SELECT into {table} through a bound session: its rows cannot be checked; "
-            "insert them as parameters, which are stamped with the company"
-        )
+        _check_scoped_select(statement, params if not multiparams else {}, tenant, table)
+        return statement, multiparams, params
     written = _companies_written(statement)
     if statement._multi_values or not (multiparams or params):  # the rows are in the statement
         if not written or any(not _is(company, tenant) for company in written):
@@ -239,6 +254,60 @@ def _check_inserts(
     in_statement = written[0] if written else _UNNAMED
     rows = [_stamped(row, in_statement, tenant, table) for row in (multiparams or [params])]
     return (statement, rows, {}) if multiparams else (statement, [], rows[0])
+
+
+def _check_scoped_select(statement: Insert, params: Mapping[str, Any], tenant: uuid.UUID, table: str) -> None:
+    """Refuse an INSERT ... FROM SELECT unless its rows are provably the bound company's (module
+    docstring). Conservative: only plain `table.company_id = :value` terms ANDed at the top of the
+    WHERE count, so a table read through an alias or a subquery's own FROM is refused."""
+    chosen = statement.select
+    if not isinstance(chosen, Select):  # a UNION...: each part would need the proof
+        raise TenantScopeError(f"INSERT ... FROM SELECT into {table} by a bound session: one SELECT only")
+    filtered = {
+        column.table
+        for column, value in _equalities(chosen.whereclause)
+        if column.key == _COMPANY_COLUMN and _is(_bound_value(value, params), tenant)
+    }
+    owned = _company_tables()
+    unfiltered = {found for found in find_tables(chosen, include_crud=True) if found in owned} - filtered
+    names = statement._select_names or []
+    written: Any = (
+        list(chosen.selected_columns)[names.index(_COMPANY_COLUMN)] if _COMPANY_COLUMN in names else None
+    )
+    if isinstance(written, Label):
+        written = written.element
+    names_tenant = (
+        isinstance(written, Column) and written.key == _COMPANY_COLUMN and written.table in filtered
+    ) or (isinstance(written, BindParameter) and _is(_bound_value(written, params), tenant))
+    if unfiltered or not names_tenant:
+        raise TenantScopeError(
+            f"INSERT ... FROM SELECT into {table} through a bound session must read only the bound company's "
+            "rows (company_id = it in the WHERE, for every company table) and write its company_id"
+        )
+
+
+def _equalities(where: ColumnElement[Any] | None) -> list[tuple[Column[Any], BindParameter[Any]]]:
+    """The `column = :value` terms ANDed at the top of a WHERE clause."""
+    if where is None:
+        return []
+    if isinstance(where, BooleanClauseList) and where.operator is operators.and_:
+        return [pair for clause in where.clauses for pair in _equalities(clause)]
+    if isinstance(where, BinaryExpression) and where.operator is operators.eq:
+        left, right = where.left, where.right
+        if isinstance(right, Column) and isinstance(left, BindParameter):
+            left, right = right, left
+        if isinstance(left, Column) and isinstance(right, BindParameter):
+            return [(left, right)]
+    return []
+
+
+def _bound_value(parameter: Any, params: Mapping[str, Any]) -> object:
+    """The value a bind parameter takes when the statement runs with `params`."""
+    if not isinstance(parameter, BindParameter):
+        return _UNNAMED
+    if parameter.key in params:
+        return params[parameter.key]
+    return _UNNAMED if parameter.callable is not None else parameter.value
 
 
 def _companies_written(statement: Insert) -> list[object]:
