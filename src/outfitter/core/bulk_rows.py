@@ -23,11 +23,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Insert, Table
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from outfitter.core.tenancy import TenantScopeError, company_named
+from outfitter.db.session import unless_conflicting
 
 # Below this many rows one INSERT costs less than a COPY's two round trips.
 COPY_FROM = 20
@@ -46,6 +46,9 @@ def insert_rows(session: Session, model: type[Any], rows: Sequence[Mapping[str, 
     session.flush()  # what the ORM holds (the rows these may refer to) is written first
     connection = session.connection()
     dialect = connection.dialect
+    if len(rows) == 1:  # one row: a plain execute, not an executemany's batching
+        connection.execute(table.insert(), dict(rows[0]))
+        return
     if dialect.name != "postgresql" or len(rows) < COPY_FROM:
         connection.execute(table.insert(), list(rows))
         return
@@ -88,8 +91,8 @@ def insert_unless_taken(
 
 @functools.cache
 def _insert_unless_taken(table: Table, unique: tuple[str, ...], dialect: str) -> Insert:
-    build = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    return build(table).on_conflict_do_nothing(index_elements=list(unique)).returning(table.c.id)
+    statement: Insert = unless_conflicting(table, dialect, list(unique)).returning(table.c.id)
+    return statement
 
 
 def _check_companies(session: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -47,7 +47,7 @@ from sqlalchemy.sql.elements import BinaryExpression, BindParameter, BooleanClau
 from sqlalchemy.sql.util import find_tables
 
 from outfitter.core.errors import NotFound
-from outfitter.db.base import CompanyOwned
+from outfitter.db.base import Base, CompanyOwned
 
 _TENANT: Final = "tenant"
 _ACROSS_COMPANIES: Final = "across companies"
@@ -108,8 +108,20 @@ def touches_company_data(statement: Executable) -> bool:
     return known
 
 
-def _company_tables() -> set[Table]:
-    return {model.__table__ for model in _subclasses(CompanyOwned) if hasattr(model, "__table__")}
+def _company_tables() -> frozenset[Table]:
+    """The company-owned tables, worked out again only when a table has been declared since (every
+    INSERT asks)."""
+    global _known_company_tables
+    declared = len(Base.metadata.tables)
+    if _known_company_tables[0] != declared:
+        owned = frozenset(
+            model.__table__ for model in _subclasses(CompanyOwned) if hasattr(model, "__table__")
+        )
+        _known_company_tables = (declared, owned)
+    return _known_company_tables[1]
+
+
+_known_company_tables: tuple[int, frozenset[Table]] = (-1, frozenset())
 
 
 def _company_owned(state: ORMExecuteState) -> bool:
@@ -175,7 +187,7 @@ def _scope_to_company(state: ORMExecuteState) -> None:
 def company_rows(session: Session, statement: Select[Any], parameters: dict[str, Any]) -> Sequence[Row[Any]]:
     """The rows of a column SELECT of a bound session's company, scoped exactly as `session.execute`
     would scope it, but executed at the cost of Core: no ORM result machinery. For the hot reads,
-    whose statements are module constants (see equipment/repository.py)."""
+    whose statements are module constants (see equipment/reads.py)."""
     session.flush()  # what the request wrote so far is part of what it reads
     return (
         session.connection().execute(_scoped(statement), _with_tenant(parameters, company_of(session))).all()
