@@ -24,6 +24,7 @@ from __future__ import annotations
 import uuid
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
 from sqlalchemy import (
@@ -268,26 +269,53 @@ def _check_inserts(
     return (statement, rows, {}) if multiparams else (statement, [], rows[0])
 
 
-def _check_scoped_select(statement: Insert, params: Mapping[str, Any], tenant: uuid.UUID, table: str) -> None:
-    """Refuse an INSERT ... FROM SELECT unless its rows are provably the bound company's (module
-    docstring). Conservative: only plain `table.company_id = :value` terms ANDed at the top of the
-    WHERE count, so a table read through an alias or a subquery's own FROM is refused."""
+@dataclass(frozen=True)
+class _SelectShape:
+    """What the proof needs of an INSERT ... FROM SELECT, read once per statement (a traversal
+    costs more than the INSERT's own execution): the company filters of its WHERE, the tables its
+    SELECT reads, and what it writes as company_id."""
+
+    filters: tuple[tuple[Any, BindParameter[Any]], ...]  # (table, value) of `table.company_id = :value`
+    tables: frozenset[Any]
+    written: Any  # a Column, a BindParameter or None
+
+
+_select_shapes: weakref.WeakKeyDictionary[Insert, _SelectShape] = weakref.WeakKeyDictionary()
+
+
+def _select_shape(statement: Insert, table: str) -> _SelectShape:
+    shape = _select_shapes.get(statement)
+    if shape is not None:
+        return shape
     chosen = statement.select
     if not isinstance(chosen, Select):  # a UNION...: each part would need the proof
         raise TenantScopeError(f"INSERT ... FROM SELECT into {table} by a bound session: one SELECT only")
-    filtered = {
-        column.table
-        for column, value in _equalities(chosen.whereclause)
-        if column.key == _COMPANY_COLUMN and _is(_bound_value(value, params), tenant)
-    }
-    owned = _company_tables()
-    unfiltered = {found for found in find_tables(chosen, include_crud=True) if found in owned} - filtered
     names = statement._select_names or []
     written: Any = (
         list(chosen.selected_columns)[names.index(_COMPANY_COLUMN)] if _COMPANY_COLUMN in names else None
     )
     if isinstance(written, Label):
         written = written.element
+    shape = _select_shapes[statement] = _SelectShape(
+        filters=tuple(
+            (column.table, value)
+            for column, value in _equalities(chosen.whereclause)
+            if column.key == _COMPANY_COLUMN
+        ),
+        tables=frozenset(find_tables(chosen, include_crud=True)),
+        written=written,
+    )
+    return shape
+
+
+def _check_scoped_select(statement: Insert, params: Mapping[str, Any], tenant: uuid.UUID, table: str) -> None:
+    """Refuse an INSERT ... FROM SELECT unless its rows are provably the bound company's (module
+    docstring). Conservative: only plain `table.company_id = :value` terms ANDed at the top of the
+    WHERE count, so a table read through an alias or a subquery's own FROM is refused."""
+    shape = _select_shape(statement, table)
+    filtered = {found for found, value in shape.filters if _is(_bound_value(value, params), tenant)}
+    unfiltered = (shape.tables & _company_tables()) - filtered
+    written = shape.written
     names_tenant = (
         isinstance(written, Column) and written.key == _COMPANY_COLUMN and written.table in filtered
     ) or (isinstance(written, BindParameter) and _is(_bound_value(written, params), tenant))
