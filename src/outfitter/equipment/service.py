@@ -33,6 +33,7 @@ from outfitter.equipment.repository import EquipmentRepository
 from outfitter.equipment.schemas import (
     EquipmentCreate,
     EquipmentFields,
+    EquipmentOut,
     EquipmentPatch,
 )
 from outfitter.models import (
@@ -126,7 +127,7 @@ def detail_plan(equipment_id: uuid.UUID | str) -> ReadPlan[dict[str, Any]]:
     return presenters.detail(row, history[row.id])
 
 
-def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> dict[str, Any]:
+def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> EquipmentOut:
     """Register a device the company already owns: `equipment_added`, then the move to its status.
 
     Written as rows, as a batch writes them (bulk.py): the device already at its status (one INSERT;
@@ -147,8 +148,11 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
         raise _serial_conflict(body.serial_number or "")
     insert_rows(session, EquipmentHistory, history)
     assignee_fields = repository.assignee_fields({assignee.id}) if assignee is not None else {}
-    answer = presenters.written_detail(
-        device, history, currency, country, assignee_fields[assignee.id] if assignee is not None else None
+    # Validated once: the events' data and the response both take the validated answer as it is.
+    answer = EquipmentOut.model_validate(
+        presenters.written_detail(
+            device, history, currency, country, assignee_fields[assignee.id] if assignee is not None else None
+        )
     )
     changes = [(EventType.EQUIPMENT_ADDED, device["id"])]
     if body.status != EquipmentStatus.UNASSIGNED:
