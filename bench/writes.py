@@ -17,11 +17,12 @@ table (its company's) and prints them side by side with the rows per record: the
 
     .venv/bin/python bench/writes.py [--rounds 3] [--duration 10] [--conc 8] [--workers 2]
                                      [--cases employees,equipment] [--profile /tmp/writes-profile]
+                                     [--profile-case employees|equipment]
 
 Needs wrk, and asyncpg, orjson, starlette and uvicorn in the venv (`pip install orjson`);
-`--profile DIR` also needs py-spy: it records Outfitter's workers during one more employees run
-and prints the functions where the time goes. Ports 8211 (Outfitter) and 8212 (reference), only
-127.0.0.1; every run and wait is bounded.
+`--profile DIR` also needs py-spy: it records Outfitter's workers during one more run of
+`--profile-case` (employees by default) and prints the functions where the time goes. Ports
+8211 (Outfitter) and 8212 (reference), only 127.0.0.1; every run and wait is bounded.
 """
 
 from __future__ import annotations
@@ -283,10 +284,12 @@ def rows_per_record(rows: dict[str, int], case: str) -> dict[str, float]:
 # --- the profile --------------------------------------------------------------------------------
 
 
-def profile(server: Server, state: dict, conc: int, duration: int, directory: Path, scripts: Path) -> str:
-    """py-spy on Outfitter's workers during an employees run, sampling the thread that holds the GIL:
+def profile(
+    server: Server, state: dict, case: str, conc: int, duration: int, directory: Path, scripts: Path
+) -> str:
+    """py-spy on Outfitter's workers during a run of `case`, sampling the thread that holds the GIL:
     self time and inclusive time of the top frames (share of samples)."""
-    raw = directory / "outfitter-employees.txt"
+    raw = directory / f"outfitter-{case}.txt"
     spy = subprocess.Popen(
         [
             str(BIN / "py-spy"),
@@ -309,7 +312,7 @@ def profile(server: Server, state: dict, conc: int, duration: int, directory: Pa
         stderr=subprocess.DEVNULL,
     )
     time.sleep(1)
-    wrk(server.port, "employees", state["outfitter"]["token"], conc, duration, "profile", scripts)
+    wrk(server.port, case, state["outfitter"]["token"], conc, duration, "profile", scripts)
     spy.wait(timeout=duration + 60)
     own: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
@@ -401,8 +404,9 @@ def main() -> None:
     parser.add_argument("--admin-url", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--database", default="outfitter_writes_bench")
     parser.add_argument(
-        "--profile", type=Path, help="directory: also profile Outfitter on employees (py-spy)"
+        "--profile", type=Path, help="directory: also profile Outfitter on --profile-case (py-spy)"
     )
+    parser.add_argument("--profile-case", choices=sorted(CASES), default="employees")
     args = parser.parse_args()
     cases = args.cases.split(",")
     logs = Path(tempfile.mkdtemp(prefix="writes-bench-"))
@@ -546,7 +550,16 @@ def main() -> None:
         if args.profile:
             args.profile.mkdir(parents=True, exist_ok=True)
             print(
-                profile(servers["outfitter"], state, args.conc, args.duration, args.profile, logs), flush=True
+                profile(
+                    servers["outfitter"],
+                    state,
+                    args.profile_case,
+                    args.conc,
+                    args.duration,
+                    args.profile,
+                    logs,
+                ),
+                flush=True,
             )
     finally:
         for server in servers.values():

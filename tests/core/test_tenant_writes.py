@@ -104,6 +104,97 @@ def test_a_bound_session_refuses_every_insert_of_another_companys_rows(
     assert _companies_of_employees(engine) == {}
 
 
+_COPIED = ["id", "company_id", "first_name", "last_name", "email", "country_id", "phone", "address"]
+
+
+def _copy_of_employees(
+    company: Any, *where: Any, table: Any = Employee, email: str = "copy@example.com"
+) -> Any:
+    """INSERT ... FROM SELECT: a copy of employees read from `table` (Employee or its Table),
+    writing `company` as their company."""
+    columns = table if table is Employee else table.c
+    return insert(table).from_select(
+        _COPIED,
+        select(
+            literal(uuid.uuid4()),
+            company,
+            columns.first_name,
+            columns.last_name,
+            literal(email),
+            columns.country_id,
+            columns.phone,
+            columns.address,
+        )
+        .where(*where)
+        .limit(1),
+    )
+
+
+# Each reads (or writes) another company's rows, or cannot be proven not to.
+INSERT_SELECTS_CROSSING_COMPANIES: dict[str, Callable[[uuid.UUID, uuid.UUID], Any]] = {
+    "reads the other company, writes the bound one": lambda first, other: _copy_of_employees(
+        literal(first), Employee.company_id == other
+    ),
+    "reads and writes the other company": lambda first, other: _copy_of_employees(
+        Employee.company_id, Employee.company_id == other
+    ),
+    "reads every company": lambda first, other: _copy_of_employees(literal(first)),
+    "reads the bound company, writes the other": lambda first, other: _copy_of_employees(
+        literal(other), Employee.company_id == first
+    ),
+    "filtered by an OR that lets the other company in": lambda first, other: _copy_of_employees(
+        Employee.company_id,
+        (Employee.company_id == first) | (Employee.company_id == other),
+    ),
+    "a subquery reads every company": lambda first, other: _copy_of_employees(
+        Employee.company_id,
+        Employee.company_id == first,
+        Employee.email.in_(select(Country.name).where(Country.code == "NG"))
+        | Employee.id.in_(select(Event.subject_id)),
+    ),
+}
+
+
+@pytest.mark.parametrize("path", list(INSERT_SELECTS_CROSSING_COMPANIES))
+@pytest.mark.parametrize("through", ["session", "connection"])
+def test_a_bound_session_refuses_an_insert_select_not_proven_its_own(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], path: str, through: str
+) -> None:
+    first, other = two_companies
+    for company in two_companies:  # something to copy on both sides
+        with TenantSession(engine) as session, session.begin():
+            bind_company(session, company)
+            session.execute(insert(Employee), [_employee(session, 1)])
+    statement = INSERT_SELECTS_CROSSING_COMPANIES[path](first, other)
+    with pytest.raises(TenantScopeError, match="FROM SELECT"):
+        (bound if through == "session" else bound.connection()).execute(statement)
+    bound.rollback()
+    assert _companies_of_employees(engine) == {first: 1, other: 1}
+
+
+@pytest.mark.parametrize("table", ["ORM entity", "Table"])
+def test_an_insert_select_filtered_to_the_bound_company_is_written(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], table: str
+) -> None:
+    """The rule's allowed case (the outbox's fan-out is one): the SELECT reads only the bound
+    company's rows (company_id = it, ANDed in the WHERE) and writes its company_id."""
+    first, other = two_companies
+    for company in two_companies:
+        with TenantSession(engine) as session, session.begin():
+            bind_company(session, company)
+            session.execute(insert(Employee), [_employee(session, 1)])
+    source: Any = Employee if table == "ORM entity" else Employee.__table__
+    columns = source if table == "ORM entity" else source.c
+    bound.execute(_copy_of_employees(columns.company_id, columns.company_id == first, table=source))
+    bound.execute(
+        _copy_of_employees(
+            literal(first), columns.company_id == first, table=source, email="other@example.com"
+        )
+    )
+    bound.commit()
+    assert _companies_of_employees(engine) == {first: 3, other: 1}
+
+
 @pytest.mark.parametrize(
     "path",
     [

@@ -222,7 +222,8 @@ def test_fan_out_is_a_constant_number_of_statements(
     api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session
 ) -> None:
     """Per batch of events: the events' INSERT, one SELECT of the company's enabled endpoints and,
-    when one wants them, one INSERT of the deliveries, whatever the number of events."""
+    when one wants them, one INSERT of the deliveries, whatever the number of events; one event's
+    deliveries are one INSERT ... SELECT from the endpoints, with or without any."""
 
     def statements_for(events: int) -> list[str]:
         seen: list[str] = []
@@ -243,9 +244,12 @@ def test_fan_out_is_a_constant_number_of_statements(
         return seen
 
     assert statements_for(50) == ["INSERT", "SELECT"]  # no endpoint: one indexed SELECT more
+    assert statements_for(1) == ["INSERT", "INSERT"]
+    assert count(db, WebhookDelivery) == 0
     register(api, receiver.url)
     register(api, receiver.url + "/2")
-    assert statements_for(1) == statements_for(50) == ["INSERT", "SELECT", "INSERT"]
+    assert statements_for(50) == ["INSERT", "SELECT", "INSERT"]
+    assert statements_for(1) == ["INSERT", "INSERT"]
     assert count(db, WebhookDelivery) == 2 * 51
 
 

@@ -6,7 +6,9 @@ accept a country as its id, its name or its alpha-2 code."""
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import iso4217
@@ -113,6 +115,60 @@ def find_country(session: Session, value: str) -> Country | None:
 def resolve_country(session: Session, value: str | None, field: str) -> Country:
     """The country named by `value` (id, name or alpha-2 code), or 422 naming `field`."""
     country = find_country(session, value) if value is not None else None
+    if country is None:
+        raise _unknown_country(value, field)
+    return country
+
+
+@dataclass(frozen=True)
+class CountryRef:
+    """What a write needs of a country: its id, and what answers show of it."""
+
+    id: uuid.UUID
+    name: str
+    code: str
+    currency_code: str
+
+
+class _Countries:
+    """Every country of one database, by id, lower-cased name and code."""
+
+    def __init__(self, countries: Iterable[CountryRef]) -> None:
+        self.by_id: dict[uuid.UUID, CountryRef] = {}
+        self.by_name: dict[str, CountryRef] = {}
+        self.by_code: dict[str, CountryRef] = {}
+        for country in countries:
+            self.by_id[country.id] = country
+            self.by_name[country.name.lower()] = country
+            self.by_code[country.code] = country
+
+    def find(self, value: str) -> CountryRef | None:
+        parsed = parse_uuid(value)
+        if parsed is not None:
+            return self.by_id.get(parsed)
+        return self.by_name.get(value.lower()) or self.by_code.get(value.upper())
+
+
+# Countries are reference data that only `db upgrade` adds to (and nothing renames or removes): each
+# process keeps a copy per database (engine), so the writes that name one read none. A value the copy
+# does not know is asked of the database, as `find_country` asks, and a hit renews the copy.
+_countries: weakref.WeakKeyDictionary[Any, _Countries] = weakref.WeakKeyDictionary()
+_ALL_COUNTRIES = select(Country.id, Country.name, Country.code, Country.currency_code)
+
+
+def _load_countries(session: Session) -> _Countries:
+    countries = _Countries(CountryRef(*row) for row in session.execute(_ALL_COUNTRIES))
+    _countries[session.get_bind()] = countries
+    return countries
+
+
+def resolve_country_ref(session: Session, value: str | None, field: str) -> CountryRef:
+    """`resolve_country` from the process's copy of the countries: no statement once it is made."""
+    name = (value or "").strip()
+    countries = _countries.get(session.get_bind())
+    country = countries.find(name) if countries is not None and name else None
+    if country is None and name and (countries is None or find_country(session, name) is not None):
+        country = _load_countries(session).find(name)
     if country is None:
         raise _unknown_country(value, field)
     return country

@@ -1,5 +1,7 @@
-"""Many new rows of one company-owned table written in one go: COPY on PostgreSQL (from COPY_FROM
-rows), an executemany otherwise, in the session's own transaction.
+"""New rows of company-owned tables written as Core statements, not ORM objects, in the session's
+own transaction: many rows of one table in one go (`insert_rows`: COPY on PostgreSQL from COPY_FROM
+rows, an executemany otherwise), or one row unless a unique constraint refuses it
+(`insert_unless_taken`, the single creates' hot path).
 
 The batch writers (CSV imports, bulk creation, the events they record) build their rows as dicts
 and write them here, not through ORM objects: for 10,000 devices the unit of work's bookkeeping
@@ -16,14 +18,16 @@ like any statement (statement counts see it).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import Insert, Table
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from outfitter.core.tenancy import TenantScopeError, company_named
+from outfitter.db.session import unless_conflicting
 
 # Below this many rows one INSERT costs less than a COPY's two round trips.
 COPY_FROM = 20
@@ -42,6 +46,9 @@ def insert_rows(session: Session, model: type[Any], rows: Sequence[Mapping[str, 
     session.flush()  # what the ORM holds (the rows these may refer to) is written first
     connection = session.connection()
     dialect = connection.dialect
+    if len(rows) == 1:  # one row: a plain execute, not an executemany's batching
+        connection.execute(table.insert(), dict(rows[0]))
+        return
     if dialect.name != "postgresql" or len(rows) < COPY_FROM:
         connection.execute(table.insert(), list(rows))
         return
@@ -66,6 +73,26 @@ def insert_rows(session: Session, model: type[Any], rows: Sequence[Mapping[str, 
                     )
     except dialect.loaded_dbapi.Error as error:  # raised as SQLAlchemy raises it for an INSERT
         raise DBAPIError.instance(statement, None, error, dialect.loaded_dbapi.Error) from error
+
+
+def insert_unless_taken(
+    session: Session, model: type[Any], row: Mapping[str, Any], unique: tuple[str, ...]
+) -> bool:
+    """Write one row (naming its company) unless it would break the unique constraint on `unique`:
+    whether it was written. `INSERT ... ON CONFLICT DO NOTHING`: the constraint decides, with no read
+    first and no failed statement (PostgreSQL's transaction stays usable for the 409's answer)."""
+    table: Table = model.__table__
+    _check_companies(session, table, [row])
+    session.flush()
+    connection = session.connection()
+    statement = _insert_unless_taken(table, unique, connection.dialect.name)
+    return connection.execute(statement, dict(row)).first() is not None
+
+
+@functools.cache
+def _insert_unless_taken(table: Table, unique: tuple[str, ...], dialect: str) -> Insert:
+    statement: Insert = unless_conflicting(table, dialect, list(unique)).returning(table.c.id)
+    return statement
 
 
 def _check_companies(session: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:

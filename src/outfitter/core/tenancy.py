@@ -12,8 +12,11 @@ there is no filter to remember.
 INSERTs are checked where every path meets, on the session's connection (`_check_inserts`): an ORM
 flush, `session.execute(insert(...))` with rows as parameters (stamped with the bound company when
 they name none) or written into the statement (`.values(...)`: they must name it), a Core insert on
-`session.connection()`. A row naming another company is refused, and so is `INSERT ... FROM SELECT`,
-whose rows cannot be checked one by one. A session across companies writes any company's rows.
+`session.connection()`. A row naming another company is refused. An `INSERT ... FROM SELECT`, whose
+rows cannot be checked one by one, is let through only when the statement itself proves them the
+bound company's (`_check_scoped_select`): every company-owned table the SELECT reads is filtered on
+`company_id` = the bound company in its WHERE, and the `company_id` it writes is that filtered
+column or the bound company itself. A session across companies writes any company's rows.
 """
 
 from __future__ import annotations
@@ -21,16 +24,31 @@ from __future__ import annotations
 import uuid
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
-from sqlalchemy import Connection, Engine, Executable, Insert, Row, Select, Table, bindparam, event, select
+from sqlalchemy import (
+    Column,
+    ColumnElement,
+    Connection,
+    Engine,
+    Executable,
+    Insert,
+    Row,
+    Select,
+    Table,
+    bindparam,
+    event,
+    select,
+)
 from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction, with_loader_criteria
 from sqlalchemy.orm.interfaces import ORMOption
-from sqlalchemy.sql.elements import BindParameter, ClauseElement
+from sqlalchemy.sql import operators
+from sqlalchemy.sql.elements import BinaryExpression, BindParameter, BooleanClauseList, ClauseElement, Label
 from sqlalchemy.sql.util import find_tables
 
 from outfitter.core.errors import NotFound
-from outfitter.db.base import CompanyOwned
+from outfitter.db.base import Base, CompanyOwned
 
 _TENANT: Final = "tenant"
 _ACROSS_COMPANIES: Final = "across companies"
@@ -91,8 +109,20 @@ def touches_company_data(statement: Executable) -> bool:
     return known
 
 
-def _company_tables() -> set[Table]:
-    return {model.__table__ for model in _subclasses(CompanyOwned) if hasattr(model, "__table__")}
+def _company_tables() -> frozenset[Table]:
+    """The company-owned tables, worked out again only when a table has been declared since (every
+    INSERT asks)."""
+    global _known_company_tables
+    declared = len(Base.metadata.tables)
+    if _known_company_tables[0] != declared:
+        owned = frozenset(
+            model.__table__ for model in _subclasses(CompanyOwned) if hasattr(model, "__table__")
+        )
+        _known_company_tables = (declared, owned)
+    return _known_company_tables[1]
+
+
+_known_company_tables: tuple[int, frozenset[Table]] = (-1, frozenset())
 
 
 def _company_owned(state: ORMExecuteState) -> bool:
@@ -158,7 +188,7 @@ def _scope_to_company(state: ORMExecuteState) -> None:
 def company_rows(session: Session, statement: Select[Any], parameters: dict[str, Any]) -> Sequence[Row[Any]]:
     """The rows of a column SELECT of a bound session's company, scoped exactly as `session.execute`
     would scope it, but executed at the cost of Core: no ORM result machinery. For the hot reads,
-    whose statements are module constants (see equipment/repository.py)."""
+    whose statements are module constants (see equipment/reads.py)."""
     session.flush()  # what the request wrote so far is part of what it reads
     return (
         session.connection().execute(_scoped(statement), _with_tenant(parameters, company_of(session))).all()
@@ -227,10 +257,8 @@ def _check_inserts(
     if not isinstance(tenant, uuid.UUID):
         raise TenantScopeError(f"rows inserted into {table} through a session bound to no company")
     if statement.select is not None:
-        raise TenantScopeError(
-            f"INSERT ... FROM SELECT into {table} through a bound session: its rows cannot be checked; "
-            "insert them as parameters, which are stamped with the company"
-        )
+        _check_scoped_select(statement, params if not multiparams else {}, tenant, table)
+        return statement, multiparams, params
     written = _companies_written(statement)
     if statement._multi_values or not (multiparams or params):  # the rows are in the statement
         if not written or any(not _is(company, tenant) for company in written):
@@ -239,6 +267,87 @@ def _check_inserts(
     in_statement = written[0] if written else _UNNAMED
     rows = [_stamped(row, in_statement, tenant, table) for row in (multiparams or [params])]
     return (statement, rows, {}) if multiparams else (statement, [], rows[0])
+
+
+@dataclass(frozen=True)
+class _SelectShape:
+    """What the proof needs of an INSERT ... FROM SELECT, read once per statement (a traversal
+    costs more than the INSERT's own execution): the company filters of its WHERE, the tables its
+    SELECT reads, and what it writes as company_id."""
+
+    filters: tuple[tuple[Any, BindParameter[Any]], ...]  # (table, value) of `table.company_id = :value`
+    tables: frozenset[Any]
+    written: Any  # a Column, a BindParameter or None
+
+
+_select_shapes: weakref.WeakKeyDictionary[Insert, _SelectShape] = weakref.WeakKeyDictionary()
+
+
+def _select_shape(statement: Insert, table: str) -> _SelectShape:
+    shape = _select_shapes.get(statement)
+    if shape is not None:
+        return shape
+    chosen = statement.select
+    if not isinstance(chosen, Select):  # a UNION...: each part would need the proof
+        raise TenantScopeError(f"INSERT ... FROM SELECT into {table} by a bound session: one SELECT only")
+    names = statement._select_names or []
+    written: Any = (
+        list(chosen.selected_columns)[names.index(_COMPANY_COLUMN)] if _COMPANY_COLUMN in names else None
+    )
+    if isinstance(written, Label):
+        written = written.element
+    shape = _select_shapes[statement] = _SelectShape(
+        filters=tuple(
+            (column.table, value)
+            for column, value in _equalities(chosen.whereclause)
+            if column.key == _COMPANY_COLUMN
+        ),
+        tables=frozenset(find_tables(chosen, include_crud=True)),
+        written=written,
+    )
+    return shape
+
+
+def _check_scoped_select(statement: Insert, params: Mapping[str, Any], tenant: uuid.UUID, table: str) -> None:
+    """Refuse an INSERT ... FROM SELECT unless its rows are provably the bound company's (module
+    docstring). Conservative: only plain `table.company_id = :value` terms ANDed at the top of the
+    WHERE count, so a table read through an alias or a subquery's own FROM is refused."""
+    shape = _select_shape(statement, table)
+    filtered = {found for found, value in shape.filters if _is(_bound_value(value, params), tenant)}
+    unfiltered = (shape.tables & _company_tables()) - filtered
+    written = shape.written
+    names_tenant = (
+        isinstance(written, Column) and written.key == _COMPANY_COLUMN and written.table in filtered
+    ) or (isinstance(written, BindParameter) and _is(_bound_value(written, params), tenant))
+    if unfiltered or not names_tenant:
+        raise TenantScopeError(
+            f"INSERT ... FROM SELECT into {table} through a bound session must read only the bound company's "
+            "rows (company_id = it in the WHERE, for every company table) and write its company_id"
+        )
+
+
+def _equalities(where: ColumnElement[Any] | None) -> list[tuple[Column[Any], BindParameter[Any]]]:
+    """The `column = :value` terms ANDed at the top of a WHERE clause."""
+    if where is None:
+        return []
+    if isinstance(where, BooleanClauseList) and where.operator is operators.and_:
+        return [pair for clause in where.clauses for pair in _equalities(clause)]
+    if isinstance(where, BinaryExpression) and where.operator is operators.eq:
+        left, right = where.left, where.right
+        if isinstance(right, Column) and isinstance(left, BindParameter):
+            left, right = right, left
+        if isinstance(left, Column) and isinstance(right, BindParameter):
+            return [(left, right)]
+    return []
+
+
+def _bound_value(parameter: Any, params: Mapping[str, Any]) -> object:
+    """The value a bind parameter takes when the statement runs with `params`."""
+    if not isinstance(parameter, BindParameter):
+        return _UNNAMED
+    if parameter.key in params:
+        return params[parameter.key]
+    return _UNNAMED if parameter.callable is not None else parameter.value
 
 
 def _companies_written(statement: Insert) -> list[object]:

@@ -11,7 +11,9 @@ from typing import Any
 
 from sqlalchemy import BigInteger, DateTime, Enum, ForeignKey, Index, MetaData, Numeric, Uuid, func
 from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column
+from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 NAMING_CONVENTION = {
@@ -25,6 +27,27 @@ NAMING_CONVENTION = {
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class random_uuid(FunctionElement[uuid.UUID]):
+    """A new random (version 4) UUID made by the database, for rows an `INSERT ... SELECT` writes."""
+
+    type = Uuid()
+    inherit_cache = True
+
+
+@compiles(random_uuid, "postgresql")
+def _random_uuid_postgresql(_element: random_uuid, _compiler: Any, **_kw: Any) -> str:
+    return "gen_random_uuid()"
+
+
+@compiles(random_uuid, "sqlite")
+def _random_uuid_sqlite(_element: random_uuid, _compiler: Any, **_kw: Any) -> str:
+    # 32 hex digits, as SQLAlchemy's Uuid stores one on SQLite, with the version 4 and variant bits.
+    return (
+        "lower(hex(randomblob(6)) || '4' || substr(hex(randomblob(2)), 2) || "
+        "substr('89ab', 1 + abs(random() % 4), 1) || substr(hex(randomblob(2)), 2) || hex(randomblob(6)))"
+    )
 
 
 class UTCDateTime(TypeDecorator[datetime]):

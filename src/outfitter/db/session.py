@@ -46,5 +46,10 @@ def insert_if_absent(session: Session, model: type[Any], values: dict[str, Any],
 
     Race-free "create unless it exists": of concurrent callers exactly one inserts. The statement is
     returned unexecuted, so a caller can add RETURNING."""
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-    return insert(model).values(**values).on_conflict_do_nothing(index_elements=unique_on)
+    return unless_conflicting(model, session.get_bind().dialect.name, unique_on).values(**values)
+
+
+def unless_conflicting(target: Any, dialect: str, unique_on: list[str]) -> Any:
+    """`INSERT INTO target ... ON CONFLICT (unique_on) DO NOTHING` in `dialect`'s syntax, no values yet."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return insert(target).on_conflict_do_nothing(index_elements=unique_on)

@@ -52,7 +52,7 @@ def record_equipment_events(
 def record_answered_events(
     session: Session,
     changes: Sequence[tuple[EventType, uuid.UUID]],
-    answers: Mapping[uuid.UUID, Mapping[str, Any]],
+    answers: Mapping[uuid.UUID, Mapping[str, Any] | EquipmentOut],
     actor: str | None,
 ) -> None:
     """One event per (type, device id), its data the device's answer in `answers` (as the single

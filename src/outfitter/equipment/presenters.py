@@ -185,6 +185,19 @@ def written_row(
     return SimpleNamespace(**fields)
 
 
+def written_detail(
+    device: dict[str, Any],
+    history: Sequence[dict[str, Any]],
+    currency: Any | None,
+    country: Any | None,
+    assignee: Row[Any] | None,
+) -> dict[str, Any]:
+    """The single-record answer of a device just written as `device` with its `history` rows
+    (see `written_row`), without reading either back."""
+    row = written_row(device, currency, country, assignee)
+    return detail(row, [SimpleNamespace(**entry) for entry in history])
+
+
 _CURRENCY_FIELDS = ("name", "code", "symbol", "status", "created_at", "updated_at")
 # What a batch's rows leave out (NULL in the table), and the joined fields of a device with no
 # currency, country or assignee.

@@ -11,30 +11,41 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.reference import country_id_plan, resolve_country, resolve_currency
+from outfitter.catalog.reference import (
+    CountryRef,
+    country_id_plan,
+    resolve_country,
+    resolve_country_ref,
+    resolve_currency,
+)
 from outfitter.core.auth import AuthContext
+from outfitter.core.bulk_rows import insert_rows
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.pagination import NO_HORIZON, SYNC_HORIZON, CursorParams, ListParams, ListResult
 from outfitter.core.reads import Read, ReadPlan, run_in_session
 from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle, presenters
-from outfitter.equipment.events import record_equipment_events, status_event
-from outfitter.equipment.repository import (
-    EquipmentFilters,
-    EquipmentRepository,
-    EquipmentSort,
-    cursor_rows,
-    detail_row,
-    history_rows,
-    page_rows,
-)
+from outfitter.equipment.events import record_answered_events, record_equipment_events, status_event
+from outfitter.equipment.filters import EquipmentFilters, EquipmentSort
+from outfitter.equipment.reads import cursor_rows, detail_row, history_rows, page_rows
+from outfitter.equipment.repository import EquipmentRepository
 from outfitter.equipment.schemas import (
     EquipmentCreate,
     EquipmentFields,
+    EquipmentOut,
     EquipmentPatch,
 )
-from outfitter.models import Employee, Equipment, EquipmentSource, EquipmentStatus, EquipmentType, fold_spec
+from outfitter.models import (
+    Currency,
+    Employee,
+    Equipment,
+    EquipmentHistory,
+    EquipmentSource,
+    EquipmentStatus,
+    EquipmentType,
+    fold_spec,
+)
 from outfitter.models.events import EventType
 
 MAX_SERIAL_FILTER = 100
@@ -116,29 +127,47 @@ def detail_plan(equipment_id: uuid.UUID | str) -> ReadPlan[dict[str, Any]]:
     return presenters.detail(row, history[row.id])
 
 
-def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> dict[str, Any]:
-    """Register a device the company already owns: `equipment_added`, then the move to its status."""
+def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> EquipmentOut:
+    """Register a device the company already owns: `equipment_added`, then the move to its status.
+
+    Written as rows, as a batch writes them (bulk.py): the device already at its status (one INSERT;
+    the unique constraint answers a taken serial number, no read first) and its history; the
+    answer, which is also the events' data, rendered once from the values written."""
     repository = EquipmentRepository(session)
-    fields = body.model_fields_set | {"title"}
-    references = _resolve_references(session, body, fields)
+    country, currency = _creation_references(session, body)
     assignee: Employee | None = None
     assignee_error = creation_assignee_error(body)
     if assignee_error is not None:
         raise ValidationFailed.field("assignee_id", assignee_error)
     if body.assignee_id is not None:
         assignee = _employee(repository, body.assignee_id)
-    if body.serial_number and repository.serial_taken(body.serial_number):
-        raise _serial_conflict(body.serial_number)
-
-    equipment = repository.add(new_equipment(session, body, references))
-    _flush(session, body.serial_number)
-    lifecycle.record_added(session, equipment, auth.actor)
-    changes = [(EventType.EQUIPMENT_ADDED, equipment)]
+    references = {"country_id": country and country.id, "currency_id": currency and currency.id}
+    device = new_equipment_row(body, references, company_of(session), utcnow())
+    history = lifecycle.registered(device, body.status, auth.actor, assignee)
+    if not repository.insert_unless_taken(device):
+        raise _serial_conflict(body.serial_number or "")
+    insert_rows(session, EquipmentHistory, history)
+    assignee_fields = repository.assignee_fields({assignee.id}) if assignee is not None else {}
+    # Validated once: the events' data and the response both take the validated answer as it is.
+    answer = EquipmentOut.model_validate(
+        presenters.written_detail(
+            device, history, currency, country, assignee_fields[assignee.id] if assignee is not None else None
+        )
+    )
+    changes = [(EventType.EQUIPMENT_ADDED, device["id"])]
     if body.status != EquipmentStatus.UNASSIGNED:
-        lifecycle.move(session, equipment, body.status, auth.actor, assignee=assignee)
-        changes.append((status_event(body.status), equipment))
-    record_equipment_events(session, changes, auth.actor)
-    return _detail(repository, equipment.id)
+        changes.append((status_event(body.status), device["id"]))
+    record_answered_events(session, changes, {device["id"]: answer}, auth.actor)
+    return answer
+
+
+def _creation_references(
+    session: Session, body: EquipmentCreate
+) -> tuple[CountryRef | None, Currency | None]:
+    """A new device's country (from the process's copy) and currency; 422 naming the field."""
+    country = resolve_country_ref(session, body.country, "country") if body.country else None
+    currency = resolve_currency(session, body.currency, "currency") if body.currency else None
+    return country, currency
 
 
 def creation_assignee_error(body: EquipmentCreate) -> str | None:
@@ -150,17 +179,11 @@ def creation_assignee_error(body: EquipmentCreate) -> str | None:
     return None
 
 
-def new_equipment(session: Session, body: EquipmentCreate, references: dict[str, Any]) -> Equipment:
-    """A device registered by the company (source External), Unassigned until `lifecycle.move`
-    takes it to its status; every field is set."""
-    return Equipment(**new_equipment_row(body, references, company_of(session), utcnow()))
-
-
 def new_equipment_row(
     body: EquipmentCreate, references: dict[str, Any], company_id: uuid.UUID, now: datetime
 ) -> dict[str, Any]:
     """The columns of a device registered by the company (source External, Unassigned, created
-    at `now`): what `new_equipment` builds, and a batch writes as rows (bulk, CSV imports)."""
+    at `now`), as the single create and a batch write it (bulk, CSV imports)."""
     specs = {
         key: value
         for key in (body.specs.model_fields_set if body.specs else ())

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Select, and_, distinct, func, insert, or_, select, update
 from sqlalchemy.orm import Session, contains_eager, joinedload
 
-from outfitter.core.bulk_rows import insert_rows
+from outfitter.core.bulk_rows import insert_rows, insert_unless_taken
 from outfitter.core.tenancy import CompanyRepository, company_of, parse_uuid
 from outfitter.models import (
     Country,
@@ -75,6 +75,10 @@ class EmployeeRepository(CompanyRepository[Employee]):
 
     def get_with_country(self, record_id: uuid.UUID | str) -> Employee:
         return self.get(record_id, joinedload(Employee.country))
+
+    def insert_unless_taken(self, row: dict[str, Any]) -> bool:
+        """Insert one employee's row unless the company has its email already: whether it did."""
+        return insert_unless_taken(self.session, Employee, row, ("company_id", "email"))
 
     def existing_emails(self, emails: Collection[str]) -> set[str]:
         if not emails:

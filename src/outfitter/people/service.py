@@ -5,13 +5,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.reference import resolve_country
+from outfitter.catalog.reference import CountryRef, resolve_country, resolve_country_ref
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.events import as_event_data, record_event
 from outfitter.core.money import round_money
@@ -27,6 +27,8 @@ from outfitter.core.pagination import (
     list_page,
     merge_pages,
 )
+from outfitter.core.tenancy import company_of
+from outfitter.db.base import utcnow
 from outfitter.models import Country, Department, Employee, Equipment, Order, OrderItem
 from outfitter.models.events import Event, EventType
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
@@ -48,8 +50,8 @@ def email_taken(email: str) -> str:
 
 
 def employee_out(
-    employee: Employee,
-    country: Country,
+    employee: Employee | SimpleNamespace,
+    country: Country | CountryRef,
     departments: Sequence[Department] = (),
     equipment: Sequence[Equipment] = (),
     orders: Sequence[tuple[Order, int]] = (),
@@ -129,17 +131,21 @@ def record_employee_event(
 
 
 def create_employee(session: Session, body: EmployeeCreate, actor: str | None = None) -> EmployeeOut:
-    repository = EmployeeRepository(session)
-    country = resolve_country(session, body.country_id, "country_id")
-    if repository.existing_emails([body.email]):
+    """One INSERT for the employee (the unique constraint answers a taken email: no read first),
+    the country from the process's copy, and the answer (and the event's data) from the row written."""
+    country = resolve_country_ref(session, body.country_id, "country_id")
+    now = utcnow()
+    row = {
+        **body.model_dump(exclude={"country_id"}),
+        "id": uuid.uuid4(),
+        "company_id": company_of(session),
+        "country_id": country.id,
+        "created_at": now,
+        "updated_at": now,
+    }
+    if not EmployeeRepository(session).insert_unless_taken(row):
         raise Conflict(email_taken(body.email))
-    fields = body.model_dump(exclude={"country_id"})
-    employee = repository.add(Employee(**fields, country_id=country.id))
-    try:
-        session.flush()
-    except IntegrityError:  # another request took the email between our check and the insert
-        raise Conflict(email_taken(body.email)) from None
-    answer = employee_out(employee, country)
+    answer = employee_out(SimpleNamespace(**row, last_login=None, level=None, status=None), country)
     record_employee_event(session, EventType.EMPLOYEE_CREATED, answer, actor)
     return answer
 

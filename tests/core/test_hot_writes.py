@@ -1,0 +1,128 @@
+"""The two commonest writes, POST /client/employees and POST /client/equipment, cost a fixed set of
+statements once the token is read: one INSERT per table they write (the record, its history, the
+event, the event's webhook deliveries), no read first. Their answers are rendered from the values
+written, not read back: they must be what a GET answers, and the event's data and the delivery's
+payload must be the answer."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from fastapi import FastAPI
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from outfitter.models import Event, WebhookDelivery, WebhookEndpoint
+from tests.factories import Api, assert_error, counting_statements
+from tests.people.helpers import create_employee, employee_body
+
+INSERT_INTO = re.compile(r"^\s*INSERT INTO (\w+)", re.IGNORECASE)
+
+
+def _endpoints(db: Session, company_id: uuid.UUID) -> WebhookEndpoint:
+    """One endpoint wanting every event (answered), one wanting only another type (none queued)."""
+    every = WebhookEndpoint(
+        company_id=company_id, url="https://hooks.example.com/all", event_types=[], secret="whsec_a"
+    )
+    other = WebhookEndpoint(
+        company_id=company_id,
+        url="https://hooks.example.com/orders",
+        event_types=["order.created"],
+        secret="whsec_b",
+    )
+    db.add_all([every, other])
+    db.commit()
+    return every
+
+
+def _written(statements: list[str]) -> tuple[list[str], int]:
+    """The tables INSERTed into, in order, and how many statements read."""
+    tables = [match.group(1) for s in statements if (match := INSERT_INTO.match(s))]
+    reads = [s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH"))]
+    return tables, len(reads)
+
+
+def _outbox_of(db: Session, subject_id: str, answer: dict[str, Any], every: WebhookEndpoint) -> None:
+    """The subject's one event carries the answer; the endpoint wanting every event has one delivery,
+    its payload that event; the one wanting another type has none."""
+    db.expire_all()
+    event = db.scalars(select(Event).where(Event.subject_id == uuid.UUID(subject_id))).one()
+    assert event.data == answer
+    delivery = db.scalars(select(WebhookDelivery).where(WebhookDelivery.event_id == event.id)).one()
+    assert delivery.endpoint_id == every.id
+    assert delivery.payload["id"] == str(event.id)
+    assert delivery.payload["type"] == str(event.type)
+    assert delivery.payload["data"] == answer
+    assert delivery.status == "pending" and delivery.attempts == 0
+    db.rollback()  # no read transaction left open (SQLite: the next write would wait on it)
+
+
+def test_an_employee_create_is_three_inserts_after_the_token(api: Api, app: FastAPI, db: Session) -> None:
+    every = _endpoints(db, api.company_id)
+    create_employee(api, email="first@acme.io")  # the process's copy of the countries is made
+    with counting_statements(app) as statements:
+        response = api.post("/client/employees", employee_body(email="Grace@Acme.io", country_id="ng"))
+    assert response.status_code == 201, response.text
+    assert _written(statements) == (["employees", "events", "webhook_deliveries"], 1)  # read: the token
+    answer = response.json()["data"]
+    assert answer["email"] == "grace@acme.io" and answer["country_code"] == "NG"
+    assert api.get(f"/client/employees/{answer['id']}").json()["data"] == answer
+    _outbox_of(db, answer["id"], answer, every)
+
+    again = assert_error(api.post("/client/employees", employee_body(email="GRACE@acme.io")), 409)
+    assert again["message"] == "An employee with the email grace@acme.io already exists in this company."
+
+
+def test_an_equipment_create_is_four_inserts_after_the_token(api: Api, app: FastAPI, db: Session) -> None:
+    every = _endpoints(db, api.company_id)
+    body = {
+        "title": "MacBook Pro 14",
+        "make": "Apple",
+        "type": "Laptop",
+        "serial_number": "SN-HOT-1",
+        "specs": {"memory": "16GB", "storage": "512GB"},
+        "purchase_price": "1200.5",
+        "status": "Unassigned",
+    }
+    assert (
+        api.post("/client/equipment", {**body, "serial_number": "SN-HOT-0", "country": "KE"}).status_code
+        == 201
+    )
+    with counting_statements(app) as statements:
+        response = api.post("/client/equipment", body)
+    assert response.status_code == 201, response.text
+    assert _written(statements) == (["equipment", "equipment_history", "events", "webhook_deliveries"], 1)
+    answer = response.json()["data"]
+    assert api.get(f"/client/equipment/{answer['id']}").json()["data"] == answer
+    assert [entry["event_type"] for entry in answer["history"]] == ["equipment_added"]
+    _outbox_of(db, answer["id"], answer, every)
+
+    again = assert_error(api.post("/client/equipment", {**body, "title": "Another"}), 409)
+    assert again["message"] == "Equipment with serial number 'SN-HOT-1' already exists in this company."
+
+
+def test_a_device_created_assigned_answers_what_a_get_answers(api: Api, db: Session) -> None:
+    employee = create_employee(api)
+    response = api.post(
+        "/client/equipment",
+        {
+            "title": "ThinkPad",
+            "serial_number": "SN-HOT-2",
+            "status": "Assigned",
+            "assignee_id": employee["id"],
+            "country": "Nigeria",
+            "currency": "ngn",
+        },
+    )
+    assert response.status_code == 201, response.text
+    answer = response.json()["data"]
+    assert answer["assignee"]["id"] == employee["id"] and answer["currency"]["code"] == "NGN"
+    assert [entry["event_type"] for entry in answer["history"]] == ["equipment_added", "assigned"]
+    assert api.get(f"/client/equipment/{answer['id']}").json()["data"] == answer
+    db.expire_all()
+    events = db.scalars(select(Event).where(Event.subject_id == uuid.UUID(answer["id"]))).all()
+    assert sorted(str(event.type) for event in events) == ["equipment.added", "equipment.assigned"]
+    assert all(event.data == answer for event in events)
+    db.rollback()
