@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -107,6 +108,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
+    """An `outfitter worker` process, returned once it logs that it polls: on a busy machine its
+    start-up can take seconds, which a fixed sleep would count as lag. Its log is echoed."""
+    process = subprocess.Popen([str(BIN / "outfitter"), "worker"], env=env, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    for line in process.stderr:
+        sys.stderr.write(line)
+        if " started (" in line:
+            break
+    else:
+        raise SystemExit(f"the worker exited before it started: {process.wait()}")
+    stream = process.stderr
+    threading.Thread(target=lambda: [sys.stderr.write(line) for line in stream], daemon=True).start()
+    return process
+
+
 def deliver(
     database_url: str, events: int, workers: int, run: Path, concurrency: int, rate: float | None = None
 ) -> dict[str, float]:
@@ -125,8 +142,7 @@ def deliver(
     with receiver(free_port(), log) as url:
         with Session(engine) as session, session.begin():
             company_id, _ = company_with_endpoint(session, url)
-        processes = [subprocess.Popen([str(BIN / "outfitter"), "worker"], env=env) for _ in range(workers)]
-        time.sleep(2)  # let them start and poll
+        processes = [start_worker(env) for _ in range(workers)]
         created: dict[str, datetime] = {}
         began = time.monotonic()
         start = 0
