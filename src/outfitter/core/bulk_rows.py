@@ -12,21 +12,36 @@ processing (JSON, money, UTC timestamps; None in a JSON column is JSON null), as
 would. Rows are complete: COPY runs no Python-side column defaults, so a row leaving out a column
 that has one is refused. The COPY is announced to the engine's `before_cursor_execute` listeners
 like any statement (statement counts see it).
+
+The COPY's text is written here, a line per row (`_CopyText`), rather than row by row through
+psycopg's `write_row`: each bound value becomes the text psycopg's text dumper would send
+(timestamps in ISO 8601 with their offset, UUIDs and decimals as `str`), except JSON, which is
+serialized in Rust (pydantic_core, a third of `json.dumps`'s time: the events of a 10,000-row
+import carry 15,000 rendered devices) and once per object: the events of one device share its data.
+The text is the same JSON, compact and UTF-8 (the columns are `json`: read back, it is equal).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from datetime import date, datetime
+from decimal import Decimal
+from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Table
+from psycopg.types.json import Json
+from pydantic_core import to_json
+from sqlalchemy import ColumnElement, Table, any_, bindparam
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import QueryableAttribute, Session
 
 from outfitter.core.tenancy import TenantScopeError, company_named
 
 # Below this many rows one INSERT costs less than a COPY's two round trips.
 COPY_FROM = 20
+COPY_CHUNK_ROWS = 2000  # rows of text handed to the COPY at a time
 
 
 def insert_rows(session: Session, model: type[Any], rows: Sequence[Mapping[str, Any]]) -> None:
@@ -45,7 +60,7 @@ def insert_rows(session: Session, model: type[Any], rows: Sequence[Mapping[str, 
     if dialect.name != "postgresql" or len(rows) < COPY_FROM:
         connection.execute(table.insert(), list(rows))
         return
-    processors = [table.c[name].type._cached_bind_processor(dialect) for name in names]
+    columns = [_CopyText(table.c[name].type._cached_bind_processor(dialect)) for name in names]
     quote = dialect.identifier_preparer.quote
     statement = (
         f"COPY {dialect.identifier_preparer.format_table(table)} "
@@ -57,15 +72,32 @@ def insert_rows(session: Session, model: type[Any], rows: Sequence[Mapping[str, 
         with driver.cursor() as cursor:
             connection.dispatch.before_cursor_execute(connection, cursor, statement, (), None, False)
             with cursor.copy(statement) as copy:
-                for row in rows:
-                    copy.write_row(
-                        [
-                            value if process is None else process(value)
-                            for process, value in zip(processors, (row[name] for name in names), strict=True)
-                        ]
-                    )
+                for chunk in _copy_chunks(rows, names, columns):
+                    copy.write(chunk)
     except dialect.loaded_dbapi.Error as error:  # raised as SQLAlchemy raises it for an INSERT
         raise DBAPIError.instance(statement, None, error, dialect.loaded_dbapi.Error) from error
+
+
+def _copy_chunks(
+    rows: Sequence[Mapping[str, Any]], names: list[str], columns: list[_CopyText]
+) -> Iterator[str]:
+    """The rows as COPY text (a line each, the columns `names`), COPY_CHUNK_ROWS lines at a time."""
+    values = itemgetter(*names) if len(names) > 1 else lambda row: (row[names[0]],)
+    for start in range(0, len(rows), COPY_CHUNK_ROWS):
+        yield "".join(
+            [
+                "\t".join([text(value) for text, value in zip(columns, values(row), strict=True)]) + "\n"
+                for row in rows[start : start + COPY_CHUNK_ROWS]
+            ]
+        )
+
+
+def one_of(session: Session, column: QueryableAttribute[Any], values: Collection[Any]) -> ColumnElement[bool]:
+    """`column IN values` for a batch's values: one array parameter on PostgreSQL, where an IN of
+    10,000 bound values costs more to compile and send than the query costs to run."""
+    if session.get_bind().dialect.name == "postgresql":
+        return column == any_(bindparam(None, list(values), type_=ARRAY(column.type)))
+    return column.in_(values)
 
 
 def _check_companies(session: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -75,3 +107,61 @@ def _check_companies(session: Session, table: Table, rows: Sequence[Mapping[str,
         if company is None:
             raise TenantScopeError(f"a new row of {table.name} names no company")
         company_named(session, company)
+
+
+_NULL = "\\N"
+
+
+def _escaped(text: str) -> str:
+    """`text` as a value of COPY's text format, whose separators and escape are backslashed."""
+    if "\\" in text or "\t" in text or "\n" in text or "\r" in text:
+        return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return text
+
+
+def _boolean(value: bool) -> str:
+    return "t" if value else "f"
+
+
+# The COPY text of a bound value, by its type (as psycopg's text dumpers write it).
+_TEXT_OF: dict[type, Callable[[Any], str]] = {
+    str: _escaped,
+    uuid.UUID: str,
+    int: str,
+    float: repr,
+    Decimal: str,
+    bool: _boolean,
+    datetime: datetime.isoformat,
+    date: date.isoformat,
+}
+
+
+class _CopyText:
+    """One column's values as COPY text, each through the column type's bind processing (if any).
+    A JSON value (psycopg's `Json`, from the JSON type's processing) is serialized once per object
+    in the COPY: the rows hold every object for as long as it runs, so an id is not reused."""
+
+    def __init__(self, process: Callable[[Any], Any] | None) -> None:
+        self.process = process
+        self.json_texts: dict[int, str] = {}
+
+    def __call__(self, value: Any) -> str:
+        if self.process is not None:
+            value = self.process(value)
+        if value is None:
+            return _NULL
+        text_of = _TEXT_OF.get(type(value))
+        if text_of is not None:
+            return text_of(value)
+        if isinstance(value, Json):
+            return self._json(value)
+        text_of = next((text_of for kind, text_of in _TEXT_OF.items() if isinstance(value, kind)), None)
+        if text_of is None:
+            raise TypeError(f"no COPY text for a value of type {type(value).__name__}")
+        return text_of(value)  # a str enum member: its value
+
+    def _json(self, value: Json) -> str:
+        text = self.json_texts.get(id(value.obj))
+        if text is None:
+            text = self.json_texts[id(value.obj)] = _escaped(to_json(value.obj).decode())
+        return text

@@ -54,7 +54,9 @@ class CheckedDevice:
 def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]) -> list[CheckedDevice]:
     """Every rule of registering a device, for every item, by set queries; 422 with all the errors."""
     repository = EquipmentRepository(session)
-    countries = BatchCountries(session, {body.country for _, body in items if body.country})
+    named_countries = {body.country for _, body in items if body.country}
+    countries = BatchCountries(session, named_countries)
+    country_named = {name: countries.get(name) for name in named_countries}  # a lookup per name, not per item
     currencies = currencies_by_code(session, {body.currency for _, body in items if body.currency})
     assignees = repository.employees({body.assignee_id for _, body in items if body.assignee_id})
     taken = repository.serials_taken({body.serial_number for _, body in items if body.serial_number})
@@ -65,7 +67,7 @@ def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]
         item = CheckedDevice(path, body, {"country_id": None, "currency_id": None})
         problems: dict[str, str] = {}
         if body.country:
-            country = countries.get(body.country)
+            country = country_named[body.country]
             if country is None:
                 problems["country"] = (
                     f"Unknown country {body.country!r}: give a country id, name or two-letter code."

@@ -30,6 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
+from outfitter.core.bulk_rows import one_of
 from outfitter.core.errors import NotFound
 from outfitter.core.pagination import CursorParams, CursorResult, Keyset, PageParams, PageResult
 from outfitter.core.reads import Read, ReadPlan, run_in_session
@@ -521,7 +522,9 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         """Which of `serial_numbers` the company's devices already carry: one statement."""
         if not serial_numbers:
             return set()
-        statement = select(Equipment.serial_number).where(Equipment.serial_number.in_(serial_numbers))
+        statement = select(Equipment.serial_number).where(
+            one_of(self.session, Equipment.serial_number, serial_numbers)
+        )
         return {serial for serial in self.session.scalars(statement) if serial is not None}
 
     def employees(self, employee_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
