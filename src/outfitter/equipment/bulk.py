@@ -22,14 +22,14 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import currencies_by_code
 from outfitter.core.auth import AuthContext
-from outfitter.core.bulk_rows import insert_rows
+from outfitter.core.bulk_rows import collection_paused, insert_rows
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle, presenters, service
 from outfitter.equipment.events import record_answered_events, record_equipment_events, status_event
 from outfitter.equipment.repository import EquipmentRepository
-from outfitter.equipment.schemas import EquipmentBulkMove, EquipmentCreate
+from outfitter.equipment.schemas import EquipmentBulkMove, EquipmentCreate, EquipmentOut
 from outfitter.models import Country, Currency, Employee, Equipment, EquipmentHistory, EquipmentStatus
 from outfitter.models.events import EventType
 from outfitter.people.bulk import BatchCountries
@@ -107,11 +107,12 @@ def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]
     return checked
 
 
-def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> list[dict[str, Any]]:
+def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> list[EquipmentOut]:
     """Register checked devices as the single create does (`equipment_added`, the move to their
     status, the events `equipment.added` then the move's) in a constant number of statements:
     the devices and their history written as rows (core.bulk_rows), and their answers, as the
-    single retrieve gives them, rendered from what was written rather than read back."""
+    single retrieve gives them, rendered from what was written rather than read back (and
+    validated once, for the events' data and the response both)."""
     company = company_of(session)
     now = utcnow()
     devices: list[dict[str, Any]] = []
@@ -144,26 +145,27 @@ def _answers(
     checked: Sequence[CheckedDevice],
     devices: list[dict[str, Any]],
     history: dict[uuid.UUID, list[dict[str, Any]]],
-) -> dict[uuid.UUID, dict[str, Any]]:
+) -> dict[uuid.UUID, EquipmentOut]:
     """Each new device as the single retrieve answers it, by id in the batch's order, from its row,
     its history and what its rules looked up (one read for the assignees' own fields)."""
     assignees = EquipmentRepository(session).assignee_fields(
         {item.assignee.id for item in checked if item.assignee is not None}
     )
-    answers: dict[uuid.UUID, dict[str, Any]] = {}
+    answers: dict[uuid.UUID, EquipmentOut] = {}
     for item, device in zip(checked, devices, strict=True):
         assignee = assignees[item.assignee.id] if item.assignee is not None else None
         row = presenters.written_row(device, item.currency, item.country, assignee)
         entries = [SimpleNamespace(**entry) for entry in history[device["id"]]]
-        answers[device["id"]] = presenters.detail(row, entries)
+        answers[device["id"]] = EquipmentOut.model_validate(presenters.detail(row, entries))
     return answers
 
 
 def register_devices(
     session: Session, auth: AuthContext, items: Sequence[tuple[str, EquipmentCreate]]
-) -> list[dict[str, Any]]:
+) -> list[EquipmentOut]:
     """Register every item (all or nothing) and answer the devices in order, as the single create does."""
-    return insert_devices(session, auth.actor, check_devices(session, items))
+    with collection_paused():
+        return insert_devices(session, auth.actor, check_devices(session, items))
 
 
 def move_devices(session: Session, auth: AuthContext, body: EquipmentBulkMove) -> list[dict[str, Any]]:
