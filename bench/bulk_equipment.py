@@ -9,6 +9,7 @@
 
     .venv/bin/python bench/bulk_equipment.py [--count 1000] [--import-rows 10000]
         [--export-rows 100000] [--postgres postgresql://127.0.0.1:5432/postgres] [--no-sqlite]
+        [--export-only | --no-export]
 
 Steps 1 and 2 run on SQLite and PostgreSQL, step 3 on PostgreSQL only (set-based load).
 """
@@ -201,6 +202,7 @@ def main() -> None:
     parser.add_argument("--postgres", default="postgresql://127.0.0.1:5432/postgres")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--export-only", action="store_true")
+    parser.add_argument("--no-export", action="store_true")
     args = parser.parse_args()
 
     if not args.no_sqlite and not args.export_only:
@@ -212,6 +214,8 @@ def main() -> None:
     if not args.export_only:
         with scratch_postgres(args.postgres) as postgres_url:
             print("PostgreSQL\n  " + measure(postgres_url, args.count, args.import_rows))
+    if args.no_export:
+        return
     with scratch_postgres(args.postgres) as postgres_url:
         rows = sorted({args.export_rows // 10, args.export_rows})
         print("PostgreSQL\n  " + export_figures(postgres_url, rows))

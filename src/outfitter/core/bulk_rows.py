@@ -15,10 +15,11 @@ like any statement (statement counts see it).
 
 The COPY's text is written here, a line per row (`_column_text`), rather than row by row through
 psycopg's `write_row`: each bound value becomes the text psycopg's text dumper would send
-(timestamps in ISO 8601 with their offset, UUIDs and decimals as `str`), except JSON, which is
+(timestamps in ISO 8601 with their offset, decimals as `str`), except JSON, which is
 serialized in Rust (pydantic_core, a third of `json.dumps`'s time: the events of a 10,000-row
-import carry 15,000 rendered devices) and once per object: the events of one device share its data.
+import carry 15,000 rendered devices), and once for the events of one device, which share its data.
 The text is the same JSON, compact and UTF-8 (the columns are `json`: read back, it is equal).
+UUID columns take the 32 digits without hyphens, which PostgreSQL reads as well.
 """
 
 from __future__ import annotations
@@ -187,22 +188,22 @@ CopyText = Callable[[Any], str]
 
 def _column_text(column_type: TypeEngine[Any], dialect: Dialect) -> CopyText:
     """A column's values as COPY text, each through the column type's bind processing (if any).
-    A JSON value is serialized once per object in the COPY: the rows hold every object for as
-    long as it runs, so an id is not reused."""
+    A JSON value that the row before also held (the events of one device, in a row) is not
+    serialized again; the rows hold it for as long as the COPY runs, so its id is not reused."""
     process = column_type._cached_bind_processor(dialect)
     if process is None:
         return _uuid_text if isinstance(column_type, Uuid) else _text
     if not isinstance(column_type, JSON):
         return lambda value: _text(process(value))
-    json_texts: dict[int, str] = {}
+    last_id, last_text = 0, ""
 
     def json_text(value: Any) -> str:
+        nonlocal last_id, last_text
         wrapped = process(value)  # psycopg's Json, or None for SQL NULL
         if wrapped is None:
             return _NULL
-        text = json_texts.get(id(wrapped.obj))
-        if text is None:
-            text = json_texts[id(wrapped.obj)] = _escaped(to_json(wrapped.obj).decode())
-        return text
+        if id(wrapped.obj) != last_id:
+            last_id, last_text = id(wrapped.obj), _escaped(to_json(wrapped.obj).decode())
+        return last_text
 
     return json_text

@@ -107,12 +107,34 @@ def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]
     return checked
 
 
-def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> list[EquipmentOut]:
-    """Register checked devices as the single create does (`equipment_added`, the move to their
-    status, the events `equipment.added` then the move's) in a constant number of statements:
-    the devices and their history written as rows (core.bulk_rows), and their answers, as the
-    single retrieve gives them, rendered from what was written rather than read back (and
-    validated once, for the events' data and the response both)."""
+def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> list[uuid.UUID]:
+    """Register checked devices (a file's) and answer their ids: `write_devices`, and the events."""
+    changes, answers = write_devices(session, actor, checked)
+    record_answered_events(session, changes, answers, actor)
+    return list(answers)
+
+
+def register_devices(
+    session: Session, auth: AuthContext, items: Sequence[tuple[str, EquipmentCreate]]
+) -> list[EquipmentOut]:
+    """Register every item (all or nothing) and answer the devices in order, as the single create does."""
+    with collection_paused():
+        changes, answers = write_devices(session, auth.actor, check_devices(session, items))
+        # Validated once, for the events' data and the response both (a file's import, which
+        # answers only ids, leaves the answers as dicts: 10,000 models would hold 40 MiB more).
+        validated = {device_id: EquipmentOut.model_validate(answer) for device_id, answer in answers.items()}
+        record_answered_events(session, changes, validated, auth.actor)
+        return list(validated.values())
+
+
+def write_devices(
+    session: Session, actor: str, checked: Sequence[CheckedDevice]
+) -> tuple[list[tuple[EventType, uuid.UUID]], dict[uuid.UUID, dict[str, Any]]]:
+    """Write checked devices as the single create does (`equipment_added`, the move to their
+    status) in a constant number of statements: the devices and their history as rows
+    (core.bulk_rows). Answers the events to record (`equipment.added` then the move's, by device)
+    and the devices as the single retrieve gives them, rendered from what was written rather
+    than read back."""
     company = company_of(session)
     now = utcnow()
     devices: list[dict[str, Any]] = []
@@ -135,9 +157,7 @@ def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice
             "A device with one of these serial numbers was registered meanwhile; nothing was registered."
         ) from None
     insert_rows(session, EquipmentHistory, [entry for entries in history.values() for entry in entries])
-    answers = _answers(session, checked, devices, history)
-    record_answered_events(session, changes, answers, actor)
-    return list(answers.values())
+    return changes, _answers(session, checked, devices, history)
 
 
 def _answers(
@@ -145,27 +165,19 @@ def _answers(
     checked: Sequence[CheckedDevice],
     devices: list[dict[str, Any]],
     history: dict[uuid.UUID, list[dict[str, Any]]],
-) -> dict[uuid.UUID, EquipmentOut]:
+) -> dict[uuid.UUID, dict[str, Any]]:
     """Each new device as the single retrieve answers it, by id in the batch's order, from its row,
     its history and what its rules looked up (one read for the assignees' own fields)."""
     assignees = EquipmentRepository(session).assignee_fields(
         {item.assignee.id for item in checked if item.assignee is not None}
     )
-    answers: dict[uuid.UUID, EquipmentOut] = {}
+    answers: dict[uuid.UUID, dict[str, Any]] = {}
     for item, device in zip(checked, devices, strict=True):
         assignee = assignees[item.assignee.id] if item.assignee is not None else None
         row = presenters.written_row(device, item.currency, item.country, assignee)
         entries = [SimpleNamespace(**entry) for entry in history[device["id"]]]
-        answers[device["id"]] = EquipmentOut.model_validate(presenters.detail(row, entries))
+        answers[device["id"]] = presenters.detail(row, entries)
     return answers
-
-
-def register_devices(
-    session: Session, auth: AuthContext, items: Sequence[tuple[str, EquipmentCreate]]
-) -> list[EquipmentOut]:
-    """Register every item (all or nothing) and answer the devices in order, as the single create does."""
-    with collection_paused():
-        return insert_devices(session, auth.actor, check_devices(session, items))
 
 
 def move_devices(session: Session, auth: AuthContext, body: EquipmentBulkMove) -> list[dict[str, Any]]:

@@ -77,5 +77,5 @@ def _import(
         raise ValidationFailed.fields(merged(errors, None))
     if dry_run:
         return {"dry_run": True, "count": len(checked), "ids": []}
-    devices = bulk.insert_devices(session, actor, checked)
-    return {"dry_run": False, "count": len(devices), "ids": [device.id for device in devices]}
+    ids = bulk.insert_devices(session, actor, checked)
+    return {"dry_run": False, "count": len(ids), "ids": ids}
