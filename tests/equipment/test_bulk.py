@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
+from outfitter.core.bulk_rows import COPY_FROM
 from outfitter.models import Equipment, EquipmentHistory
 from outfitter.models.events import Event
 from tests.equipment.helpers import events, make_employee, register
@@ -63,6 +64,48 @@ def test_bulk_registers_in_order_as_the_single_create_answers(api: Api, db: Sess
         [("equipment.added", record["id"]) for record in created]
         + [("equipment.moved_to_storage", created[1]["id"]), ("equipment.assigned", created[2]["id"])]
     )
+
+
+# What COPY's text format must escape (tab, line breaks, backslash, its NULL `\\N`) and what JSON must.
+AWKWARD_TEXTS = [
+    "tab\there",
+    "line\nbreak",
+    "cr\rlf\r\nend",
+    "back\\slash",
+    "\\N",
+    "quote \" and '",
+    "naïve €5 ✓",
+]
+
+
+def test_a_batch_written_by_copy_reads_back_as_given_with_events_carrying_the_answers(api: Api) -> None:
+    items = [
+        {
+            "title": f"Device {index} {text}",
+            "description": text,
+            "serial_number": f"S{index}",
+            "other_details": [text, "plain"],
+            "specs": {"memory": text, "color": "grey"},
+            "purchase_price": "1299.99",
+            "currency": "USD",
+            "status": ("Unassigned", "In_Storage")[index % 2],
+        }
+        for index, text in enumerate(AWKWARD_TEXTS * 3)
+    ]
+    assert len(items) >= COPY_FROM  # written by COPY on PostgreSQL
+    response = api.post("/client/equipment/bulk", {"equipment": items})
+    assert response.status_code == 201, response.text
+    created = response.json()["data"]
+    assert [record["description"] for record in created] == [item["description"] for item in items]
+    assert [record["specs"]["memory"] for record in created] == [item["description"] for item in items]
+    assert [record["purchase_price"] for record in created] == ["1299.99"] * len(items)
+    by_id = {record["id"]: record for record in created}
+    for record in created:
+        assert api.get(f"/client/equipment/{record['id']}").json()["data"] == record
+    logged = api.get("/client/events", per_page=100).json()["data"]["data"]
+    assert len(logged) == len(items) + len(items) // 2  # added, and moved to storage for every other
+    for entry in logged:  # every event's data is its device as the single retrieve answers it
+        assert entry["data"] == by_id[entry["subject_id"]]
 
 
 def test_every_bad_item_is_reported_by_position_and_nothing_is_created(

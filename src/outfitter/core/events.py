@@ -114,7 +114,8 @@ def record_events(
             "actor": actor or SYSTEM_ACTOR,
             # A batch keeps its order in the log (newest first): a microsecond apart.
             "created_at": now + timedelta(microseconds=position),
-            "data": dict(event.data),
+            # not copied: the events of one subject share their data, written once (core.bulk_rows)
+            "data": event.data if isinstance(event.data, dict) else dict(event.data),
         }
         for position, (event_id, event) in enumerate(zip(ids, events, strict=True))
     ]

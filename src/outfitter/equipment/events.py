@@ -56,7 +56,8 @@ def record_answered_events(
     actor: str | None,
 ) -> None:
     """One event per (type, device id), its data the device's answer in `answers` (as the single
-    retrieve renders it after the change): for a batch that renders its answers itself."""
+    retrieve renders it after the change): for a batch that renders its answers itself (already
+    validated as EquipmentOut, when it answers them too: then only dumped here)."""
     ids = dict.fromkeys(equipment_id for _, equipment_id in changes)
     data = {equipment_id: as_event_data(EquipmentOut, answers[equipment_id]) for equipment_id in ids}
     record_events(

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
+from outfitter.core.bulk_rows import collection_paused
 from outfitter.core.csv_import import (
     MAX_CELL_NESTING,
     Progress,
@@ -53,6 +54,13 @@ def import_equipment(
     session: Session, actor: str, data: bytes, *, dry_run: bool, progress: Progress | None = None
 ) -> dict[str, Any]:
     """Register the file's devices, or with `dry_run` only check them: what was (would be) created."""
+    with collection_paused():
+        return _import(session, actor, data, dry_run=dry_run, progress=progress)
+
+
+def _import(
+    session: Session, actor: str, data: bytes, *, dry_run: bool, progress: Progress | None
+) -> dict[str, Any]:
     rows = read_rows(data, COLUMNS, progress)
     unreadable: dict[str, list[str]] = {}
     for row in rows:
@@ -69,5 +77,5 @@ def import_equipment(
         raise ValidationFailed.fields(merged(errors, None))
     if dry_run:
         return {"dry_run": True, "count": len(checked), "ids": []}
-    devices = bulk.insert_devices(session, actor, checked)
-    return {"dry_run": False, "count": len(devices), "ids": [device["id"] for device in devices]}
+    ids = bulk.insert_devices(session, actor, checked)
+    return {"dry_run": False, "count": len(ids), "ids": ids}

@@ -23,7 +23,7 @@ from sqlalchemy import (
     type_coerce,
 )
 
-from outfitter.core.bulk_rows import insert_unless_taken
+from outfitter.core.bulk_rows import insert_unless_taken, one_of
 from outfitter.core.reads import run_in_session
 from outfitter.core.tenancy import CompanyRepository, company_rows
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort, conditions
@@ -162,7 +162,9 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         """Which of `serial_numbers` the company's devices already carry: one statement."""
         if not serial_numbers:
             return set()
-        statement = select(Equipment.serial_number).where(Equipment.serial_number.in_(serial_numbers))
+        statement = select(Equipment.serial_number).where(
+            one_of(self.session, Equipment.serial_number, serial_numbers)
+        )
         return {serial for serial in self.session.scalars(statement) if serial is not None}
 
     def employees(self, employee_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
