@@ -22,6 +22,7 @@ from outfitter.core.cors import ListedOriginsCORS
 from outfitter.core.csv_import import MAX_IMPORT_BYTES
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.handlers import install_error_handlers, install_fixed_path_guard, route_methods
+from outfitter.core.hot_reads import hot_reads
 from outfitter.core.idempotency import IdempotencyMiddleware
 from outfitter.core.middleware import BodyLimitMiddleware, InputGuardMiddleware, RequestContextMiddleware
 from outfitter.core.openapi import install_contract, operation_id
@@ -30,6 +31,7 @@ from outfitter.core.reads import AsyncpgReads
 from outfitter.core.schemas import Envelope, Schema, ok
 from outfitter.core.tenancy import TenantSession
 from outfitter.db.session import make_engine, make_sessionmaker
+from outfitter.equipment.router import HOT_READS as EQUIPMENT_HOT_READS
 from outfitter.equipment.router import router as equipment_router
 from outfitter.events.router import router as events_router
 from outfitter.migrations import is_current
@@ -131,6 +133,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for domain_router in domain_routers:
         app.include_router(domain_router, prefix=API_PREFIX)
     app.state.route_methods = route_methods(API_PREFIX, domain_routers)
+    # The hottest reads ahead of every route but the fixed-path guard (core.hot_reads).
+    app.router.routes.insert(0, hot_reads(API_PREFIX, equipment_router.routes, EQUIPMENT_HOT_READS))
     install_fixed_path_guard(app, app.state.route_methods)
     app.include_router(sandbox_router)
     _add_docs(app)
