@@ -22,7 +22,7 @@ from outfitter.core.cors import ListedOriginsCORS
 from outfitter.core.csv_import import MAX_IMPORT_BYTES
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.handlers import install_error_handlers, install_fixed_path_guard, route_methods
-from outfitter.core.hot_reads import hot_reads
+from outfitter.core.hot_reads import HotReadsMiddleware
 from outfitter.core.idempotency import IdempotencyMiddleware
 from outfitter.core.middleware import BodyLimitMiddleware, InputGuardMiddleware, RequestContextMiddleware
 from outfitter.core.openapi import install_contract, operation_id
@@ -106,6 +106,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ttl=timedelta(hours=settings.idempotency_ttl_hours),
         prefix=API_PREFIX + "/",
     )
+    # The hottest reads, once the input is known to be sane (core.hot_reads).
+    app.add_middleware(
+        HotReadsMiddleware, prefix=API_PREFIX, routes=equipment_router.routes, hot=EQUIPMENT_HOT_READS
+    )
     app.add_middleware(InputGuardMiddleware)
     app.add_middleware(
         BodyLimitMiddleware,
@@ -133,8 +137,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for domain_router in domain_routers:
         app.include_router(domain_router, prefix=API_PREFIX)
     app.state.route_methods = route_methods(API_PREFIX, domain_routers)
-    # The hottest reads ahead of every route but the fixed-path guard (core.hot_reads).
-    app.router.routes.insert(0, hot_reads(API_PREFIX, equipment_router.routes, EQUIPMENT_HOT_READS))
     install_fixed_path_guard(app, app.state.route_methods)
     app.include_router(sandbox_router)
     _add_docs(app)

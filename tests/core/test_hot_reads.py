@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.hot_reads import HotReads, render_json
+from outfitter.core.hot_reads import HotReadsMiddleware, render_json
 from outfitter.core.schemas import Envelope
 from outfitter.core.unit_of_work import JsonAnswer
 from outfitter.equipment.schemas import EquipmentListEnvelope, EquipmentOut
@@ -69,15 +69,15 @@ LEFT_TO_FASTAPI = [
 
 @pytest.fixture
 def served_hot(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The paths HotReads served."""
+    """The paths HotReadsMiddleware answered."""
     served: list[str] = []
-    handle = HotReads.handle
+    answer = HotReadsMiddleware._answer
 
-    async def counting(self: HotReads, scope: Any, receive: Any, send: Any) -> None:
+    async def counting(scope: Any, *args: Any) -> bytes:
         served.append(scope["path"] + ("?" + scope["query_string"].decode() if scope["query_string"] else ""))
-        await handle(self, scope, receive, send)
+        return await answer(scope, *args)
 
-    monkeypatch.setattr(HotReads, "handle", counting)
+    monkeypatch.setattr(HotReadsMiddleware, "_answer", staticmethod(counting))
     return served
 
 

@@ -1,17 +1,19 @@
 """The hottest reads, answered without FastAPI's per-request machinery.
 
 A hot read is a `ReadOnlyAccess` endpoint (one read plan, on asyncpg) that clients call far more
-than any other. On PostgreSQL, `HotReads`, the first route of the app after the fixed-path guard,
-takes a GET on such an endpoint's path when it can tell, cheaply, exactly what FastAPI would hand
-the endpoint: it validates the path and query values with the very annotations the endpoint
-declares (pydantic, as FastAPI does), calls the endpoint function itself, and renders its answer
-with orjson. Everything else about the request stays as it was: the middleware (request id,
-rate-limit headers, the input guard, the 500), the token's 401/403 and every error envelope (the
-app's exception handlers), the rate limit and tenancy (`ClientReads`, as the endpoint runs it).
+than any other. On PostgreSQL, `HotReadsMiddleware`, just inside the input guard, takes a GET on
+such an endpoint's path when it can tell, cheaply, exactly what FastAPI would hand the endpoint:
+it validates the path and query values with the very annotations the endpoint declares
+(pydantic, as FastAPI does), calls the endpoint function itself, and renders its answer with
+orjson. Everything else about the request stays as it was: the outer middleware (request id,
+rate-limit headers, the body limit and input guard, the 500), the token's 401/403 and every error
+envelope (the app's handler of typed errors), the rate limit and tenancy (`ClientReads`, as the
+endpoint runs it).
 
-What it skips, per request: FastAPI's route matching through the included routers, its
-dependency solving, the request object and exit stacks, and validating the answer against the
-response model before rendering it (docs/architecture.md has the profile). Whenever it cannot
+What it skips, per request: the idempotency middleware (POST only anyway), Starlette's exception
+middleware, FastAPI's exit stacks, its route matching through the included routers, its
+dependency solving, and validating the answer against the response model before rendering it
+(docs/architecture.md has the profile). Whenever it cannot
 tell (a value that fails validation, a name given twice or not listed, cursor mode, SQLite, an
 app run without its lifespan), it does not match, and FastAPI serves the request as always.
 `render_json` writes exactly the bytes the response model would (timestamps, money, UUIDs,
@@ -34,11 +36,13 @@ import orjson
 from fastapi import params
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
-from starlette.datastructures import URLPath
-from starlette.routing import BaseRoute, Match, NoMatchFound, compile_path
-from starlette.types import Receive, Scope, Send
+from starlette.requests import Request
+from starlette.routing import BaseRoute, compile_path
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from outfitter.core.auth import bearer_token
+from outfitter.core.errors import DomainError
+from outfitter.core.handlers import handle_domain_error
 from outfitter.core.middleware import header_value
 from outfitter.core.schemas import format_timestamp
 from outfitter.core.unit_of_work import ClientReads, JsonAnswer
@@ -123,61 +127,60 @@ class _Entry:
     answer: JsonAnswer
 
 
-_SELECTED = "outfitter.hot_read"
+class HotReadsMiddleware:
+    """Serves the hot reads' common requests (see the module), right inside the input guard; passes
+    every other request on. A typed error is rendered as the app's handler renders it."""
 
+    def __init__(
+        self, app: ASGIApp, prefix: str, routes: Iterable[BaseRoute], hot: Iterable[HotRead]
+    ) -> None:
+        self.app = app
+        by_endpoint: Mapping[Any, APIRoute] = {
+            getattr(route.endpoint, "__wrapped__", route.endpoint): route
+            for route in routes
+            if isinstance(route, APIRoute) and route.methods == {"GET"}
+        }
+        self.entries = []
+        for read in hot:
+            route = by_endpoint[read.endpoint]
+            answer = JsonAnswer(route.response_model, route.status_code, route.response_model_by_alias)
+            self.entries.append(_Entry(route, compile_path(prefix + route.path)[0], read, answer))
 
-class HotReads(BaseRoute):
-    """Serves the hot reads' common requests (see the module); matches nothing else."""
-
-    def __init__(self, entries: list[_Entry]) -> None:
-        self.entries = entries
-
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if scope["type"] != "http" or scope["method"] != "GET" or scope.get("root_path"):
-            return Match.NONE, {}
-        reads = scope["app"].state.reads
-        if reads is None or not reads.serves_this_loop():
-            return Match.NONE, {}
-        path = scope["path"]
-        for entry in self.entries:
-            found = entry.path.match(path)
-            if found is None:
-                continue
-            path_params = found.groupdict()
-            arguments = entry.hot.arguments(path_params, scope["query_string"])
-            if arguments is None:
-                return Match.NONE, {}
-            child = {"route": entry.route, "endpoint": entry.route.endpoint, "path_params": path_params}
-            return Match.FULL, {**child, _SELECTED: (entry, arguments)}
-        return Match.NONE, {}
-
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        entry, arguments = scope.pop(_SELECTED)
-        token = bearer_token(header_value(scope, b"authorization"))
-        reads = ClientReads(scope["app"].state, token, "read", scope.setdefault("state", {}))
-        result = await entry.hot.endpoint(reads=reads, **arguments)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        selected = self._select(scope) if scope["type"] == "http" and scope["method"] == "GET" else None
+        if selected is None:
+            await self.app(scope, receive, send)
+            return
+        entry, path_params, arguments = selected
+        scope.update(route=entry.route, endpoint=entry.route.endpoint, path_params=path_params)
         try:
-            body = render_json(result)
-        except orjson.JSONEncodeError:
-            body = entry.answer(result).body
+            body = await self._answer(scope, entry, arguments)
+        except DomainError as exc:
+            await (await handle_domain_error(Request(scope), exc))(scope, receive, send)
+            return
         headers = [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    def url_path_for(self, name: str, /, **path_params: Any) -> URLPath:
-        raise NoMatchFound(name, path_params)
+    def _select(self, scope: Scope) -> tuple[_Entry, dict[str, str], dict[str, Any]] | None:
+        reads = scope["app"].state.reads
+        if scope.get("root_path") or reads is None or not reads.serves_this_loop():
+            return None
+        path = scope["path"]
+        for entry in self.entries:
+            found = entry.path.match(path)
+            if found is not None:
+                path_params = found.groupdict()
+                arguments = entry.hot.arguments(path_params, scope["query_string"])
+                return None if arguments is None else (entry, path_params, arguments)
+        return None
 
-
-def hot_reads(prefix: str, routes: Iterable[BaseRoute], hot: Iterable[HotRead]) -> HotReads:
-    """The `HotReads` route for `hot`, endpoints of `routes` (a router's, included at `prefix`)."""
-    by_endpoint: Mapping[Any, APIRoute] = {
-        getattr(route.endpoint, "__wrapped__", route.endpoint): route
-        for route in routes
-        if isinstance(route, APIRoute) and route.methods == {"GET"}
-    }
-    entries = []
-    for read in hot:
-        route = by_endpoint[read.endpoint]
-        answer = JsonAnswer(route.response_model, route.status_code, route.response_model_by_alias)
-        entries.append(_Entry(route, compile_path(prefix + route.path)[0], read, answer))
-    return HotReads(entries)
+    @staticmethod
+    async def _answer(scope: Scope, entry: _Entry, arguments: dict[str, Any]) -> bytes:
+        token = bearer_token(header_value(scope, b"authorization"))
+        reads = ClientReads(scope["app"].state, token, "read", scope.setdefault("state", {}))
+        result = await entry.hot.endpoint(reads=reads, **arguments)
+        try:
+            return render_json(result)
+        except orjson.JSONEncodeError:
+            return bytes(entry.answer(result).body)
