@@ -22,6 +22,7 @@ from outfitter.core.cors import ListedOriginsCORS
 from outfitter.core.csv_import import MAX_IMPORT_BYTES
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.handlers import install_error_handlers, install_fixed_path_guard, route_methods
+from outfitter.core.hot_reads import HotReadsMiddleware
 from outfitter.core.idempotency import IdempotencyMiddleware
 from outfitter.core.middleware import BodyLimitMiddleware, InputGuardMiddleware, RequestContextMiddleware
 from outfitter.core.openapi import install_contract, operation_id
@@ -30,6 +31,7 @@ from outfitter.core.reads import AsyncpgReads
 from outfitter.core.schemas import Envelope, Schema, ok
 from outfitter.core.tenancy import TenantSession
 from outfitter.db.session import make_engine, make_sessionmaker
+from outfitter.equipment.router import HOT_READS as EQUIPMENT_HOT_READS
 from outfitter.equipment.router import router as equipment_router
 from outfitter.events.router import router as events_router
 from outfitter.migrations import is_current
@@ -103,6 +105,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sessions=app.state.sessionmaker,
         ttl=timedelta(hours=settings.idempotency_ttl_hours),
         prefix=API_PREFIX + "/",
+    )
+    # The hottest reads, once the input is known to be sane (core.hot_reads).
+    app.add_middleware(
+        HotReadsMiddleware, prefix=API_PREFIX, routes=equipment_router.routes, hot=EQUIPMENT_HOT_READS
     )
     app.add_middleware(InputGuardMiddleware)
     app.add_middleware(

@@ -66,8 +66,10 @@ class Settings(BaseSettings):
     # server processes x (pool_size + pool_max_overflow), plus CLI commands, below it.
     db_pool_size: int = Field(default=10, ge=1, le=100)
     db_pool_max_overflow: int = Field(default=0, ge=0, le=100)
-    # PostgreSQL only: asyncpg connections for the read-only hot paths (core.reads), per process.
-    db_read_pool_size: int = Field(default=5, ge=1, le=100)
+    # PostgreSQL only: asyncpg connections for the read-only hot paths (core.reads), per process;
+    # as many as the requests a process runs at once elsewhere, so that a burst of reads queues in
+    # the database (which schedules them) rather than in the pool.
+    db_read_pool_size: int = Field(default=10, ge=1, le=100)
     # Seconds a request waits for a free connection before it is answered 503.
     db_pool_timeout: float = Field(default=5.0, gt=0, le=60)
 

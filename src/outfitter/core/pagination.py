@@ -70,6 +70,11 @@ ListParams = PageParams | CursorParams
 # --- the dependencies ----------------------------------------------------------------------------
 
 
+def page_mode_params(page: int | None, per_page: int | None) -> PageParams:
+    """Page mode's parameters with their defaults, which the document does not show (PageQuery)."""
+    return PageParams(page=page or 1, per_page=per_page or DEFAULT_PER_PAGE)
+
+
 def _list_params(
     request: Request,
     page: int | None,
@@ -82,7 +87,7 @@ def _list_params(
     given = request.query_params
     cursor_mode = [name for name in cursor_parameters if name in given]
     if not cursor_mode:
-        return PageParams(page=page or 1, per_page=per_page or DEFAULT_PER_PAGE)
+        return page_mode_params(page, per_page)
     if any(name in given for name in PAGE_PARAMETERS):
         raise ValidationFailed.field(f"query.{cursor_mode[0]}", MIXED)
     query = query_fingerprint(request)

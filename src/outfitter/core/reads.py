@@ -1,7 +1,7 @@
 """Read plans: a hot read written once, run by either driver.
 
 A read plan is a generator that yields `Read(statement, parameters)`, receives that statement's
-rows, and returns its result (see `equipment/repository.py`). Two drivers run the same plan:
+rows, and returns its result (see `equipment/reads.py`). Two drivers run the same plan:
 
 - `run_in_session` on a request's SQLAlchemy session (SQLite, and every read inside a write);
 - `AsyncpgReads` on the event loop through asyncpg (PostgreSQL's read-only hot paths), with no
@@ -195,17 +195,23 @@ class AsyncpgReads:
     async def connection(self) -> AsyncIterator[ReadConnection]:
         """One pooled connection for one request. An outage (refused, lost, shutting down, no free
         connection in time) is a 503 with Retry-After, as on the SQLAlchemy side (core.handlers)."""
-        if self._pool is None:
+        pool = self._pool
+        if pool is None:
             raise RuntimeError("AsyncpgReads.start() runs in the application's lifespan")
         try:
-            async with self._pool.acquire(timeout=self._acquire_timeout) as connection:
-                try:
-                    yield ReadConnection(connection, self.statement_listeners)
-                except asyncpg.exceptions.InternalClientError as exc:
-                    # A backend killed while its connection sat idle can leave the connection's
-                    # protocol in a state it cannot leave: drop it (the pool opens a new one).
-                    connection.terminate()
-                    raise _unavailable(exc, DATABASE_UNAVAILABLE) from exc
+            # The same TimeoutError as acquire(timeout=...), without the task and the shield that
+            # asyncpg's wait_for costs every request.
+            async with asyncio.timeout(self._acquire_timeout):
+                connection = await pool.acquire()
+            try:
+                yield ReadConnection(connection, self.statement_listeners)
+            except asyncpg.exceptions.InternalClientError as exc:
+                # A backend killed while its connection sat idle can leave the connection's
+                # protocol in a state it cannot leave: drop it (the pool opens a new one).
+                connection.terminate()
+                raise _unavailable(exc, DATABASE_UNAVAILABLE) from exc
+            finally:
+                await pool.release(connection)
         except TimeoutError as exc:
             raise _unavailable(exc, POOL_EXHAUSTED) from exc
         except _OUTAGES as exc:

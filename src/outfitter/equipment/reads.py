@@ -5,6 +5,7 @@ each one to the company."""
 
 from __future__ import annotations
 
+import collections
 import functools
 import uuid
 from typing import Any
@@ -145,7 +146,6 @@ ASSIGNEES = (
     .where(Employee.id.in_(bindparam("employee_ids", expanding=True)))
 )
 # Built once: a constant statement keeps its compiled form and cache key between requests.
-_DETAIL = _detail_rows(Equipment.id == bindparam("equipment_id"))
 DETAILS = _detail_rows(Equipment.id.in_(bindparam("equipment_ids", expanding=True)))
 _HISTORY_COLUMNS = (
     EquipmentHistory.equipment_id,
@@ -155,6 +155,16 @@ _HISTORY_COLUMNS = (
     EquipmentHistory.assignee_id,
     EquipmentHistory.assignee_name,
 )
+# One device and its full history in one round trip: its row once per entry, oldest first, the
+# entry's columns as history_* (a device has a handful; a second statement cost more than them).
+_DETAIL_ENTRY = ("id", "event_type", "event_date", "assignee_id", "assignee_name", "actor", "payload")
+_DETAIL = (
+    _detail_rows(Equipment.id == bindparam("equipment_id"))
+    .add_columns(*(getattr(EquipmentHistory, name).label(f"history_{name}") for name in _DETAIL_ENTRY))
+    .outerjoin(EquipmentHistory, EquipmentHistory.equipment_id == Equipment.id)
+    .order_by(EquipmentHistory.event_date, EquipmentHistory.seq)
+)
+HistoryEntry = collections.namedtuple("HistoryEntry", _DETAIL_ENTRY)  # type: ignore[misc]
 
 
 def _history(*columns: Any) -> Select[Any]:
@@ -254,14 +264,19 @@ def page_rows(
     return PageResult(items=list(rows), total=total, params=params)
 
 
-def detail_row(equipment_id: uuid.UUID | str) -> ReadPlan[Any]:
-    """One device's row with everything the single-record answer shows: 404 for an unknown id
-    or another company's."""
+def detail_row(equipment_id: uuid.UUID | str) -> ReadPlan[tuple[Any, list[Any]]]:
+    """One device's row with everything the single-record answer shows, and its full history
+    (oldest first): 404 for an unknown id or another company's."""
     parsed = parse_uuid(equipment_id)
     rows = (yield Read(_DETAIL, {"equipment_id": parsed})) if parsed else ()
     if not rows:
         raise NotFound.record(LABEL)
-    return rows[0]
+    history = [
+        HistoryEntry(*(getattr(row, f"history_{name}") for name in _DETAIL_ENTRY))
+        for row in rows
+        if row.history_id is not None
+    ]
+    return rows[0], history
 
 
 def history_rows(equipment_ids: list[Any], *, full: bool) -> ReadPlan[dict[Any, list[Any]]]:

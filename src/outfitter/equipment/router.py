@@ -10,8 +10,17 @@ from fastapi.responses import StreamingResponse
 
 from outfitter.core.csv_export import CSV_RESPONSE, csv_response
 from outfitter.core.csv_import import CSV_REQUEST_BODY, CsvBody, DryRun, ImportResult, import_message
+from outfitter.core.hot_reads import UUID_TEXT, HotRead, QueryParameters
 from outfitter.core.openapi import id_path
-from outfitter.core.pagination import Listing, ListParams, SyncListing
+from outfitter.core.pagination import (
+    PAGE_PARAMETERS,
+    Listing,
+    ListParams,
+    SyncListing,
+    list_params,
+    page_mode_params,
+    sync_list_params,
+)
 from outfitter.core.reads import ReadPlan
 from outfitter.core.schemas import Envelope, error_responses, ok
 from outfitter.core.unit_of_work import ReadAccess, ReadOnlyAccess, UnitOfWorkRoute, WriteAccess
@@ -225,3 +234,38 @@ def import_equipment(client: WriteAccess, data: CsvBody, dry_run: DryRun = False
     checks without writing."""
     result = imports.import_equipment(client.session, client.auth.actor, data, dry_run=dry_run)
     return ok(result, import_message(result, "equipment"))
+
+
+# The hot reads (core.hot_reads): page mode of the two lists, and the single retrieve of an id
+# written as a UUID, served without FastAPI's dependency solving, their values validated by the
+# same annotations as above. Cursor mode, a value that fails, any other name: FastAPI, as always.
+_LIST_QUERY = QueryParameters(
+    [(_list_query, None), (list_equipment, ["sort"]), (sync_list_params, PAGE_PARAMETERS)]
+)
+_PAGE_QUERY = QueryParameters([(list_params, PAGE_PARAMETERS)])
+
+
+def _list_arguments(_path: dict[str, str], query: bytes) -> dict[str, Any] | None:
+    values = _LIST_QUERY.parse(query)
+    if values is None:
+        return None
+    pagination = page_mode_params(values.pop("page"), values.pop("per_page"))
+    return {"pagination": pagination, "sort": values.pop("sort"), "query": values}
+
+
+def _in_storage_arguments(_path: dict[str, str], query: bytes) -> dict[str, Any] | None:
+    values = _PAGE_QUERY.parse(query)
+    return None if values is None else {"pagination": page_mode_params(values["page"], values["per_page"])}
+
+
+def _retrieve_arguments(path: dict[str, str], _query: bytes) -> dict[str, Any] | None:
+    # Only an id written as a UUID, which no fixed path beside the template is (/equipment/export).
+    equipment_id = path["equipmentId"]
+    return {"equipmentId": equipment_id} if UUID_TEXT.fullmatch(equipment_id) else None
+
+
+HOT_READS = (
+    HotRead(list_equipment, _list_arguments),
+    HotRead(list_equipment_in_storage, _in_storage_arguments),
+    HotRead(get_equipment, _retrieve_arguments),
+)

@@ -121,10 +121,9 @@ def list_plan(
 
 
 def detail_plan(equipment_id: uuid.UUID | str) -> ReadPlan[dict[str, Any]]:
-    """The single-record answer: the device with its references, then its history."""
-    row = yield from detail_row(equipment_id)
-    history = yield from history_rows([row.id], full=True)
-    return presenters.detail(row, history[row.id])
+    """The single-record answer: the device with its references and its history, in one statement."""
+    row, history = yield from detail_row(equipment_id)
+    return presenters.detail(row, history)
 
 
 def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> EquipmentOut:
