@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -174,9 +173,9 @@ def _answers(
     answers: dict[uuid.UUID, dict[str, Any]] = {}
     for item, device in zip(checked, devices, strict=True):
         assignee = assignees[item.assignee.id] if item.assignee is not None else None
-        row = presenters.written_row(device, item.currency, item.country, assignee)
-        entries = [SimpleNamespace(**entry) for entry in history[device["id"]]]
-        answers[device["id"]] = presenters.detail(row, entries)
+        answers[device["id"]] = presenters.written_detail(
+            device, history[device["id"]], item.currency, item.country, assignee
+        )
     return answers
 
 
