@@ -1,5 +1,6 @@
-"""ASGI entry point for servers: `uvicorn outfitter.asgi:app`."""
+"""ASGI entry point for servers: `uvicorn outfitter.asgi:app` (a process that serves only it)."""
 
 from outfitter.app import create_app
+from outfitter.server import frozen_after_startup
 
-app = create_app()
+app = frozen_after_startup(create_app())

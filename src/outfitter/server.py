@@ -12,6 +12,7 @@ Two things `uvicorn.run` does not do for us:
 2. Workers that die with the master: see `die_with_master`.
 3. A request it cannot parse (malformed, or a request line and headers over MAX_HEAD_BYTES) gets
    the JSON error envelope, not uvicorn's plain-text 400: see `EnvelopeHttpToolsProtocol`.
+4. A heap the cyclic garbage collector does not walk again and again: see `frozen_after_startup`.
 
 Bad input (port, worker count, an address that cannot be bound) raises `ServeError`, one line
 that the CLI prints as `error: ...`.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import gc
 import importlib.util
 import json
 import logging
@@ -31,8 +33,8 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from uvicorn import Config, Server
 from uvicorn.config import STARTUP_FAILURE
@@ -44,9 +46,8 @@ if TYPE_CHECKING:
 
     from outfitter.worker.background import BackgroundWorker
 
-# The single-process server imports the app object; workers build it through `worker_app`, which
-# first ties the worker to the master (the master's pid travels in MASTER_PID_VARIABLE).
-ASGI_APP = "outfitter.asgi:app"
+# Every server process builds the app through `worker_app`, which first ties a worker to the master
+# (the master's pid travels in MASTER_PID_VARIABLE; the single-process server has none).
 WORKER_APP_FACTORY = "outfitter.server:worker_app"
 MASTER_PID_VARIABLE = "OUTFITTER_SERVE_MASTER_PID"
 BACKLOG = 2048
@@ -242,7 +243,7 @@ class _Server(Server):
 
 
 def _serve_one(sock: socket.socket, host: str, port: int, before_exit: Callable[[], None]) -> None:
-    config = _config(ASGI_APP, host, port, 1)
+    config = _config(WORKER_APP_FACTORY, host, port, 1, factory=True)
     _log_listening(sock, host)
     server = _Server(config, before_exit)
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the SIGINT it shut down for
@@ -262,13 +263,37 @@ def _serve_workers(sock: socket.socket, host: str, port: int, workers: int) -> N
 
 
 def worker_app() -> FastAPI:
-    """The app factory each worker process loads (uvicorn `factory=True`)."""
+    """The app factory each server process loads (uvicorn `factory=True`)."""
     master = os.environ.get(MASTER_PID_VARIABLE)
     if master and master.isdigit():
         die_with_master(int(master))
     from outfitter.app import create_app
 
-    return create_app()
+    return frozen_after_startup(create_app())
+
+
+def frozen_after_startup(app: FastAPI) -> FastAPI:
+    """Once `app` has started (its lifespan's startup done), move every object then alive into
+    the cyclic garbage collector's permanent generation (`gc.freeze`).
+
+    What a started process holds (modules, routes, pydantic schemas, SQLAlchemy's tables, the
+    pools: about 210,000 objects) lives as long as the process, yet every full collection walked
+    it all: under load one came every second or two and held the event loop for about 110 ms,
+    which every request in flight waited out (the hot reads' p99 at concurrency 32 was up to
+    2.3x the bare stack's). Frozen, a full collection walks only what came after: about 1 ms.
+    Only a serving process does this: frozen objects are never collected, and a process that
+    builds many apps (the tests) would keep them all."""
+    startup = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(started: Any) -> AsyncIterator[Any]:
+        async with startup(started) as state:
+            gc.collect()  # what start-up left as garbage is freed, not kept for good
+            gc.freeze()
+            yield state
+
+    app.router.lifespan_context = lifespan
+    return app
 
 
 def die_with_master(master_pid: int) -> None:

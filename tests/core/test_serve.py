@@ -9,6 +9,7 @@ on SQLite, and read the workers' side of the connection and their pids from /pro
 from __future__ import annotations
 
 import ctypes
+import gc
 import importlib.util
 import json
 import os
@@ -26,9 +27,12 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 from uvicorn import Config, Server
 
-from outfitter.server import ServeError, bind_socket
+from outfitter.app import create_app
+from outfitter.config import Settings
+from outfitter.server import ServeError, bind_socket, frozen_after_startup
 
 OUTFITTER = Path(sys.executable).parent / "outfitter"
 LOOPS = ["asyncio"] + (["uvloop"] if importlib.util.find_spec("uvloop") else [])
@@ -99,6 +103,39 @@ def test_bind_socket_refuses_a_port_in_use_with_one_line() -> None:
         with pytest.raises(ServeError, match=r"^cannot listen on 127\.0\.0\.1:\d+: ") as caught:
             bind_socket("127.0.0.1", port)
     assert "\n" not in str(caught.value)
+
+
+# --- unit: a serving process freezes its started heap ---------------------------------------
+
+
+@pytest.fixture
+def unfrozen() -> Iterator[None]:
+    """The test process's heap, as it was, afterwards: frozen objects would never be collected."""
+    assert gc.get_freeze_count() == 0
+    yield
+    gc.unfreeze()
+
+
+def _collected(thing: object) -> bool:
+    """Whether the cyclic collector walks `thing` (frozen objects are in none of its generations)."""
+    return any(tracked is thing for tracked in gc.get_objects())
+
+
+def test_a_served_app_freezes_the_heap_once_started_and_a_built_one_does_not(
+    settings: Settings, unfrozen: None
+) -> None:
+    with TestClient(create_app(settings)) as plain:
+        assert plain.get("/healthz").status_code == 200
+        assert gc.get_freeze_count() == 0  # tests build many apps: none of them is kept for good
+    app = frozen_after_startup(create_app(settings))
+    assert gc.get_freeze_count() == 0  # not before start-up: the pools and routes come then
+    with TestClient(app) as served:
+        assert gc.get_freeze_count() > 50_000  # the modules, schemas, tables and the app itself
+        assert gc.is_tracked(app) and not _collected(app) and not _collected(app.router.routes)
+        answer = served.get("/healthz")
+        assert answer.status_code == 200 and answer.json()["data"] == {"status": "ok"}
+        garbage = [object()]  # what comes after start-up is collected as always
+        assert _collected(garbage)
 
 
 # --- integration: `outfitter serve --workers 2` ------------------------------------------------
