@@ -11,13 +11,13 @@ from collections.abc import Iterator
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, literal, select, text
 from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
 from outfitter.config import Settings
 from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED, ServiceUnavailable
-from outfitter.core.reads import APPLICATION_NAME, AsyncpgReads
+from outfitter.core.reads import APPLICATION_NAME, AsyncpgReads, Read
 from tests.core.test_unavailable import ANY_TOKEN, assert_unavailable
 from tests.equipment.helpers import add_to_department, make_employee, register
 from tests.factories import Api, CompanyFactory, counting_statements
@@ -175,3 +175,41 @@ def test_an_exhausted_pool_is_503_pool_exhausted(postgres_only: None, database_u
             await reads.close()
 
     asyncio.run(hold_the_only_connection())
+
+
+def test_connections_go_to_requests_in_the_order_they_asked(postgres_only: None, database_url: str) -> None:
+    """Under load, requests keep asking for a connection at every turn of the event loop, so one
+    asks just as a connection comes back: it must not take it ahead of the requests already
+    waiting (asyncpg's own queue lets it, which was the tail of the hot reads)."""
+
+    async def served_in_order() -> list[str]:
+        reads = AsyncpgReads(database_url, pool_size=1, acquire_timeout=10)
+        await reads.start()
+        served: list[str] = []
+
+        async def request(name: str, hold: asyncio.Event | None = None) -> None:
+            async with reads.connection() as connection:
+                served.append(name)
+                await connection.fetch(Read(select(literal(1)), {}, scoped=False))
+                if hold is not None:
+                    await hold.wait()
+
+        try:
+            release = asyncio.Event()
+            first = asyncio.create_task(request("first", hold=release))
+            await asyncio.sleep(0.05)  # `first` holds the only connection
+            waiting = [asyncio.create_task(request(f"waiting {n}")) for n in (1, 2)]
+            await asyncio.sleep(0.05)  # both wait, in order
+            release.set()
+            arrivals = []
+            for n in range(30):  # a new request at every turn of the loop meanwhile
+                arrivals.append(asyncio.create_task(request(f"arrival {n}")))
+                await asyncio.sleep(0)
+            await asyncio.wait_for(asyncio.gather(first, *waiting, *arrivals), timeout=20)
+            return served
+        finally:
+            await reads.close()
+
+    served = asyncio.run(served_in_order())
+    assert served[:3] == ["first", "waiting 1", "waiting 2"], served[:6]
+    assert served[3:] == [f"arrival {n}" for n in range(30)]

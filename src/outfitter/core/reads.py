@@ -165,6 +165,7 @@ class AsyncpgReads:
         self._pool_size = pool_size
         self._acquire_timeout = acquire_timeout
         self._pool: asyncpg.Pool | None = None
+        self._turns: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # Called with each statement's SQL before it is sent, as SQLAlchemy's before_cursor_execute
         # is on the other driver (tests count statements per page with both).
@@ -185,24 +186,39 @@ class AsyncpgReads:
             reset=_keep_as_is,
             server_settings={"application_name": APPLICATION_NAME},
         )
+        self._turns = asyncio.Semaphore(self._pool_size)
 
     async def close(self) -> None:
         if self._pool is not None:
             await self._pool.close()
-            self._pool = None
+            self._pool = self._turns = None
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[ReadConnection]:
         """One pooled connection for one request. An outage (refused, lost, shutting down, no free
-        connection in time) is a 503 with Retry-After, as on the SQLAlchemy side (core.handlers)."""
-        pool = self._pool
-        if pool is None:
+        connection in time) is a 503 with Retry-After, as on the SQLAlchemy side (core.handlers).
+
+        Requests get their connection in the order they asked for one. asyncpg hands connections
+        out through an asyncio.LifoQueue, whose `get` lets a request that arrives just as a
+        connection comes back take it ahead of the waiter woken for it, which then goes to the
+        back of the line: under load a few requests waited many times the median (at concurrency
+        32 on one process, p99 of the wait 114-126 ms for a median of 22). So a request first
+        takes a turn, an asyncio.Semaphore of the pool's size, which lets nobody ahead of a
+        waiter (Python 3.11+); the pool then always has a connection for whoever holds a turn.
+        The same wait measured so: p99 38-42 ms, for the same throughput."""
+        pool, turns = self._pool, self._turns
+        if pool is None or turns is None:
             raise RuntimeError("AsyncpgReads.start() runs in the application's lifespan")
         try:
             # The same TimeoutError as acquire(timeout=...), without the task and the shield that
             # asyncpg's wait_for costs every request.
             async with asyncio.timeout(self._acquire_timeout):
-                connection = await pool.acquire()
+                await turns.acquire()
+                try:
+                    connection = await pool.acquire()
+                except BaseException:
+                    turns.release()
+                    raise
             try:
                 yield ReadConnection(connection, self.statement_listeners)
             except asyncpg.exceptions.InternalClientError as exc:
@@ -211,7 +227,10 @@ class AsyncpgReads:
                 connection.terminate()
                 raise _unavailable(exc, DATABASE_UNAVAILABLE) from exc
             finally:
-                await pool.release(connection)
+                try:
+                    await pool.release(connection)
+                finally:
+                    turns.release()
         except TimeoutError as exc:
             raise _unavailable(exc, POOL_EXHAUSTED) from exc
         except _OUTAGES as exc:
