@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.importer import import_catalog, load_catalog_file
 from outfitter.core.tokens import create_company, issue_token
+from outfitter.core.unit_of_work import JsonAnswer
 
 DEMO_CATALOG = Path(__file__).parents[1] / "src" / "outfitter" / "demo" / "catalog.json"
 
@@ -74,6 +75,12 @@ class CompanyFactory:
 def load_demo_catalog(engine: Engine) -> None:
     with Session(engine) as session, session.begin():
         import_catalog(session, load_catalog_file(DEMO_CATALOG))
+
+
+def assert_rendered_as(response: httpx.Response, model: Any) -> None:
+    """An answer rendered by orjson (core.schemas.Rendered) is, byte for byte, what the route's
+    response `model` renders for the same content."""
+    assert response.content == JsonAnswer(model, response.status_code, True)(response.json()).body
 
 
 def assert_error(response: httpx.Response, status: int, fragment: str | None = None) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from sqlalchemy import Engine
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.hot_reads import HotReadsMiddleware, render_json
-from outfitter.core.schemas import Envelope
+from outfitter.core.hot_reads import HotReadsMiddleware
+from outfitter.core.schemas import Envelope, render_json
 from outfitter.core.unit_of_work import JsonAnswer
 from outfitter.equipment.schemas import EquipmentListEnvelope, EquipmentOut
 from tests.core.test_reads import estate  # noqa: F401  (a fixture)

@@ -14,8 +14,10 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from outfitter.core.schemas import Envelope
+from outfitter.equipment.schemas import EquipmentOut
 from outfitter.models import Event, WebhookDelivery, WebhookEndpoint
-from tests.factories import Api, assert_error, counting_statements
+from tests.factories import Api, assert_error, assert_rendered_as, counting_statements
 from tests.people.helpers import create_employee, employee_body
 
 INSERT_INTO = re.compile(r"^\s*INSERT INTO (\w+)", re.IGNORECASE)
@@ -93,6 +95,7 @@ def test_an_equipment_create_is_four_inserts_after_the_token(api: Api, app: Fast
     with counting_statements(app) as statements:
         response = api.post("/client/equipment", body)
     assert response.status_code == 201, response.text
+    assert_rendered_as(response, Envelope[EquipmentOut])
     assert _written(statements) == (["equipment", "equipment_history", "events", "webhook_deliveries"], 1)
     answer = response.json()["data"]
     assert api.get(f"/client/equipment/{answer['id']}").json()["data"] == answer
@@ -117,6 +120,7 @@ def test_a_device_created_assigned_answers_what_a_get_answers(api: Api, db: Sess
         },
     )
     assert response.status_code == 201, response.text
+    assert_rendered_as(response, Envelope[EquipmentOut])
     answer = response.json()["data"]
     assert answer["assignee"]["id"] == employee["id"] and answer["currency"]["code"] == "NGN"
     assert [entry["event_type"] for entry in answer["history"]] == ["equipment_added", "assigned"]

@@ -10,10 +10,12 @@ from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
 from outfitter.core.bulk_rows import COPY_FROM
+from outfitter.core.schemas import Envelope
+from outfitter.equipment.schemas import EquipmentOut
 from outfitter.models import Equipment, EquipmentHistory
 from outfitter.models.events import Event
 from tests.equipment.helpers import events, make_employee, register
-from tests.factories import Api, assert_error
+from tests.factories import Api, assert_error, assert_rendered_as
 
 
 def count(db: Session, model: Any) -> int:
@@ -43,6 +45,7 @@ def test_bulk_registers_in_order_as_the_single_create_answers(api: Api, db: Sess
     ]
     response = api.post("/client/equipment/bulk", {"equipment": items})
     assert response.status_code == 201, response.text
+    assert_rendered_as(response, Envelope[list[EquipmentOut]])
     body = response.json()
     assert body["success"] is True and body["message"] == "3 equipment created successfully."
     created = body["data"]
@@ -95,6 +98,7 @@ def test_a_batch_written_by_copy_reads_back_as_given_with_events_carrying_the_an
     assert len(items) >= COPY_FROM  # written by COPY on PostgreSQL
     response = api.post("/client/equipment/bulk", {"equipment": items})
     assert response.status_code == 201, response.text
+    assert_rendered_as(response, Envelope[list[EquipmentOut]])
     created = response.json()["data"]
     assert [record["description"] for record in created] == [item["description"] for item in items]
     assert [record["specs"]["memory"] for record in created] == [item["description"] for item in items]

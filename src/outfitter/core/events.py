@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import TypeAdapter
+import orjson
 from sqlalchemy import (
     BindParameter,
     ColumnElement,
@@ -46,7 +46,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
 from outfitter.core.bulk_rows import insert_rows
-from outfitter.core.schemas import format_timestamp
+from outfitter.core.schemas import adapter_of, format_timestamp
 from outfitter.core.tenancy import company_named
 from outfitter.db.base import random_uuid, utcnow
 from outfitter.models.events import Event, EventType
@@ -62,18 +62,21 @@ class NewEvent:
     data: Mapping[str, Any]
 
 
-_adapters: dict[Any, TypeAdapter[Any]] = {}
-
-
 def as_event_data(schema: Any, value: Any) -> dict[str, Any]:
     """`value` rendered through the API's response `schema`, as plain JSON values (the same
     timestamps, decimal strings and field names a client reads)."""
-    adapter = _adapters.get(schema)
-    if adapter is None:
-        adapter = _adapters[schema] = TypeAdapter(schema)
+    adapter = adapter_of(schema)
     rendered = adapter.dump_python(adapter.validate_python(value, from_attributes=True), mode="json")
     assert isinstance(rendered, dict)
     return rendered
+
+
+def rendered_event_data(rendered: bytes) -> dict[str, Any]:
+    """The data of an event whose subject's answer is already rendered (`core.schemas.render_as`):
+    the same JSON values `as_event_data` gives, for a fraction of its cost."""
+    data = orjson.loads(rendered)
+    assert isinstance(data, dict)
+    return data
 
 
 def record_event(

@@ -16,19 +16,16 @@ dependency solving, and validating the answer against the response model before 
 (docs/architecture.md has the profile). Whenever it cannot
 tell (a value that fails validation, a name given twice or not listed, cursor mode, SQLite, an
 app run without its lifespan), it does not match, and FastAPI serves the request as always.
-`render_json` writes exactly the bytes the response model would (timestamps, money, UUIDs,
-enums); a value orjson cannot take is rendered by the response model instead.
+`core.schemas.render_json` writes exactly the bytes the response model would (timestamps, money,
+UUIDs, enums); a value orjson cannot take is rendered by the response model instead.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -44,7 +41,7 @@ from outfitter.core.auth import bearer_token
 from outfitter.core.errors import DomainError
 from outfitter.core.handlers import handle_domain_error
 from outfitter.core.middleware import header_value
-from outfitter.core.schemas import format_timestamp
+from outfitter.core.schemas import render_json
 from outfitter.core.unit_of_work import ClientReads, JsonAnswer
 
 # The endpoint's keyword arguments (besides `reads`) from the path's parameters and the raw query
@@ -100,23 +97,6 @@ class QueryParameters:
             except ValidationError:
                 return None
         return values
-
-
-def _json_default(value: Any) -> Any:
-    """What orjson leaves to us, written as the response models write it."""
-    if isinstance(value, datetime):
-        return format_timestamp(value)
-    if isinstance(value, uuid.UUID):  # asyncpg's own UUID class, which orjson does not know
-        return str(value)
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    raise TypeError(type(value).__name__)
-
-
-def render_json(content: Any) -> bytes:
-    """The bytes the response model renders for `content` (an answer built for it), through orjson;
-    raises orjson.JSONEncodeError for what it cannot write the same way (an integer past 64 bits)."""
-    return orjson.dumps(content, default=_json_default, option=orjson.OPT_PASSTHROUGH_DATETIME)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from outfitter.core.auth import (
 from outfitter.core.idempotency import IDEMPOTENCY_STATE, KeyedRequest
 from outfitter.core.ratelimit import RateLimiter
 from outfitter.core.reads import AsyncpgReads, Read, ReadPlan, run_in_session
+from outfitter.core.schemas import Rendered
 from outfitter.core.tenancy import TenantSession, across_companies, bind_company
 from outfitter.core.tokens import hash_token
 
@@ -266,6 +267,8 @@ class JsonAnswer:
     def __call__(self, result: Any) -> Response:
         if isinstance(result, Response):
             return result
+        if isinstance(result, Rendered):  # rendered by orjson, as this model would (core.schemas)
+            return Response(result.body, status_code=self.status_code, media_type="application/json")
         if self.adapter is None:
             raise TypeError("an endpoint without a response_model must return a Response")
         body = self.adapter.dump_json(self.adapter.validate_python(result), by_alias=self.by_alias)

@@ -23,6 +23,7 @@ from outfitter.catalog.reference import currencies_by_code
 from outfitter.core.auth import AuthContext
 from outfitter.core.bulk_rows import collection_paused, insert_rows
 from outfitter.core.errors import Conflict, ValidationFailed
+from outfitter.core.schemas import render_as
 from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle, presenters, service
@@ -115,25 +116,23 @@ def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice
 
 def register_devices(
     session: Session, auth: AuthContext, items: Sequence[tuple[str, EquipmentCreate]]
-) -> list[EquipmentOut]:
-    """Register every item (all or nothing) and answer the devices in order, as the single create does."""
+) -> list[bytes]:
+    """Register every item (all or nothing) and answer the devices in order, as the single create
+    does (each rendered once, for the events' data and the response both)."""
     with collection_paused():
         changes, answers = write_devices(session, auth.actor, check_devices(session, items))
-        # Validated once, for the events' data and the response both (a file's import, which
-        # answers only ids, leaves the answers as dicts: 10,000 models would hold 40 MiB more).
-        validated = {device_id: EquipmentOut.model_validate(answer) for device_id, answer in answers.items()}
-        record_answered_events(session, changes, validated, auth.actor)
-        return list(validated.values())
+        record_answered_events(session, changes, answers, auth.actor)
+        return list(answers.values())
 
 
 def write_devices(
     session: Session, actor: str, checked: Sequence[CheckedDevice]
-) -> tuple[list[tuple[EventType, uuid.UUID]], dict[uuid.UUID, dict[str, Any]]]:
+) -> tuple[list[tuple[EventType, uuid.UUID]], dict[uuid.UUID, bytes]]:
     """Write checked devices as the single create does (`equipment_added`, the move to their
     status) in a constant number of statements: the devices and their history as rows
     (core.bulk_rows). Answers the events to record (`equipment.added` then the move's, by device)
-    and the devices as the single retrieve gives them, rendered from what was written rather
-    than read back."""
+    and the devices as the single retrieve renders them (EquipmentOut's JSON), from what was
+    written rather than read back."""
     company = company_of(session)
     now = utcnow()
     devices: list[dict[str, Any]] = []
@@ -164,17 +163,18 @@ def _answers(
     checked: Sequence[CheckedDevice],
     devices: list[dict[str, Any]],
     history: dict[uuid.UUID, list[dict[str, Any]]],
-) -> dict[uuid.UUID, dict[str, Any]]:
-    """Each new device as the single retrieve answers it, by id in the batch's order, from its row,
+) -> dict[uuid.UUID, bytes]:
+    """Each new device as the single retrieve renders it, by id in the batch's order, from its row,
     its history and what its rules looked up (one read for the assignees' own fields)."""
     assignees = EquipmentRepository(session).assignee_fields(
         {item.assignee.id for item in checked if item.assignee is not None}
     )
-    answers: dict[uuid.UUID, dict[str, Any]] = {}
+    answers: dict[uuid.UUID, bytes] = {}
     for item, device in zip(checked, devices, strict=True):
         assignee = assignees[item.assignee.id] if item.assignee is not None else None
-        answers[device["id"]] = presenters.written_detail(
-            device, history[device["id"]], item.currency, item.country, assignee
+        answers[device["id"]] = render_as(
+            EquipmentOut,
+            presenters.written_detail(device, history[device["id"]], item.currency, item.country, assignee),
         )
     return answers
 

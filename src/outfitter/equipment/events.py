@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from sqlalchemy.orm import Session
 
-from outfitter.core.events import NewEvent, as_event_data, record_events
+from outfitter.core.events import NewEvent, record_events, rendered_event_data
+from outfitter.core.schemas import render_as
 from outfitter.equipment.schemas import EquipmentOut
 from outfitter.models import Equipment, EquipmentStatus
 from outfitter.models.events import EventType
@@ -44,7 +44,10 @@ def record_equipment_events(
     record_answered_events(
         session,
         [(type, equipment.id) for type, equipment in changes],
-        dict(zip(ids, answers, strict=True)),
+        {
+            equipment_id: render_as(EquipmentOut, answer)
+            for equipment_id, answer in zip(ids, answers, strict=True)
+        },
         actor,
     )
 
@@ -52,14 +55,14 @@ def record_equipment_events(
 def record_answered_events(
     session: Session,
     changes: Sequence[tuple[EventType, uuid.UUID]],
-    answers: Mapping[uuid.UUID, Mapping[str, Any] | EquipmentOut],
+    answers: Mapping[uuid.UUID, bytes],
     actor: str | None,
 ) -> None:
-    """One event per (type, device id), its data the device's answer in `answers` (as the single
-    retrieve renders it after the change): for a batch that renders its answers itself (already
-    validated as EquipmentOut, when it answers them too: then only dumped here)."""
+    """One event per (type, device id), its data the device's answer in `answers`, rendered
+    (`render_as(EquipmentOut, ...)`, as the single retrieve renders it after the change): a write
+    renders its answer once, for its response and for its events."""
     ids = dict.fromkeys(equipment_id for _, equipment_id in changes)
-    data = {equipment_id: as_event_data(EquipmentOut, answers[equipment_id]) for equipment_id in ids}
+    data = {equipment_id: rendered_event_data(answers[equipment_id]) for equipment_id in ids}
     record_events(
         session,
         [NewEvent(type, equipment_id, data[equipment_id]) for type, equipment_id in changes],

@@ -22,7 +22,7 @@ from outfitter.core.pagination import (
     sync_list_params,
 )
 from outfitter.core.reads import ReadPlan
-from outfitter.core.schemas import Envelope, error_responses, ok
+from outfitter.core.schemas import Envelope, Rendered, error_responses, ok, rendered_ok
 from outfitter.core.unit_of_work import ReadAccess, ReadOnlyAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.equipment import bulk, export, imports, service
 from outfitter.equipment.repository import EquipmentFilters, EquipmentSort
@@ -146,11 +146,11 @@ async def list_equipment_in_storage(reads: ReadOnlyAccess, pagination: Listing) 
     responses=error_responses(409, 422),
     summary="Register equipment the company already owns (source External)",
 )
-def create_equipment(client: WriteAccess, body: EquipmentCreate) -> dict[str, Any]:
+def create_equipment(client: WriteAccess, body: EquipmentCreate) -> Rendered:
     """Register a device the company already owns (source External) with status Unassigned, In_Storage or
     Assigned (Assigned needs `assignee_id`). A serial number already in the company is 409."""
     equipment = service.create_equipment(client.session, client.auth, body)
-    return ok(equipment, "Equipment created successfully.")
+    return rendered_ok(equipment, "Equipment created successfully.")
 
 
 @router.post(
@@ -160,12 +160,12 @@ def create_equipment(client: WriteAccess, body: EquipmentCreate) -> dict[str, An
     responses=error_responses(409, 422),
     summary="Register up to 1,000 devices at once, all or nothing, answered in order",
 )
-def create_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkCreate) -> dict[str, Any]:
+def create_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkCreate) -> Rendered:
     """Register up to 1,000 devices in one request, all or nothing: every item is checked first and every
     problem is reported at its path (`equipment.3.serial_number`). Answers the devices in the order given."""
     items = [(f"equipment.{index}", item) for index, item in enumerate(body.equipment)]
     devices = bulk.register_devices(client.session, client.auth, items)
-    return ok(devices, f"{len(devices)} equipment created successfully.")
+    return rendered_ok(devices, f"{len(devices)} equipment created successfully.")
 
 
 @router.post(

@@ -23,6 +23,7 @@ from outfitter.core.bulk_rows import insert_rows
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.pagination import NO_HORIZON, SYNC_HORIZON, CursorParams, ListParams, ListResult
 from outfitter.core.reads import Read, ReadPlan, run_in_session
+from outfitter.core.schemas import render_as
 from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle, presenters
@@ -126,8 +127,9 @@ def detail_plan(equipment_id: uuid.UUID | str) -> ReadPlan[dict[str, Any]]:
     return presenters.detail(row, history)
 
 
-def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> EquipmentOut:
+def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> bytes:
     """Register a device the company already owns: `equipment_added`, then the move to its status.
+    Answers the device as GET /client/equipment/{id} renders it (EquipmentOut's JSON).
 
     Written as rows, as a batch writes them (bulk.py): the device already at its status (one INSERT;
     the unique constraint answers a taken serial number, no read first) and its history; the
@@ -147,11 +149,11 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
         raise _serial_conflict(body.serial_number or "")
     insert_rows(session, EquipmentHistory, history)
     assignee_fields = repository.assignee_fields({assignee.id}) if assignee is not None else {}
-    # Validated once: the events' data and the response both take the validated answer as it is.
-    answer = EquipmentOut.model_validate(
+    answer = render_as(
+        EquipmentOut,
         presenters.written_detail(
             device, history, currency, country, assignee_fields[assignee.id] if assignee is not None else None
-        )
+        ),
     )
     changes = [(EventType.EQUIPMENT_ADDED, device["id"])]
     if body.status != EquipmentStatus.UNASSIGNED:
