@@ -1,13 +1,14 @@
 """Benchmark of bulk equipment work, against the app under uvicorn on 127.0.0.1 (a free port):
 
-1. 1,000 devices registered with one bulk request versus 1,000 single requests;
+1. 1,000 devices registered with one bulk request versus 1,000 single requests, in rounds (the
+   medians, and the ratio of each round);
 2. a 10,000-row CSV import of equipment (and of employees);
 3. the CSV export of 100,000 devices (loaded set-based with one INSERT ... SELECT
    generate_series on PostgreSQL): time, and peak memory, measured twice: the Python heap's peak
    during the export (tracemalloc, in a second run, since tracing slows it down) and the process's
    peak RSS before and after. The same for 10,000 rows shows whether memory stays constant.
 
-    .venv/bin/python bench/bulk_equipment.py [--count 1000] [--import-rows 10000]
+    .venv/bin/python bench/bulk_equipment.py [--count 1000] [--rounds 5] [--import-rows 10000]
         [--export-rows 100000] [--postgres postgresql://127.0.0.1:5432/postgres] [--no-sqlite]
         [--export-only | --no-export]
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+import statistics
 import tempfile
 import time
 import tracemalloc
@@ -66,22 +68,32 @@ def serve(database_url: str) -> Iterator[tuple[str, str, uuid.UUID]]:
         yield f"{url}/api/v2", token, company_id
 
 
-def bulk_versus_single(client: httpx.Client, count: int) -> str:
-    """Wall time, and the process's CPU time (the server's and the client's: one process)."""
-    body = {"equipment": [device("bulk", i) for i in range(count)]}
-    started, cpu = time.perf_counter(), time.process_time()
-    response = client.post("/client/equipment/bulk", json=body)
-    bulk_seconds, bulk_cpu = time.perf_counter() - started, time.process_time() - cpu
-    assert response.status_code == 201, response.text[:300]
-    started, cpu = time.perf_counter(), time.process_time()
-    for index in range(count):
-        single = client.post("/client/equipment", json=device("single", index))
-        assert single.status_code == 201, single.text[:300]
-    single_seconds, single_cpu = time.perf_counter() - started, time.process_time() - cpu
+def bulk_versus_single(client: httpx.Client, count: int, rounds: int) -> str:
+    """`rounds` rounds, each one bulk request of `count` devices then `count` single requests
+    (new serial numbers every time), after one bulk request to warm up: the medians of the rounds'
+    wall times, and of the process's CPU time (the server's and the client's: one process)."""
+    assert client.post("/client/equipment/bulk", json={"equipment": [device("warm", 0)]}).status_code == 201
+    bulk: list[tuple[float, float]] = []
+    single: list[tuple[float, float]] = []
+    for round_ in range(rounds):
+        body = {"equipment": [device(f"bulk{round_}", i) for i in range(count)]}
+        started, cpu = time.perf_counter(), time.process_time()
+        response = client.post("/client/equipment/bulk", json=body)
+        bulk.append((time.perf_counter() - started, time.process_time() - cpu))
+        assert response.status_code == 201, response.text[:300]
+        started, cpu = time.perf_counter(), time.process_time()
+        for index in range(count):
+            answer = client.post("/client/equipment", json=device(f"single{round_}", index))
+            assert answer.status_code == 201, answer.text[:300]
+        single.append((time.perf_counter() - started, time.process_time() - cpu))
+    bulk_seconds, bulk_cpu = (statistics.median(figure) for figure in zip(*bulk, strict=True))
+    single_seconds, single_cpu = (statistics.median(figure) for figure in zip(*single, strict=True))
+    ratios = " ".join(f"{s[0] / b[0]:.1f}" for b, s in zip(bulk, single, strict=True))
     return (
-        f"register {count}: bulk 1 request {bulk_seconds:7.2f} s (CPU {bulk_cpu:5.2f} s) | single {count} "
-        f"requests {single_seconds:7.2f} s (CPU {single_cpu / count * 1000:5.1f} ms each) | "
-        f"single/bulk {single_seconds / bulk_seconds:5.1f}x (CPU {single_cpu / bulk_cpu:5.1f}x)"
+        f"register {count}, median of {rounds} rounds: bulk 1 request {bulk_seconds:6.3f} s "
+        f"(CPU {bulk_cpu:5.3f} s) | single {count} requests {single_seconds:6.2f} s (CPU "
+        f"{single_cpu / count * 1000:4.1f} ms each) | single/bulk {single_seconds / bulk_seconds:5.1f}x "
+        f"(CPU {single_cpu / bulk_cpu:5.1f}x; per round {ratios})"
     )
 
 
@@ -183,13 +195,13 @@ def export_figures(database_url: str, rows_list: list[int]) -> str:
     return "\n  ".join(figures)
 
 
-def measure(database_url: str, count: int, import_rows: int) -> str:
+def measure(database_url: str, count: int, import_rows: int, rounds: int) -> str:
     with (
         serve(database_url) as (base_url, token, _),
         httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=600) as client,
     ):
         client.get("/client/equipment").raise_for_status()  # warm up: connection, token stamp
-        return bulk_versus_single(client, count) + "\n  " + csv_imports(client, import_rows)
+        return bulk_versus_single(client, count, rounds) + "\n  " + csv_imports(client, import_rows)
 
 
 def main() -> None:
@@ -197,6 +209,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of bulk versus single requests")
     parser.add_argument("--import-rows", type=int, default=10_000)
     parser.add_argument("--export-rows", type=int, default=100_000)
     parser.add_argument("--postgres", default="postgresql://127.0.0.1:5432/postgres")
@@ -209,11 +222,13 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as directory:
             print(
                 "SQLite\n  "
-                + measure(f"sqlite:///{Path(directory) / 'bench.db'}", args.count, args.import_rows)
+                + measure(
+                    f"sqlite:///{Path(directory) / 'bench.db'}", args.count, args.import_rows, args.rounds
+                )
             )
     if not args.export_only:
         with scratch_postgres(args.postgres) as postgres_url:
-            print("PostgreSQL\n  " + measure(postgres_url, args.count, args.import_rows))
+            print("PostgreSQL\n  " + measure(postgres_url, args.count, args.import_rows, args.rounds))
     if args.no_export:
         return
     with scratch_postgres(args.postgres) as postgres_url:
