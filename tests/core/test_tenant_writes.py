@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import Engine, func, insert, literal, select
 from sqlalchemy.orm import Session
 
-from outfitter.core.bulk_rows import COPY_FROM, insert_rows
+from outfitter.core.bulk_rows import COPY_FROM, insert_rows, rows_written_meanwhile
 from outfitter.core.events import NewEvent, record_events
 from outfitter.core.reads import AsyncpgReads, Read, run_in_session
 from outfitter.core.tenancy import TenantScopeError, TenantSession, across_companies, bind_company
@@ -328,3 +328,18 @@ def test_batch_rows_keep_to_the_company_of_the_session(
         insert_rows(session, Employee, _batch(session, count, second))
         session.commit()
     assert _companies_of_employees(engine) == {first: count, second: count}
+
+
+@pytest.mark.parametrize("count", [2, COPY_FROM], ids=["insert", "copy"])
+def test_rows_written_meanwhile_are_checked_in_the_callers_thread_before_any_is_written(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], count: int
+) -> None:
+    first, second = two_companies
+    with pytest.raises(TenantScopeError, match="another company"), rows_written_meanwhile(bound) as rows:
+        rows.write(Employee, _batch(bound, count, first))
+        rows.write(Employee, _batch(bound, count, second))  # refused here, in this thread
+    bound.rollback()
+    with rows_written_meanwhile(bound) as rows:
+        rows.write(Employee, _batch(bound, count, first))
+    bound.commit()
+    assert _companies_of_employees(engine) == {first: count}

@@ -29,16 +29,18 @@ from __future__ import annotations
 import functools
 import gc
 import operator
+import queue
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
+import orjson
 from pydantic_core import to_json
-from sqlalchemy import JSON, ColumnElement, Dialect, Insert, Table, Uuid, any_, bindparam
+from sqlalchemy import JSON, Connection, Dialect, Insert, Table, Uuid, bindparam, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import QueryableAttribute, Session
@@ -49,43 +51,173 @@ from outfitter.db.session import unless_conflicting
 
 # Below this many rows one INSERT costs less than a COPY's two round trips.
 COPY_FROM = 20
-COPY_CHUNK_ROWS = 2000  # rows of text handed to the COPY at a time
+COPY_CHUNK_ROWS = 250  # rows of text handed to the COPY at a time: the server starts on the first
 
 
 def insert_rows(session: Session, model: type[Any], rows: Sequence[Mapping[str, Any]]) -> None:
     """Write `rows` (dicts with the same keys, each naming its company) into `model`'s table."""
     if not rows:
         return
+    table, names = _checked(session, model, rows)
+    session.flush()  # what the ORM holds (the rows these may refer to) is written first
+    connection = session.connection()
+    if not _copied(connection, rows):
+        _insert(connection, table, rows)
+        return
+    statement = _copy_statement(connection.dialect, table, names)
+    with _copying(connection, statement) as copy:
+        for chunk in _copy_chunks(connection.dialect, table, names, rows):
+            copy.write(chunk)
+
+
+class _Copy:
+    """A COPY's statement, then its text chunk by chunk (as the queue of `RowsMeanwhile` holds it)."""
+
+    def __init__(self, statement: str) -> None:
+        self.statement = statement
+
+
+class _Finished:
+    """The last item of a writer's queue."""
+
+
+_FINISHED: Final = _Finished()
+# What a writer's queue holds: an INSERT's rows, or a COPY then its chunks then None.
+_Queued = _Copy | str | tuple[Table, Sequence[Mapping[str, Any]]] | None | _Finished
+
+
+class RowsMeanwhile:
+    """Batches of new rows written, in the order given, while the caller goes on with work that
+    needs no database (`rows_written_meanwhile`).
+
+    The caller's thread checks each batch and makes its COPY text, a chunk at a time; a thread of
+    this writer's own sends it and waits for the server. So the server inserts the first rows
+    (indexes, foreign-key checks) while the text of the next is being made, and the caller's
+    thread, which holds the GIL for the Python work, seldom waits for the thread that waits on
+    the socket."""
+
+    def __init__(self, session: Session) -> None:
+        session.flush()
+        self._session = session
+        self._connection = session.connection()
+        self._queue: queue.SimpleQueue[_Queued] = queue.SimpleQueue()
+        self._failure: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        # Only PostgreSQL's COPY leaves the GIL free for long; elsewhere each batch is written
+        # at once (the same rows, in the same order, in the same transaction).
+        if self._connection.dialect.name == "postgresql":
+            self._thread = threading.Thread(target=self._send, name="outfitter-rows", daemon=True)
+            self._thread.start()
+
+    def write(self, model: type[Any], rows: Sequence[Mapping[str, Any]]) -> None:
+        """Queue `rows` for `model`'s table, checked here as `insert_rows` checks them (tenancy
+        included); the caller must not change them any more. Raises at once what writing an
+        earlier batch raised."""
+        if self._failure is not None:
+            raise self._failure
+        if not rows:
+            return
+        table, names = _checked(self._session, model, rows)
+        connection = self._connection
+        if self._thread is None:
+            insert_rows(self._session, model, rows)
+        elif not _copied(connection, rows):
+            self._queue.put((table, rows))
+        else:
+            self._queue.put(_Copy(_copy_statement(connection.dialect, table, names)))
+            for chunk in _copy_chunks(connection.dialect, table, names, rows):
+                self._queue.put(chunk)
+            self._queue.put(None)
+
+    def _send(self) -> None:
+        """The writer's thread: each queued INSERT or COPY in turn, until `finish` says no more."""
+        while (item := self._queue.get()) is not _FINISHED:
+            if self._failure is not None:  # the transaction is lost: the rest is dropped
+                continue
+            try:
+                if isinstance(item, _Copy):
+                    with _copying(self._connection, item.statement) as copy:
+                        while isinstance(chunk := self._queue.get(), str):
+                            copy.write(chunk)
+                elif isinstance(item, tuple):
+                    _insert(self._connection, *item)
+            except BaseException as failure:  # raised in the caller's thread (`write`, `finish`)
+                self._failure = failure
+
+    def finish(self, *, raising: bool = True) -> None:
+        """Wait for every queued batch to be written; raise what writing one raised."""
+        if self._thread is not None:
+            self._queue.put(_FINISHED)
+            self._thread.join()
+        if raising and self._failure is not None:
+            raise self._failure
+
+
+@contextmanager
+def rows_written_meanwhile(session: Session) -> Iterator[RowsMeanwhile]:
+    """Write a batch's rows (`RowsMeanwhile.write`) from a thread of their own while this one goes
+    on, in the session's transaction: on PostgreSQL the server inserts them (indexes, foreign-key
+    checks: most of a 1,000-device batch's time there) on its own core while this thread renders
+    the answers. The body must not use the session until the block ends; the block ends when the
+    rows are written, raising what writing them raised (elsewhere than on PostgreSQL, each batch
+    is written, or refused, where it is given)."""
+    writer = RowsMeanwhile(session)
+    try:
+        yield writer
+    except BaseException:  # the thread must be done with the connection before any rollback
+        writer.finish(raising=False)
+        raise
+    writer.finish()
+
+
+def _checked(
+    session: Session, model: type[Any], rows: Sequence[Mapping[str, Any]]
+) -> tuple[Table, list[str]]:
+    """`model`'s table and the rows' column names, once the rows are proven writable: each names
+    the session's company, and none leaves out a column with a default (COPY runs no Python-side
+    default)."""
     table: Table = model.__table__
     _check_companies(session, table, rows)
     names = list(rows[0])
     missing = [column.name for column in table.c if column.default is not None and column.name not in names]
     if missing:
         raise ValueError(f"rows of {table.name} leave out {', '.join(missing)}, which have defaults")
-    session.flush()  # what the ORM holds (the rows these may refer to) is written first
-    connection = session.connection()
-    dialect = connection.dialect
+    return table, names
+
+
+def _copied(connection: Connection, rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether `rows` are written by COPY rather than an INSERT."""
+    return connection.dialect.name == "postgresql" and len(rows) >= COPY_FROM
+
+
+def _insert(connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
     if len(rows) == 1:  # one row: a plain execute, not an executemany's batching
         connection.execute(table.insert(), dict(rows[0]))
-        return
-    if dialect.name != "postgresql" or len(rows) < COPY_FROM:
+    else:
         connection.execute(table.insert(), list(rows))
-        return
-    columns = [_column_text(table.c[name].type, dialect) for name in names]
+
+
+def _copy_statement(dialect: Dialect, table: Table, names: list[str]) -> str:
     quote = dialect.identifier_preparer.quote
-    statement = (
+    return (
         f"COPY {dialect.identifier_preparer.format_table(table)} "
         f"({', '.join(quote(name) for name in names)}) FROM STDIN"
     )
+
+
+@contextmanager
+def _copying(connection: Connection, statement: str) -> Iterator[Any]:
+    """psycopg's COPY FROM STDIN on the connection, announced to the engine's listeners like any
+    statement (statement counts see it); its errors raised as SQLAlchemy raises an INSERT's."""
+    dialect = connection.dialect
     driver = connection.connection.driver_connection
     assert driver is not None
     try:
         with driver.cursor() as cursor:
             connection.dispatch.before_cursor_execute(connection, cursor, statement, (), None, False)
             with cursor.copy(statement) as copy:
-                for chunk in _copy_chunks(rows, names, columns):
-                    copy.write(chunk)
-    except dialect.loaded_dbapi.Error as error:  # raised as SQLAlchemy raises it for an INSERT
+                yield copy
+    except dialect.loaded_dbapi.Error as error:
         raise DBAPIError.instance(statement, None, error, dialect.loaded_dbapi.Error) from error
 
 
@@ -110,25 +242,37 @@ def _insert_unless_taken(table: Table, unique: tuple[str, ...], dialect: str) ->
 
 
 def _copy_chunks(
-    rows: Sequence[Mapping[str, Any]], names: list[str], columns: list[CopyText]
+    dialect: Dialect, table: Table, names: list[str], rows: Sequence[Mapping[str, Any]]
 ) -> Iterator[str]:
-    """The rows as COPY text (a line each, the columns `names`), COPY_CHUNK_ROWS lines at a time."""
-    values = operator.itemgetter(*names) if len(names) > 1 else lambda row: (row[names[0]],)
+    """The rows as COPY text (a line each, the columns `names`), COPY_CHUNK_ROWS lines at a time,
+    made a column at a time: each column's values through its own text function, then the lines
+    joined by C code (`map`, `zip`, `str.join`), with no Python loop per row."""
+    columns = [(operator.itemgetter(name), _column_text(table.c[name].type, dialect)) for name in names]
     for start in range(0, len(rows), COPY_CHUNK_ROWS):
-        yield "".join(
-            [
-                "\t".join([text(value) for text, value in zip(columns, values(row), strict=True)]) + "\n"
-                for row in rows[start : start + COPY_CHUNK_ROWS]
-            ]
-        )
+        chunk = rows[start : start + COPY_CHUNK_ROWS]
+        texts = [list(map(text, map(value, chunk))) for value, text in columns]
+        yield "\n".join(map("\t".join, zip(*texts, strict=True))) + "\n"
 
 
-def one_of(session: Session, column: QueryableAttribute[Any], values: Collection[Any]) -> ColumnElement[bool]:
-    """`column IN values` for a batch's values: one array parameter on PostgreSQL, where an IN of
-    10,000 bound values costs more to compile and send than the query costs to run."""
+def values_taken(session: Session, column: QueryableAttribute[Any], values: Collection[Any]) -> set[Any]:
+    """Which of `values` the session's company already holds in `column` (serial numbers, emails):
+    one statement for a whole batch (the tenancy hook adds the company filter).
+
+    On PostgreSQL the values are one array parameter, unnested and joined to the table, so that the
+    plan looks each one up in the company's unique index whatever the statistics say. Written as
+    `column = ANY($1)` the check chose a trigram index over 1,000 serial numbers once the table had
+    grown and the statement had been prepared (psycopg prepares it from its fifth run: a generic
+    plan), and took seconds; as `column IN (...)` it compiles and sends 10,000 parameters for a
+    file. Elsewhere it is an IN."""
+    if not values:
+        return set()
     if session.get_bind().dialect.name == "postgresql":
-        return column == any_(bindparam(None, list(values), type_=ARRAY(column.type)))
-    return column.in_(values)
+        array = bindparam(None, list(values), type_=ARRAY(column.type))
+        given = func.unnest(array).table_valued("value").render_derived()
+        statement = select(column).join(given, column == given.c.value)
+    else:
+        statement = select(column).where(column.in_(values))
+    return set(session.scalars(statement))
 
 
 _paused_batches = 0
@@ -164,6 +308,21 @@ def _check_companies(session: Session, table: Table, rows: Sequence[Mapping[str,
         if company is None:
             raise TenantScopeError(f"a new row of {table.name} names no company")
         company_named(session, company)
+
+
+class JsonText(dict[str, Any]):
+    """A JSON object with the compact JSON text it was read from (`JsonText.read`), which a COPY
+    writes as it is rather than serializing the object again: an event's data is its subject's
+    answer, already rendered. Not to be changed once read."""
+
+    __slots__ = ("text",)
+    text: str
+
+    @classmethod
+    def read(cls, rendered: bytes) -> JsonText:
+        obj = cls(orjson.loads(rendered))
+        obj.text = rendered.decode()
+        return obj
 
 
 _NULL = "\\N"
@@ -229,8 +388,10 @@ def _column_text(column_type: TypeEngine[Any], dialect: Dialect) -> CopyText:
         wrapped = process(value)  # psycopg's Json, or None for SQL NULL
         if wrapped is None:
             return _NULL
-        if id(wrapped.obj) != last_id:
-            last_id, last_text = id(wrapped.obj), _escaped(to_json(wrapped.obj).decode())
+        obj = wrapped.obj
+        if id(obj) != last_id:
+            text = obj.text if type(obj) is JsonText else to_json(obj).decode()
+            last_id, last_text = id(obj), _escaped(text)
         return last_text
 
     return json_text

@@ -21,17 +21,19 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import currencies_by_code
 from outfitter.core.auth import AuthContext
-from outfitter.core.bulk_rows import collection_paused, insert_rows
+from outfitter.core.bulk_rows import collection_paused, rows_written_meanwhile
 from outfitter.core.errors import Conflict, ValidationFailed
+from outfitter.core.events import delivery_rows, enabled_endpoints, event_rows
 from outfitter.core.schemas import render_as
 from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle, presenters, service
-from outfitter.equipment.events import record_answered_events, record_equipment_events, status_event
+from outfitter.equipment.events import answered_events, record_equipment_events, status_event
 from outfitter.equipment.repository import EquipmentRepository
 from outfitter.equipment.schemas import EquipmentBulkMove, EquipmentCreate, EquipmentOut
-from outfitter.models import Country, Currency, Employee, Equipment, EquipmentHistory, EquipmentStatus
+from outfitter.models import Country, Currency, Employee, Equipment, EquipmentHistory, EquipmentStatus, Event
 from outfitter.models.events import EventType
+from outfitter.models.webhooks import WebhookDelivery
 from outfitter.people.bulk import BatchCountries
 
 MAX_BULK_EQUIPMENT = 1000
@@ -108,10 +110,8 @@ def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]
 
 
 def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> list[uuid.UUID]:
-    """Register checked devices (a file's) and answer their ids: `write_devices`, and the events."""
-    changes, answers = write_devices(session, actor, checked)
-    record_answered_events(session, changes, answers, actor)
-    return list(answers)
+    """Register checked devices (a file's) and answer their ids."""
+    return list(write_devices(session, actor, checked))
 
 
 def register_devices(
@@ -120,19 +120,18 @@ def register_devices(
     """Register every item (all or nothing) and answer the devices in order, as the single create
     does (each rendered once, for the events' data and the response both)."""
     with collection_paused():
-        changes, answers = write_devices(session, auth.actor, check_devices(session, items))
-        record_answered_events(session, changes, answers, auth.actor)
-        return list(answers.values())
+        return list(write_devices(session, auth.actor, check_devices(session, items)).values())
 
 
-def write_devices(
-    session: Session, actor: str, checked: Sequence[CheckedDevice]
-) -> tuple[list[tuple[EventType, uuid.UUID]], dict[uuid.UUID, bytes]]:
+def write_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> dict[uuid.UUID, bytes]:
     """Write checked devices as the single create does (`equipment_added`, the move to their
-    status) in a constant number of statements: the devices and their history as rows
-    (core.bulk_rows). Answers the events to record (`equipment.added` then the move's, by device)
-    and the devices as the single retrieve renders them (EquipmentOut's JSON), from what was
-    written rather than read back."""
+    status, the events of both) in a constant number of statements, and answer each device (by id,
+    in order) as the single retrieve renders it (EquipmentOut's JSON), from what was written
+    rather than read back.
+
+    The rows are written by COPY while the answers are rendered (`rows_written_meanwhile`): what
+    the rendering needs from the database (the assignees' fields, the webhook endpoints) is read
+    first."""
     company = company_of(session)
     now = utcnow()
     devices: list[dict[str, Any]] = []
@@ -148,34 +147,33 @@ def write_devices(
         changes.append((EventType.EQUIPMENT_ADDED, device["id"]))
         if item.body.status != EquipmentStatus.UNASSIGNED:
             changes.append((status_event(item.body.status), device["id"]))
-    try:
-        insert_rows(session, Equipment, devices)
-    except IntegrityError:  # a concurrent request took one of the serial numbers after our check
-        raise Conflict(
-            "A device with one of these serial numbers was registered meanwhile; nothing was registered."
-        ) from None
-    insert_rows(session, EquipmentHistory, [entry for entries in history.values() for entry in entries])
-    return changes, _answers(session, checked, devices, history)
-
-
-def _answers(
-    session: Session,
-    checked: Sequence[CheckedDevice],
-    devices: list[dict[str, Any]],
-    history: dict[uuid.UUID, list[dict[str, Any]]],
-) -> dict[uuid.UUID, bytes]:
-    """Each new device as the single retrieve renders it, by id in the batch's order, from its row,
-    its history and what its rules looked up (one read for the assignees' own fields)."""
     assignees = EquipmentRepository(session).assignee_fields(
         {item.assignee.id for item in checked if item.assignee is not None}
     )
-    answers: dict[uuid.UUID, bytes] = {}
-    for item, device in zip(checked, devices, strict=True):
-        assignee = assignees[item.assignee.id] if item.assignee is not None else None
-        answers[device["id"]] = render_as(
-            EquipmentOut,
-            presenters.written_detail(device, history[device["id"]], item.currency, item.country, assignee),
-        )
+    endpoints = enabled_endpoints(session, company)
+    try:
+        with rows_written_meanwhile(session) as rows:
+            rows.write(Equipment, devices)
+            rows.write(EquipmentHistory, [entry for entries in history.values() for entry in entries])
+            answers: dict[uuid.UUID, bytes] = {}
+            for item, device in zip(checked, devices, strict=True):
+                assignee = assignees[item.assignee.id] if item.assignee is not None else None
+                answers[device["id"]] = render_as(
+                    EquipmentOut,
+                    presenters.written_detail(
+                        device, history[device["id"]], item.currency, item.country, assignee
+                    ),
+                )
+            events = event_rows(session, answered_events(changes, answers), actor=actor)
+            rows.write(Event, events)
+            rows.write(WebhookDelivery, delivery_rows(company, endpoints, events))
+    except IntegrityError as error:
+        if "serial_number" not in str(error.orig):
+            raise
+        # a concurrent request took one of the serial numbers after our check
+        raise Conflict(
+            "A device with one of these serial numbers was registered meanwhile; nothing was registered."
+        ) from None
     return answers
 
 

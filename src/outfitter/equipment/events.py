@@ -61,10 +61,13 @@ def record_answered_events(
     """One event per (type, device id), its data the device's answer in `answers`, rendered
     (`render_as(EquipmentOut, ...)`, as the single retrieve renders it after the change): a write
     renders its answer once, for its response and for its events."""
+    record_events(session, answered_events(changes, answers), actor=actor)
+
+
+def answered_events(
+    changes: Sequence[tuple[EventType, uuid.UUID]], answers: Mapping[uuid.UUID, bytes]
+) -> list[NewEvent]:
+    """The events of `changes` (see `record_answered_events`); a device's events share its data."""
     ids = dict.fromkeys(equipment_id for _, equipment_id in changes)
     data = {equipment_id: rendered_event_data(answers[equipment_id]) for equipment_id in ids}
-    record_events(
-        session,
-        [NewEvent(type, equipment_id, data[equipment_id]) for type, equipment_id in changes],
-        actor=actor,
-    )
+    return [NewEvent(type, equipment_id, data[equipment_id]) for type, equipment_id in changes]

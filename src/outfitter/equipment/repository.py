@@ -23,7 +23,7 @@ from sqlalchemy import (
     type_coerce,
 )
 
-from outfitter.core.bulk_rows import insert_unless_taken, one_of
+from outfitter.core.bulk_rows import insert_unless_taken, values_taken
 from outfitter.core.reads import run_in_session
 from outfitter.core.tenancy import CompanyRepository, company_rows
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort, conditions
@@ -160,12 +160,7 @@ class EquipmentRepository(CompanyRepository[Equipment]):
 
     def serials_taken(self, serial_numbers: Collection[str]) -> set[str]:
         """Which of `serial_numbers` the company's devices already carry: one statement."""
-        if not serial_numbers:
-            return set()
-        statement = select(Equipment.serial_number).where(
-            one_of(self.session, Equipment.serial_number, serial_numbers)
-        )
-        return {serial for serial in self.session.scalars(statement) if serial is not None}
+        return values_taken(self.session, Equipment.serial_number, serial_numbers)
 
     def employees(self, employee_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
         """The company's employees among `employee_ids` (another company's are simply absent)."""

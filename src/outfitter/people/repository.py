@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Select, and_, distinct, func, insert, or_, select, update
 from sqlalchemy.orm import Session, contains_eager, joinedload
 
-from outfitter.core.bulk_rows import insert_rows, insert_unless_taken
+from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken
 from outfitter.core.tenancy import CompanyRepository, company_of, parse_uuid
 from outfitter.models import (
     Country,
@@ -81,9 +81,7 @@ class EmployeeRepository(CompanyRepository[Employee]):
         return insert_unless_taken(self.session, Employee, row, ("company_id", "email"))
 
     def existing_emails(self, emails: Collection[str]) -> set[str]:
-        if not emails:
-            return set()
-        return set(self.session.scalars(select(Employee.email).where(Employee.email.in_(emails))))
+        return values_taken(self.session, Employee.email, emails)
 
     def insert_many(self, rows: list[dict[str, Any]]) -> None:
         """One write for the whole batch (a COPY on PostgreSQL: core.bulk_rows)."""

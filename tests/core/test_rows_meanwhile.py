@@ -1,0 +1,104 @@
+"""core.bulk_rows.rows_written_meanwhile: a batch's rows written by COPY from a thread of their own
+while the caller renders its answers (PostgreSQL), in the caller's transaction, in order; what
+writing them raised is raised where the block ends, and nothing of a failed batch remains."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, event, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from outfitter.core.bulk_rows import COPY_FROM, rows_written_meanwhile
+from outfitter.core.tenancy import TenantSession, bind_company
+from outfitter.db.base import utcnow
+from outfitter.models import Country, Employee
+from tests.factories import CompanyFactory
+
+
+@pytest.fixture
+def session(engine: Engine, companies: CompanyFactory) -> Any:
+    with TenantSession(engine) as session:
+        bind_company(session, companies.create().company_id)
+        yield session
+
+
+def _employees(session: Session, count: int, emails: str = "staff") -> list[dict[str, Any]]:
+    company, now = session.info["tenant"], utcnow()
+    country = session.scalars(select(Country.id).where(Country.code == "NG")).one()
+    return [
+        {
+            "id": uuid.uuid4(),
+            "company_id": company,
+            "first_name": "Staff",
+            "last_name": f"N{number}",
+            "email": f"{emails}{number}@example.com",
+            "country_id": country,
+            "phone": "+234 801 234 5678",
+            "address": "1 Marina Road, Lagos",
+            "created_at": now,
+            "updated_at": now,
+        }
+        for number in range(count)
+    ]
+
+
+def _count(session: Session) -> int:
+    return session.scalar(select(func.count()).select_from(Employee)) or 0
+
+
+def test_the_rows_are_written_in_order_by_another_thread_on_postgresql(
+    engine: Engine, session: Session, is_postgres: bool
+) -> None:
+    writers: list[tuple[str, threading.Thread]] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        writers.append((statement.split()[0], threading.current_thread()))
+
+    first, second = _employees(session, COPY_FROM, "a"), _employees(session, COPY_FROM, "b")
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        with rows_written_meanwhile(session) as rows:
+            rows.write(Employee, first)
+            rows.write(Employee, second)
+            rows.write(Employee, [])  # nothing to write: nothing sent
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+    assert [verb for verb, _ in writers] == (["COPY", "COPY"] if is_postgres else ["INSERT", "INSERT"])
+    elsewhere = [thread is not threading.current_thread() for _, thread in writers]
+    assert elsewhere == [is_postgres, is_postgres]  # SQLite: written at once, in this thread
+    names = session.scalars(select(Employee.email).order_by(Employee.created_at, Employee.email)).all()
+    assert sorted(names) == sorted(row["email"] for row in first + second)
+    session.commit()
+
+
+def test_a_failed_batch_is_raised_where_the_block_ends_and_the_next_ones_are_not_written(
+    engine: Engine, session: Session, is_postgres: bool
+) -> None:
+    taken = _employees(session, COPY_FROM)
+    with rows_written_meanwhile(session) as rows:
+        rows.write(Employee, taken)
+    session.commit()
+    after: list[str] = []
+    with pytest.raises(IntegrityError), rows_written_meanwhile(session) as rows:
+        rows.write(Employee, _employees(session, COPY_FROM))  # the same emails: refused
+        rows.write(Employee, _employees(session, COPY_FROM, "other"))
+        after.append("the body ran to its end")
+    # On PostgreSQL the body goes on while the rows are written; elsewhere a batch is written (and
+    # refused) where it is given.
+    assert after == (["the body ran to its end"] if is_postgres else [])
+    session.rollback()
+    assert _count(session) == COPY_FROM  # neither batch remains
+
+
+def test_an_error_of_the_body_is_raised_once_the_rows_are_written(engine: Engine, session: Session) -> None:
+    with pytest.raises(ZeroDivisionError), rows_written_meanwhile(session) as rows:
+        rows.write(Employee, _employees(session, COPY_FROM))
+        _ = 1 / 0
+    assert _count(session) == COPY_FROM  # written, in the transaction: the caller decides
+    session.rollback()
+    assert _count(session) == 0
