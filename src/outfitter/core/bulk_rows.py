@@ -1,7 +1,8 @@
 """New rows of company-owned tables written as Core statements, not ORM objects, in the session's
 own transaction: many rows of one table in one go (`insert_rows`: COPY on PostgreSQL from COPY_FROM
-rows, an executemany otherwise), or one row unless a unique constraint refuses it
-(`insert_unless_taken`, the single creates' hot path).
+rows, an executemany otherwise), the same while the caller goes on with other work
+(`rows_written_meanwhile`: the bulk registration renders its answers as its rows are written), or
+one row unless a unique constraint refuses it (`insert_unless_taken`, the single creates' hot path).
 
 The batch writers (CSV imports, bulk creation, the events they record) build their rows as dicts
 and write them here, not through ORM objects: for 10,000 devices the unit of work's bookkeeping
@@ -15,12 +16,14 @@ would. Rows are complete: COPY runs no Python-side column defaults, so a row lea
 that has one is refused. The COPY is announced to the engine's `before_cursor_execute` listeners
 like any statement (statement counts see it).
 
-The COPY's text is written here, a line per row (`_column_text`), rather than row by row through
-psycopg's `write_row`: each bound value becomes the text psycopg's text dumper would send
-(timestamps in ISO 8601 with their offset, decimals as `str`), except JSON, which is
+The COPY's text is made here, a column at a time (`_copy_chunks`, `_column_text`), rather than row
+by row through psycopg's `write_row`: each bound value becomes the text psycopg's text dumper would
+send (timestamps in ISO 8601 with their offset, decimals as `str`), except JSON, which is
 serialized in Rust (pydantic_core, a third of `json.dumps`'s time: the events of a 10,000-row
-import carry 15,000 rendered devices), and once for the events of one device, which share its data.
-The text is the same JSON, compact and UTF-8 (the columns are `json`: read back, it is equal).
+import carry 15,000 rendered devices), once for the events of one device, which share its data,
+and not at all when the object keeps the text it was read from (`JsonText`: an event's data is
+its subject's rendered answer). The text is the same JSON, compact and UTF-8 (the columns are
+`json`: read back, it is equal).
 UUID columns take the 32 digits without hyphens, which PostgreSQL reads as well.
 """
 
@@ -120,7 +123,7 @@ class RowsMeanwhile:
         table, names = _checked(self._session, model, rows)
         connection = self._connection
         if self._thread is None:
-            insert_rows(self._session, model, rows)
+            _insert(connection, table, rows)
         elif not _copied(connection, rows):
             self._queue.put((table, rows))
         else:
