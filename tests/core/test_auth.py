@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from outfitter.core.tokens import hash_token
@@ -87,3 +88,40 @@ def test_write_only_token_cannot_read(companies: CompanyFactory) -> None:
 def test_expiring_token_works_until_it_expires(api: Api, companies: CompanyFactory) -> None:
     expiring = companies.token(api, expires_in_days=1)
     assert expiring.get("/client/countries").status_code == 200
+
+
+def test_a_due_stamp_never_waits_for_another_request_stamping_the_token(
+    postgres_only: None, api: Api, engine: Engine
+) -> None:
+    """The last-used stamp is best effort: while another request in flight holds the token's row
+    (it stamped it and has not committed: a long import, say), the token's other requests, hot
+    reads on asyncpg and reads and writes through the session, skip the stamp instead of waiting."""
+    an_hour_ago = utcnow() - timedelta(hours=1)
+    with engine.begin() as connection:
+        connection.execute(
+            update(ApiToken).where(ApiToken.id == api.token_id).values(last_used_at=an_hour_ago)
+        )
+    answers: dict[str, int] = {}
+
+    def requests() -> None:
+        answers["hot read"] = api.get("/client/equipment").status_code
+        answers["read"] = api.get("/client/countries").status_code
+        answers["write"] = api.post("/client/employees", EMPLOYEE).status_code
+
+    with engine.connect() as in_flight:
+        in_flight.execute(select(ApiToken.id).where(ApiToken.id == api.token_id).with_for_update())
+        thread = threading.Thread(target=requests)
+        thread.start()
+        thread.join(timeout=20)
+        waited = thread.is_alive()
+        in_flight.rollback()  # the other request ends without stamping
+    thread.join(timeout=20)
+    assert not waited, "a request waited for the token's row"
+    assert answers == {"hot read": 200, "read": 200, "write": 201}
+    with Session(engine) as session:
+        record = session.get(ApiToken, api.token_id)
+        assert record is not None and record.last_used_at == an_hour_ago  # every stamp was skipped
+    assert api.get("/client/countries").status_code == 200  # the row is free: the next one stamps
+    with Session(engine) as session:
+        record = session.get(ApiToken, api.token_id)
+        assert record is not None and record.last_used_at is not None and record.last_used_at > an_hour_ago

@@ -64,9 +64,18 @@ _TOKEN_WITH_COMPANY = (
 
 
 # Both times given: a statement compiled once for asyncpg (core.reads) runs no Python-side onupdate.
+# The stamp is best effort, so it never waits: a token row that another request in flight is
+# stamping (its lock held until that request commits: a CSV import's second, say) is skipped on
+# PostgreSQL, instead of holding every request of the token until then. SQLite has one writer.
 STAMP_LAST_USED = (
     update(ApiToken)
-    .where(ApiToken.id == bindparam("token_id"))
+    .where(
+        ApiToken.id
+        == select(ApiToken.id)
+        .where(ApiToken.id == bindparam("token_id"))
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
+    )
     .values(last_used_at=bindparam("now"), updated_at=bindparam("now"))
 )
 
