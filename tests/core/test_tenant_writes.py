@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, insert, literal, select
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ClauseElement
 
 from outfitter.core.bulk_rows import COPY_FROM, insert_rows
 from outfitter.core.events import NewEvent, record_events
@@ -108,10 +109,10 @@ _COPIED = ["id", "company_id", "first_name", "last_name", "email", "country_id",
 
 
 def _copy_of_employees(
-    company: Any, *where: Any, table: Any = Employee, email: str = "copy@example.com"
+    company: Any, *where: Any, table: Any = Employee, email: Any = "copy@example.com"
 ) -> Any:
     """INSERT ... FROM SELECT: a copy of employees read from `table` (Employee or its Table),
-    writing `company` as their company."""
+    writing `company` as their company and `email` (a value or an expression) as their email."""
     columns = table if table is Employee else table.c
     return insert(table).from_select(
         _COPIED,
@@ -120,7 +121,7 @@ def _copy_of_employees(
             company,
             columns.first_name,
             columns.last_name,
-            literal(email),
+            email if isinstance(email, ClauseElement) else literal(email),
             columns.country_id,
             columns.phone,
             columns.address,
@@ -129,6 +130,8 @@ def _copy_of_employees(
         .limit(1),
     )
 
+
+_EMAILS = select(Employee.email).cte("emails")
 
 # Each reads (or writes) another company's rows, or cannot be proven not to.
 INSERT_SELECTS_CROSSING_COMPANIES: dict[str, Callable[[uuid.UUID, uuid.UUID], Any]] = {
@@ -151,6 +154,22 @@ INSERT_SELECTS_CROSSING_COMPANIES: dict[str, Callable[[uuid.UUID, uuid.UUID], An
         Employee.company_id == first,
         Employee.email.in_(select(Country.name).where(Country.code == "NG"))
         | Employee.id.in_(select(Event.subject_id)),
+    ),
+    # The same table in a subquery's own FROM: the top WHERE's filter does not reach it.
+    "a subquery of the filtered table copies the other company's email": lambda first, other: (
+        _copy_of_employees(
+            Employee.company_id,
+            Employee.company_id == first,
+            email=select(Employee.email)
+            .where(Employee.company_id == other)
+            .correlate(None)
+            .scalar_subquery(),
+        )
+    ),
+    "a plain CTE of the filtered table reads every company": lambda first, other: _copy_of_employees(
+        Employee.company_id,
+        Employee.company_id == first,
+        email=select(_EMAILS.c.email).limit(1).scalar_subquery(),
     ),
 }
 

@@ -14,8 +14,9 @@ flush, `session.execute(insert(...))` with rows as parameters (stamped with the 
 they name none) or written into the statement (`.values(...)`: they must name it), a Core insert on
 `session.connection()`. A row naming another company is refused. An `INSERT ... FROM SELECT`, whose
 rows cannot be checked one by one, is let through only when the statement itself proves them the
-bound company's (`_check_scoped_select`): every company-owned table the SELECT reads is filtered on
-`company_id` = the bound company in its WHERE, and the `company_id` it writes is that filtered
+bound company's (`_check_scoped_select`): every company-owned table the SELECT reads is in its own
+FROM, filtered on `company_id` = the bound company in its WHERE (one read in a subquery, a plain CTE
+or through an alias is refused, correlated or not), and the `company_id` it writes is that filtered
 column or the bound company itself. A session across companies writes any company's rows.
 """
 
@@ -23,20 +24,26 @@ from __future__ import annotations
 
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
 from sqlalchemy import (
+    AliasedReturnsRows,
     Column,
     ColumnElement,
+    CompoundSelect,
     Connection,
     Engine,
     Executable,
     Insert,
+    Join,
     Row,
     Select,
     Table,
+    TableClause,
+    TableValuedAlias,
+    Values,
     bindparam,
     event,
     select,
@@ -45,6 +52,7 @@ from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction, with_lo
 from sqlalchemy.orm.interfaces import ORMOption
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import BinaryExpression, BindParameter, BooleanClauseList, ClauseElement, Label
+from sqlalchemy.sql.selectable import SelectState
 from sqlalchemy.sql.util import find_tables
 
 from outfitter.core.errors import NotFound
@@ -272,11 +280,11 @@ def _check_inserts(
 @dataclass(frozen=True)
 class _SelectShape:
     """What the proof needs of an INSERT ... FROM SELECT, read once per statement (a traversal
-    costs more than the INSERT's own execution): the company filters of its WHERE, the tables its
-    SELECT reads, and what it writes as company_id."""
+    costs more than the INSERT's own execution): the company filters of its WHERE, what its SELECT
+    reads, and what it writes as company_id."""
 
     filters: tuple[tuple[Any, BindParameter[Any]], ...]  # (table, value) of `table.company_id = :value`
-    tables: frozenset[Any]
+    reads: _Reads
     written: Any  # a Column, a BindParameter or None
 
 
@@ -302,7 +310,7 @@ def _select_shape(statement: Insert, table: str) -> _SelectShape:
             for column, value in _equalities(chosen.whereclause)
             if column.key == _COMPANY_COLUMN
         ),
-        tables=frozenset(find_tables(chosen, include_crud=True)),
+        reads=_reads(chosen),
         written=written,
     )
     return shape
@@ -311,19 +319,83 @@ def _select_shape(statement: Insert, table: str) -> _SelectShape:
 def _check_scoped_select(statement: Insert, params: Mapping[str, Any], tenant: uuid.UUID, table: str) -> None:
     """Refuse an INSERT ... FROM SELECT unless its rows are provably the bound company's (module
     docstring). Conservative: only plain `table.company_id = :value` terms ANDed at the top of the
-    WHERE count, so a table read through an alias or a subquery's own FROM is refused."""
+    WHERE count, for the tables of the SELECT's own FROM (`_reads` refuses any other)."""
     shape = _select_shape(statement, table)
+    reads = shape.reads
     filtered = {found for found, value in shape.filters if _is(_bound_value(value, params), tenant)}
-    unfiltered = (shape.tables & _company_tables()) - filtered
+    unfiltered = (reads.tables & _company_tables()) - filtered
     written = shape.written
     names_tenant = (
         isinstance(written, Column) and written.key == _COMPANY_COLUMN and written.table in filtered
     ) or (isinstance(written, BindParameter) and _is(_bound_value(written, params), tenant))
-    if unfiltered or not names_tenant:
+    if unfiltered or reads.unprovable or not names_tenant:
         raise TenantScopeError(
             f"INSERT ... FROM SELECT into {table} through a bound session must read only the bound company's "
             "rows (company_id = it in the WHERE, for every company table) and write its company_id"
         )
+
+
+@dataclass(frozen=True)
+class _Reads:
+    """What a SELECT reads rows from, as the proof sees it."""
+
+    tables: frozenset[Any]  # the tables in its own FROM (through joins)
+    unprovable: bool  # a company's table read where no filter of its WHERE applies, or a FROM unknown
+
+
+def _reads(root: ClauseElement) -> _Reads:
+    """What the SELECT `root` reads rows from. A company's table is provable
+    only in `root`'s own FROM, where its WHERE can filter it: in any SELECT nested in it (a
+    subquery, EXISTS, a plain CTE), or through an alias, it is not, correlated or not."""
+    tables: set[Any] = set()
+    unprovable = False
+    for select_ in _selects_in(root):
+        for source in _sources(_froms(select_)):
+            if isinstance(source, TableClause):
+                if select_ is root:
+                    tables.add(source)
+                else:
+                    unprovable |= source in _company_tables()
+            elif isinstance(source, TableValuedAlias | Values):
+                pass  # a function's rows (json_each) or rows written into the statement
+            elif isinstance(source, AliasedReturnsRows) and isinstance(source.element, TableClause):
+                unprovable |= source.element in _company_tables()  # no filter of the WHERE names it
+            elif isinstance(source, AliasedReturnsRows) and isinstance(
+                source.element, Select | CompoundSelect
+            ):
+                pass  # a subquery or a plain CTE: its SELECTs are among those walked
+            else:  # text, or anything else the proof cannot follow
+                unprovable = True
+    return _Reads(frozenset(tables), unprovable)
+
+
+def _selects_in(root: ClauseElement) -> Iterator[Select[Any]]:
+    """Every SELECT in `root`, itself included."""
+    seen: set[int] = set()
+    pending: list[ClauseElement] = [root]
+    while pending:
+        element = pending.pop()
+        if id(element) in seen:
+            continue
+        seen.add(id(element))
+        if isinstance(element, Select):
+            yield element
+        pending.extend(element.get_children())
+
+
+def _froms(select_: Select[Any]) -> list[Any]:
+    """The FROM list of `select_` on its own, before any correlation with an enclosing SELECT (what
+    `Select.get_final_froms` answers, without compiling the statement to a string first)."""
+    return SelectState(select_, None).froms  # type: ignore[arg-type]  # no compiler needed
+
+
+def _sources(froms: Sequence[Any]) -> Iterator[Any]:
+    """FROM elements, joins taken apart."""
+    for source in froms:
+        if isinstance(source, Join):
+            yield from _sources([source.left, source.right])
+        else:
+            yield source
 
 
 def _equalities(where: ColumnElement[Any] | None) -> list[tuple[Column[Any], BindParameter[Any]]]:
