@@ -10,8 +10,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, func, insert, literal, select
+from sqlalchemy import Engine, delete, func, insert, literal, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ClauseElement
 
 from outfitter.core.bulk_rows import COPY_FROM, insert_rows, rows_written_meanwhile
 from outfitter.core.events import NewEvent, record_events
@@ -108,10 +110,10 @@ _COPIED = ["id", "company_id", "first_name", "last_name", "email", "country_id",
 
 
 def _copy_of_employees(
-    company: Any, *where: Any, table: Any = Employee, email: str = "copy@example.com"
+    company: Any, *where: Any, table: Any = Employee, email: Any = "copy@example.com"
 ) -> Any:
     """INSERT ... FROM SELECT: a copy of employees read from `table` (Employee or its Table),
-    writing `company` as their company."""
+    writing `company` as their company and `email` (a value or an expression) as their email."""
     columns = table if table is Employee else table.c
     return insert(table).from_select(
         _COPIED,
@@ -120,7 +122,7 @@ def _copy_of_employees(
             company,
             columns.first_name,
             columns.last_name,
-            literal(email),
+            email if isinstance(email, ClauseElement) else literal(email),
             columns.country_id,
             columns.phone,
             columns.address,
@@ -129,6 +131,8 @@ def _copy_of_employees(
         .limit(1),
     )
 
+
+_EMAILS = select(Employee.email).cte("emails")
 
 # Each reads (or writes) another company's rows, or cannot be proven not to.
 INSERT_SELECTS_CROSSING_COMPANIES: dict[str, Callable[[uuid.UUID, uuid.UUID], Any]] = {
@@ -151,6 +155,22 @@ INSERT_SELECTS_CROSSING_COMPANIES: dict[str, Callable[[uuid.UUID, uuid.UUID], An
         Employee.company_id == first,
         Employee.email.in_(select(Country.name).where(Country.code == "NG"))
         | Employee.id.in_(select(Event.subject_id)),
+    ),
+    # The same table in a subquery's own FROM: the top WHERE's filter does not reach it.
+    "a subquery of the filtered table copies the other company's email": lambda first, other: (
+        _copy_of_employees(
+            Employee.company_id,
+            Employee.company_id == first,
+            email=select(Employee.email)
+            .where(Employee.company_id == other)
+            .correlate(None)
+            .scalar_subquery(),
+        )
+    ),
+    "a plain CTE of the filtered table reads every company": lambda first, other: _copy_of_employees(
+        Employee.company_id,
+        Employee.company_id == first,
+        email=select(_EMAILS.c.email).limit(1).scalar_subquery(),
     ),
 }
 
@@ -244,6 +264,220 @@ def test_an_unbound_session_refuses_every_insert_of_company_rows(
         session.execute(insert(Employee), [_employee(session, 1, two_companies[1])])
         session.commit()
     assert _companies_of_employees(engine) == {two_companies[1]: 1}
+
+
+# --- data-modifying CTEs: a record and what it implies, written in one statement ----------------
+
+_EVENT_COLUMNS = ["id", "company_id", "type", "subject_type", "subject_id", "actor", "created_at", "data"]
+
+
+def _hiring(row: dict[str, Any], *returning: Any) -> Any:
+    """`WITH hired AS (INSERT INTO employees ... RETURNING id, company_id)`, the employee's row
+    written into the statement (as the creates write theirs)."""
+    employees = Employee.__table__
+    return (
+        insert(employees)
+        .values(**row)
+        .returning(*(returning or (employees.c.id, employees.c.company_id)))
+        .cte("hired")
+    )
+
+
+def _announced(hired: Any, company: Any = None, *where: Any) -> Any:
+    """... INSERT INTO events ... SELECT ... FROM hired: the employee's event, its company_id
+    `hired.company_id` unless `company` says otherwise."""
+    events = Event.__table__
+    return insert(events).from_select(
+        _EVENT_COLUMNS,
+        select(
+            literal(uuid.uuid4()),
+            hired.c.company_id if company is None else company,
+            literal(EventType.EMPLOYEE_CREATED, events.c.type.type),
+            literal("employee"),
+            hired.c.id,
+            literal("test"),
+            literal(utcnow(), events.c.created_at.type),
+            literal({"n": 1}, events.c.data.type),
+        ).where(*where),
+    )
+
+
+def _companies_of_events(engine: Engine) -> dict[uuid.UUID, int]:
+    with Session(engine) as session:
+        rows = session.execute(select(Event.company_id, func.count()).group_by(Event.company_id))
+        return {company: count for company, count in rows}
+
+
+def _upsert(session: Session) -> Any:
+    """The dialect's INSERT, for its ON CONFLICT clauses."""
+    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+
+
+# Each writes, or could write, another company's rows (or another company's data into the bound
+# one's) through a data-modifying CTE, and is refused before it is sent, for the reason given (so
+# these are refused on SQLite too, which could not run them).
+CTES_CROSSING_COMPANIES: dict[str, tuple[str, Callable[[Session, uuid.UUID, uuid.UUID], Any]]] = {
+    "the CTE's row names the other company": (
+        "must name the bound company",
+        lambda s, first, other: _announced(_hiring(_employee(s, 1, other))),
+    ),
+    "the CTE's row names no company": (
+        "must name the bound company",
+        lambda s, first, other: _announced(_hiring(_employee(s, 1))),
+    ),
+    "the CTE is proven, the SELECT writes the other company": (
+        "FROM SELECT into events",
+        lambda s, first, other: _announced(_hiring(_employee(s, 1, first)), literal(other)),
+    ),
+    "the SELECT also reads every company's employees": (
+        "FROM SELECT into events",
+        lambda s, first, other: _announced(
+            _hiring(_employee(s, 1, first)), None, Employee.email == "n1@example.com"
+        ),
+    ),
+    "the SELECT writes as company_id a CTE column that is not its company_id": (
+        "FROM SELECT into events",
+        lambda s, first, other: _announced(
+            _hiring(
+                _employee(s, 1, first),
+                Employee.__table__.c.id,
+                Employee.__table__.c.country_id.label("company_id"),
+            )
+        ),
+    ),
+    "the CTE returns another company's data": (
+        "may return only the columns of employees",
+        lambda s, first, other: _announced(
+            _hiring(
+                _employee(s, 1, first),
+                Employee.__table__.c.id,
+                Employee.__table__.c.company_id,
+                select(Employee.email).where(Employee.company_id == other).scalar_subquery().label("email"),
+            )
+        ),
+    ),
+    "the CTE's INSERT ... SELECT copies the other company's employees": (
+        "FROM SELECT into employees",
+        lambda s, first, other: _announced(
+            insert(Employee.__table__)
+            .from_select(_COPIED, _copy_of_employees(literal(first), Employee.company_id == other).select)
+            .returning(Employee.__table__.c.id, Employee.__table__.c.company_id)
+            .cte("hired")
+        ),
+    ),
+    "the CTE's values read another company's row": (
+        "may not read a company's table",
+        lambda s, first, other: _announced(
+            _hiring(
+                {
+                    **_employee(s, 1, first),
+                    "address": select(Employee.address).where(Employee.company_id == other).scalar_subquery(),
+                }
+            )
+        ),
+    ),
+    "the CTE updates on conflict (another company's row, by id)": (
+        "only DO NOTHING",
+        lambda s, first, other: _announced(
+            _upsert(s)(Employee.__table__)
+            .values(**_employee(s, 1, first))
+            .on_conflict_do_update(index_elements=["id"], set_={"first_name": "Taken"})
+            .returning(Employee.__table__.c.id, Employee.__table__.c.company_id)
+            .cte("hired")
+        ),
+    ),
+    "the SELECT reads a CTE writing a table of no company": (
+        "FROM SELECT into events",
+        lambda s, first, other: _announced(
+            insert(Country.__table__)
+            .values(id=uuid.uuid4(), name="Nowhere", code="ZZ")
+            .returning(Country.__table__.c.id, literal(first).label("company_id"))
+            .cte("hired")
+        ),
+    ),
+    "a plain SELECT of a CTE writing the other company's row": (
+        "must name the bound company",
+        lambda s, first, other: select(_hiring(_employee(s, 1, other)).c.id),
+    ),
+    "an UPDATE of every company's employees as a CTE": (
+        "UPDATE or DELETE",
+        lambda s, first, other: select(
+            update(Employee.__table__)
+            .values(first_name="Renamed")
+            .returning(Employee.__table__.c.id)
+            .cte("renamed")
+            .c.id
+        ),
+    ),
+    "a DELETE of the other company's employees as a CTE beside a proven INSERT": (
+        "UPDATE or DELETE",
+        lambda s, first, other: _announced(_hiring(_employee(s, 1, first))).add_cte(
+            delete(Employee.__table__).where(Employee.__table__.c.company_id == other).cte("gone")
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("path", list(CTES_CROSSING_COMPANIES))
+@pytest.mark.parametrize("through", ["session", "connection"])
+def test_a_bound_session_refuses_a_data_modifying_cte_not_proven_its_own(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], path: str, through: str
+) -> None:
+    first, other = two_companies
+    for company in two_companies:  # something to copy, rename or delete on both sides
+        with TenantSession(engine) as session, session.begin():
+            bind_company(session, company)
+            session.execute(insert(Employee), [_employee(session, 1)])
+    reason, build = CTES_CROSSING_COMPANIES[path]
+    with pytest.raises(TenantScopeError, match=reason):
+        (bound if through == "session" else bound.connection()).execute(build(bound, first, other))
+    bound.rollback()
+    assert _companies_of_employees(engine) == {first: 1, other: 1}
+    assert _companies_of_events(engine) == {}
+
+
+def test_an_unbound_session_refuses_a_data_modifying_cte(
+    engine: Engine, two_companies: tuple[uuid.UUID, uuid.UUID]
+) -> None:
+    with TenantSession(engine) as session:
+        statement = select(_hiring(_employee(session, 1, two_companies[0])).c.id)
+        with pytest.raises(TenantScopeError, match="bound to no company"):
+            session.connection().execute(statement)
+    assert _companies_of_employees(engine) == {}
+
+
+@pytest.mark.parametrize("through", ["session", "connection"])
+def test_a_data_modifying_cte_proven_the_bound_companys_is_written(
+    postgres_only: None,
+    engine: Engine,
+    bound: Session,
+    two_companies: tuple[uuid.UUID, uuid.UUID],
+    through: str,
+) -> None:
+    """The rule's allowed case (the creates' statements are such): the CTE's row names the bound
+    company, and the SELECT reads only that CTE and writes its company_id (or the bound company).
+    PostgreSQL only: SQLite has no data-modifying CTEs."""
+    first = two_companies[0]
+    run = bound.execute if through == "session" else bound.connection().execute
+    assert run(_announced(_hiring(_employee(bound, 1, first))).returning(Event.__table__.c.id)).all()
+    run(_announced(_hiring(_employee(bound, 2, first)), literal(first)))
+    run(select(_hiring(_employee(bound, 3, first)).c.id))  # a plain SELECT of one
+    bound.commit()
+    assert _companies_of_employees(engine) == {first: 3}
+    assert _companies_of_events(engine) == {first: 2}
+
+
+def test_a_data_modifying_cte_is_proven_with_the_values_it_is_sent_with(
+    postgres_only: None, engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID]
+) -> None:
+    """The same statement again, naming the other company: SQLAlchemy reuses the first one's
+    compiled form, and the proof must read the values sent this time, not those it was built with."""
+    first, other = two_companies
+    bound.execute(_announced(_hiring(_employee(bound, 1, first))))
+    with pytest.raises(TenantScopeError, match="name the bound company"):
+        bound.execute(_announced(_hiring(_employee(bound, 1, other))))
+    bound.rollback()
+    assert _companies_of_employees(engine) == {}
 
 
 # --- the explicit escapes: unscoped reads, events naming their company ---------------------------

@@ -105,4 +105,7 @@ def test_a_batch_costs_the_same_statements_whatever_its_size(api: Api, engine: E
             return len(statements)
 
     # The devices, their history, one INSERT, and the company's webhook endpoints (none: no more).
-    assert record(1) == record(12) == 4
+    assert record(12) == 4
+    # One event: its deliveries an INSERT ... SELECT of the endpoints, written with the event in one
+    # statement on PostgreSQL (a data-modifying CTE; SQLite has none).
+    assert record(1) == (3 if engine.dialect.name == "postgresql" else 4)

@@ -103,8 +103,12 @@ def record_events(
     if not events:
         return []
     rows = event_rows(session, events, actor=actor, company_id=company_id)
+    company = rows[0]["company_id"]
+    if len(rows) == 1:  # the commonest write
+        _record_one(session, company, rows[0])
+        return [rows[0]["id"]]
     insert_rows(session, Event, rows)  # flushes first: the changes the events describe come first
-    queue_deliveries(session, rows[0]["company_id"], rows)
+    queue_deliveries(session, company, rows)
     return [row["id"] for row in rows]
 
 
@@ -149,11 +153,9 @@ def webhook_payload(
 
 
 def queue_deliveries(session: Session, company: uuid.UUID, events: Sequence[Mapping[str, Any]]) -> None:
-    """One delivery row per (event, enabled endpoint of `company` that wants its type). `events`
-    are rows as written to `events` (id, type, created_at, data)."""
-    if len(events) == 1:
-        _queue_deliveries_of_one(session, company, events[0])
-        return
+    """One delivery row per (event, enabled endpoint of `company` that wants its type), for a batch
+    of events (one event's are written with it: `_record_one`). `events` are rows as written to
+    `events` (id, type, created_at, data)."""
     insert_rows(session, WebhookDelivery, delivery_rows(company, enabled_endpoints(session, company), events))
 
 
@@ -192,21 +194,48 @@ def delivery_rows(
     ]
 
 
+def _record_one(session: Session, company: uuid.UUID, event: Mapping[str, Any]) -> None:
+    """One event and its deliveries. On PostgreSQL one statement, `WITH event AS (INSERT INTO events
+    ...) INSERT INTO webhook_deliveries ... SELECT ... FROM webhook_endpoints ...` (a statement costs
+    more of the request's CPU than what it writes); SQLite has no data-modifying CTE, so there the
+    event's INSERT, then its deliveries'. The same rows either way (core.tenancy proves both)."""
+    session.flush()  # the changes the event describes come first
+    connection = session.connection()
+    if connection.dialect.name != "postgresql":
+        insert_rows(session, Event, [event])
+        _queue_deliveries_of_one(session, company, event)
+        return
+    connection.execute(_event_and_deliveries(), {**event, **_delivery_values(company, event)})
+
+
 def _queue_deliveries_of_one(session: Session, company: uuid.UUID, event: Mapping[str, Any]) -> None:
     """The deliveries of one event as one `INSERT ... SELECT` from the company's endpoints: the
     same rows as a batch's, with no read first (core.tenancy checks the SELECT is the company's)."""
     connection = session.connection()
+    connection.execute(_deliveries_of_one(connection.dialect.name), _delivery_values(company, event))
+
+
+def _delivery_values(company: uuid.UUID, event: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of `_deliveries_of_one` for `event`, a row as written to `events`."""
     type = str(event["type"])
-    connection.execute(
-        _deliveries_of_one(connection.dialect.name),
-        {
-            "company": company,
-            "event_id": event["id"],
-            "event_type": type,
-            "payload": webhook_payload(event["id"], type, event["created_at"], event["data"]),
-            "created_at": event["created_at"],
-        },
+    return {
+        "company": company,
+        "event_id": event["id"],
+        "event_type": type,
+        "payload": webhook_payload(event["id"], type, event["created_at"], event["data"]),
+        "created_at": event["created_at"],
+    }
+
+
+@functools.cache
+def _event_and_deliveries() -> Insert:
+    """PostgreSQL's one statement for an event and its deliveries: the event's row (parameters
+    named as its columns) as a CTE of `_deliveries_of_one`."""
+    table: Table = getattr(Event, "__table__")  # noqa: B009 (typed as a Table)
+    written = insert(table).values(
+        {column.name: bindparam(column.name, type_=column.type) for column in table.c}
     )
+    return _deliveries_of_one("postgresql").add_cte(written.cte("event"))
 
 
 @functools.cache

@@ -12,20 +12,24 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    Insert,
     Row,
     Select,
     String,
+    Table,
     Text,
     bindparam,
     cast,
+    insert,
     select,
     tuple_,
     type_coerce,
 )
 
-from outfitter.core.bulk_rows import insert_unless_taken, values_taken
+from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken
 from outfitter.core.reads import run_in_session
 from outfitter.core.tenancy import CompanyRepository, company_rows
+from outfitter.db.session import unless_conflicting
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort, conditions
 from outfitter.equipment.reads import (
     ASSIGNEES,
@@ -42,6 +46,7 @@ from outfitter.models import (
     Currency,
     Employee,
     Equipment,
+    EquipmentHistory,
     EquipmentReservation,
     Transaction,
 )
@@ -112,6 +117,47 @@ def _chunk(shape: tuple[object, ...], after: bool) -> Select[Any]:
     return statement.order_by(Equipment.created_at.desc(), Equipment.id.desc()).limit(bindparam("limit"))
 
 
+_SERIAL_NUMBER = ("company_id", "serial_number")
+# A history row's columns taken from the device the same statement writes, not from parameters.
+_FROM_DEVICE = {"company_id": "company_id", "equipment_id": "id"}
+
+
+@functools.cache
+def _device_with_history(
+    device_columns: tuple[str, ...], history_columns: tuple[str, ...], entries: int
+) -> Insert:
+    """`WITH device AS (INSERT INTO equipment ... ON CONFLICT (company_id, serial_number) DO NOTHING
+    RETURNING id, company_id) INSERT INTO equipment_history ... SELECT ... FROM device RETURNING id`,
+    one INSERT ... SELECT per history row (all but the last as CTEs too); parameters named as the
+    device's columns and `history_<n>_<column>`. No row back: the serial number is taken."""
+    equipment: Table = getattr(Equipment, "__table__")  # noqa: B009 (typed as a Table)
+    history: Table = getattr(EquipmentHistory, "__table__")  # noqa: B009
+    device = (
+        unless_conflicting(equipment, "postgresql", list(_SERIAL_NUMBER))
+        .values({name: bindparam(name, type_=equipment.c[name].type) for name in device_columns})
+        .returning(equipment.c.id, equipment.c.company_id)
+        .cte("device")
+    )
+
+    def entry(position: int) -> Insert:
+        return insert(history).from_select(
+            history_columns,
+            select(
+                *(
+                    device.c[_FROM_DEVICE[name]]
+                    if name in _FROM_DEVICE
+                    else bindparam(f"history_{position}_{name}", type_=history.c[name].type)
+                    for name in history_columns
+                )
+            ),
+        )
+
+    statement = entry(entries - 1).returning(history.c.id)
+    for position in range(entries - 1):
+        statement = statement.add_cte(entry(position).cte(f"entry_{position}"))
+    return statement
+
+
 class EquipmentRepository(CompanyRepository[Equipment]):
     model = Equipment
     label = LABEL
@@ -145,7 +191,28 @@ class EquipmentRepository(CompanyRepository[Equipment]):
 
     def insert_unless_taken(self, device: dict[str, Any]) -> bool:
         """Insert a new device's row unless the company has its serial number already: whether it did."""
-        return insert_unless_taken(self.session, Equipment, device, ("company_id", "serial_number"))
+        return insert_unless_taken(self.session, Equipment, device, _SERIAL_NUMBER)
+
+    def insert_with_history(self, device: dict[str, Any], history: Sequence[dict[str, Any]]) -> bool:
+        """Insert a new device's row and its history rows unless the company has its serial number
+        already: whether it did. On PostgreSQL one statement, the device a CTE its history rows are
+        selected from (so a taken serial number writes neither); SQLite has no data-modifying CTE,
+        so there the device's INSERT, then its history's."""
+        self.session.flush()
+        connection = self.session.connection()
+        if connection.dialect.name != "postgresql":
+            if not self.insert_unless_taken(device):
+                return False
+            insert_rows(self.session, EquipmentHistory, history)
+            return True
+        statement = _device_with_history(tuple(device), tuple(history[0]), len(history))
+        entries = {
+            f"history_{position}_{name}": value
+            for position, entry in enumerate(history)
+            for name, value in entry.items()
+            if name not in _FROM_DEVICE
+        }
+        return connection.execute(statement, {**device, **entries}).first() is not None
 
     def serial_taken(self, serial_number: str, except_id: uuid.UUID | None = None) -> bool:
         statement = select(Equipment.id).where(Equipment.serial_number == serial_number)

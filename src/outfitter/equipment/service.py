@@ -19,7 +19,6 @@ from outfitter.catalog.reference import (
     resolve_currency,
 )
 from outfitter.core.auth import AuthContext
-from outfitter.core.bulk_rows import insert_rows
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.pagination import NO_HORIZON, SYNC_HORIZON, CursorParams, ListParams, ListResult
 from outfitter.core.reads import Read, ReadPlan, run_in_session
@@ -41,7 +40,6 @@ from outfitter.models import (
     Currency,
     Employee,
     Equipment,
-    EquipmentHistory,
     EquipmentSource,
     EquipmentStatus,
     EquipmentType,
@@ -131,9 +129,9 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
     """Register a device the company already owns: `equipment_added`, then the move to its status.
     Answers the device as GET /client/equipment/{id} renders it (EquipmentOut's JSON).
 
-    Written as rows, as a batch writes them (bulk.py): the device already at its status (one INSERT;
-    the unique constraint answers a taken serial number, no read first) and its history; the
-    answer, which is also the events' data, rendered once from the values written."""
+    Written as rows, as a batch writes them (bulk.py): the device already at its status and its
+    history (one statement on PostgreSQL; the unique constraint answers a taken serial number, no
+    read first); the answer, which is also the events' data, rendered once from the values written."""
     repository = EquipmentRepository(session)
     country, currency = _creation_references(session, body)
     assignee: Employee | None = None
@@ -145,9 +143,8 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
     references = {"country_id": country and country.id, "currency_id": currency and currency.id}
     device = new_equipment_row(body, references, company_of(session), utcnow())
     history = lifecycle.registered(device, body.status, auth.actor, assignee)
-    if not repository.insert_unless_taken(device):
+    if not repository.insert_with_history(device, history):
         raise _serial_conflict(body.serial_number or "")
-    insert_rows(session, EquipmentHistory, history)
     assignee_fields = repository.assignee_fields({assignee.id}) if assignee is not None else {}
     answer = render_as(
         EquipmentOut,
