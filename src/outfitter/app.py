@@ -23,6 +23,7 @@ from outfitter.core.csv_import import MAX_IMPORT_BYTES
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.handlers import install_error_handlers, install_fixed_path_guard, route_methods
 from outfitter.core.hot_reads import HotReadsMiddleware
+from outfitter.core.hot_writes import HotWritesMiddleware
 from outfitter.core.idempotency import IdempotencyMiddleware
 from outfitter.core.middleware import BodyLimitMiddleware, InputGuardMiddleware, RequestContextMiddleware
 from outfitter.core.openapi import install_contract, operation_id
@@ -32,11 +33,13 @@ from outfitter.core.schemas import Envelope, Schema, ok
 from outfitter.core.tenancy import TenantSession
 from outfitter.db.session import make_engine, make_sessionmaker
 from outfitter.equipment.router import HOT_READS as EQUIPMENT_HOT_READS
+from outfitter.equipment.router import HOT_WRITES as EQUIPMENT_HOT_WRITES
 from outfitter.equipment.router import router as equipment_router
 from outfitter.events.router import router as events_router
 from outfitter.migrations import is_current
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
+from outfitter.people.router import HOT_WRITES as PEOPLE_HOT_WRITES
 from outfitter.people.router import router as people_router
 from outfitter.scim.app import MOUNT_PATH as SCIM_PATH
 from outfitter.scim.app import create_scim_app
@@ -99,7 +102,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.redis_url)
 
     install_error_handlers(app)
-    # Added last runs first: the request id must wrap everything, including the body checks.
+    # Added last runs first: the request id must wrap everything, including the body checks. The
+    # commonest writes, innermost: after the idempotency middleware has claimed or replayed their key.
+    app.add_middleware(
+        HotWritesMiddleware,
+        prefix=API_PREFIX,
+        routes=[*equipment_router.routes, *people_router.routes],
+        hot=(*EQUIPMENT_HOT_WRITES, *PEOPLE_HOT_WRITES),
+    )
     app.add_middleware(
         IdempotencyMiddleware,
         sessions=app.state.sessionmaker,

@@ -269,3 +269,4 @@ HOT_READS = (
     HotRead(list_equipment_in_storage, _in_storage_arguments),
     HotRead(get_equipment, _retrieve_arguments),
 )
+HOT_WRITES = (create_equipment,)  # core.hot_writes

@@ -221,3 +221,6 @@ def import_employees(client: WriteAccess, data: CsvBody, dry_run: DryRun = False
     rows), all or nothing; every problem is reported at its row. `dry_run=true` checks without writing."""
     result = imports.import_employees(client.session, client.auth.actor, data, dry_run=dry_run)
     return ok(result, import_message(result, "employees"))
+
+
+HOT_WRITES = (create_employee,)  # core.hot_writes

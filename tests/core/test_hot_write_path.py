@@ -1,0 +1,206 @@
+"""The hot writes (core.hot_writes): POST /client/employees and POST /client/equipment are handed
+to their endpoint without FastAPI's routing and dependency solving when nothing about the request
+needs FastAPI, and every answer, hot or not, is exactly what FastAPI answers.
+
+Each request is sent twice, once through the app as it is and once with the hot path switched off
+(everything to FastAPI), each time with its own unique values (an email, a serial number), since
+a create cannot be repeated; the answers must be the same once those values, new ids and times
+are set aside."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy.orm import Session
+
+from outfitter.core import hot_writes
+from outfitter.core.errors import DATABASE_UNAVAILABLE
+from tests.core.test_unavailable import ANY_TOKEN, assert_unavailable, unreachable_client  # noqa: F401
+from tests.equipment.helpers import make_employee
+from tests.factories import Api, CompanyFactory
+
+EMPLOYEES = "/api/v2/client/employees"
+EQUIPMENT = "/api/v2/client/equipment"
+JSON = {"Content-Type": "application/json"}
+_unique = itertools.count()
+
+# A request: (path, headers, body), the body made for a unique suffix `u` (bytes: sent as they are).
+Request = tuple[str, dict[str, str], Callable[[str], Any]]
+
+
+def _employee(u: str, **overrides: Any) -> dict[str, Any]:
+    body = {
+        "first_name": "Ada",
+        "last_name": "Obi",
+        "email": f"ada.{u}@acme.io",
+        "country_id": "Kenya",
+        "phone": "+254 700 000000",
+        "address": "1 Moi Avenue",
+    }
+    return body | overrides
+
+
+def _device(u: str, **overrides: Any) -> dict[str, Any]:
+    body = {
+        "title": "MacBook Pro 14",
+        "serial_number": f"SN-{u}",
+        "type": "Laptop",
+        "country": "NG",
+        "currency": "usd",
+        "purchase_price": "1299.5",
+        "specs": {"memory": "16GB", "storage": "512 GB"},
+    }
+    return body | overrides
+
+
+def _bytes(body: Callable[[str], Any]) -> Callable[[str], bytes]:
+    return lambda u: json.dumps(body(u)).encode()
+
+
+HOT: list[tuple[str, Request]] = [
+    ("employee", (EMPLOYEES, JSON, _employee)),
+    ("employee, charset", (EMPLOYEES, {"Content-Type": "application/json; charset=utf-8"}, _employee)),
+    ("employee, +json", (EMPLOYEES, {"Content-Type": "application/merge-patch+json"}, _employee)),
+    ("email taken (409)", (EMPLOYEES, JSON, lambda u: _employee(u, email="taken@acme.io"))),
+    (
+        "unknown country (422 of the service)",
+        (EMPLOYEES, JSON, lambda u: _employee(u, country_id="Atlantis")),
+    ),
+    ("device", (EQUIPMENT, JSON, _device)),
+    ("device in storage", (EQUIPMENT, JSON, lambda u: _device(u, status="In_Storage"))),
+    ("device assigned", (EQUIPMENT, JSON, lambda u: _device(u, status="Assigned", assignee_id="{employee}"))),
+    (
+        "device, unknown assignee (422 of the service)",
+        (
+            EQUIPMENT,
+            JSON,
+            lambda u: _device(u, status="Assigned", assignee_id="00000000-0000-4000-8000-000000000000"),
+        ),
+    ),
+    ("serial taken (409)", (EQUIPMENT, JSON, lambda u: _device(u, serial_number="SN-TAKEN"))),
+]
+LEFT_TO_FASTAPI: list[tuple[str, Request]] = [
+    ("invalid email", (EMPLOYEES, JSON, lambda u: _employee(u, email="not-an-email"))),
+    ("unknown field", (EMPLOYEES, JSON, lambda u: _employee(u, nickname="Ada"))),
+    ("a list, not an object", (EMPLOYEES, JSON, lambda u: [_employee(u)])),
+    ("malformed JSON", (EMPLOYEES, JSON, lambda u: b'{"first_name": "Ada",')),
+    ("not UTF-8", (EMPLOYEES, JSON, lambda u: b'{"first_name": "\xff"}')),
+    ("empty body", (EMPLOYEES, JSON, lambda u: b"")),
+    ("no content type", (EMPLOYEES, {}, _bytes(_employee))),
+    ("text/plain", (EMPLOYEES, {"Content-Type": "text/plain"}, _bytes(_employee))),
+    ("device, price as a number", (EQUIPMENT, JSON, lambda u: _device(u, purchase_price=12.5))),
+    ("device, status Sold", (EQUIPMENT, JSON, lambda u: _device(u, status="Sold"))),
+]
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
+
+
+def _send(
+    api: Api, request: Request, u: str, employee: str, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    path, request_headers, body = request
+    made = body(u)
+    content = made if isinstance(made, bytes) else json.dumps(made).replace("{employee}", employee).encode()
+    return api.client.post(
+        path, content=content, headers={**api.headers, **request_headers, **(headers or {})}
+    )
+
+
+def _comparable(response: httpx.Response, u: str) -> tuple[int, dict[str, str], str]:
+    """Status, headers and body, with this request's unique values, new ids and times set aside."""
+    text = TIME.sub("<time>", UUID.sub("<id>", response.text.replace(u, "<u>")))
+    headers = {
+        name: value
+        for name, value in response.headers.items()
+        if name not in {"x-request-id", "content-length"}
+    }
+    return response.status_code, headers, text
+
+
+@pytest.fixture
+def handed_over(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths HotWritesMiddleware handed to their endpoint itself."""
+    served: list[str] = []
+    arguments = hot_writes._arguments
+
+    def noting(scope: Any, *rest: Any) -> dict[str, Any] | None:
+        found = arguments(scope, *rest)
+        if found is not None:
+            served.append(scope["path"])
+        return found
+
+    monkeypatch.setattr(hot_writes, "_arguments", noting)
+    return served
+
+
+@pytest.fixture
+def fastapi_only(monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
+    """A context in which the hot path hands nothing over: every request goes to FastAPI."""
+
+    class Off:
+        def __enter__(self) -> None:
+            monkeypatch.setattr(hot_writes, "_arguments", lambda *_: None)
+
+        def __exit__(self, *_: Any) -> None:
+            monkeypatch.undo()
+
+    return Off
+
+
+def _setting_up(api: Api, db: Session) -> str:
+    employee = str(make_employee(db, api.company_id).id)
+    assert api.post("/client/employees", _employee("taken", email="taken@acme.io")).status_code == 201
+    assert api.post("/client/equipment", _device("taken", serial_number="SN-TAKEN")).status_code == 201
+    return employee
+
+
+@pytest.mark.parametrize(
+    ("case", "request_"), HOT + LEFT_TO_FASTAPI, ids=[case for case, _ in HOT + LEFT_TO_FASTAPI]
+)
+def test_every_answer_is_what_fastapi_answers(
+    api: Api, db: Session, case: str, request_: Request, fastapi_only: Any, handed_over: list[str]
+) -> None:
+    employee = _setting_up(api, db)
+    handed_over.clear()
+    hot_u, slow_u = f"h{next(_unique)}", f"s{next(_unique)}"
+    hot = _send(api, request_, hot_u, employee)
+    taken = handed_over[:]
+    with fastapi_only():
+        slow = _send(api, request_, slow_u, employee)
+    assert _comparable(hot, hot_u) == _comparable(slow, slow_u), case
+    assert taken == ([request_[0]] if (case, request_) in HOT else []), case
+
+
+def test_a_key_is_claimed_and_replayed_around_the_hot_path(api: Api, handed_over: list[str]) -> None:
+    key = {"Idempotency-Key": "hot-write-1"}
+    first = api.post("/client/employees", _employee("key"), headers=key)
+    again = api.post("/client/employees", _employee("key"), headers=key)
+    assert first.status_code == again.status_code == 201
+    assert again.content == first.content  # replayed, not created twice
+    assert handed_over == [EMPLOYEES]  # the replay never reached the endpoint
+    other = api.post("/client/employees", _employee("other"), headers=key)
+    assert other.status_code == 409 and "Idempotency-Key" in other.json()["message"]
+
+
+def test_token_and_scope_checks_are_the_same(
+    companies: CompanyFactory, api: Api, handed_over: list[str]
+) -> None:
+    reader = companies.token(api, scopes=["read"])
+    refused = reader.post("/client/equipment", _device("read-only"))
+    assert refused.status_code == 403 and "'write' scope" in refused.json()["message"]
+    unknown = api.client.post(EQUIPMENT, json=_device("unknown"), headers=ANY_TOKEN)
+    assert unknown.status_code == 401 and unknown.json()["message"] == "Invalid token."
+    missing = api.client.post(EQUIPMENT, json=_device("missing"))
+    assert missing.status_code == 401
+    assert handed_over == [EQUIPMENT, EQUIPMENT]  # the missing token is FastAPI's 401
+
+
+def test_an_unreachable_database_is_503_on_the_hot_path(unreachable_client: Any) -> None:  # noqa: F811
+    response = unreachable_client.post(EMPLOYEES, json=_employee("down"), headers=ANY_TOKEN)
+    assert_unavailable(response, DATABASE_UNAVAILABLE)
