@@ -13,7 +13,7 @@ from sqlalchemy import Engine, event, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.core.bulk_rows import COPY_FROM, rows_written_meanwhile
+from outfitter.core.bulk_rows import COPY_CHUNK_ROWS, COPY_FROM, rows_written_meanwhile
 from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.db.base import utcnow
 from outfitter.models import Country, Employee
@@ -102,3 +102,50 @@ def test_an_error_of_the_body_is_raised_once_the_rows_are_written(engine: Engine
     assert _count(session) == COPY_FROM  # written, in the transaction: the caller decides
     session.rollback()
     assert _count(session) == 0
+
+
+def test_rows_a_generator_makes_are_written_as_it_makes_the_next(
+    engine: Engine, session: Session, is_postgres: bool
+) -> None:
+    made = _employees(session, COPY_CHUNK_ROWS * 2 + 1)
+    copies_begun: list[int] = []  # how many rows had been made when the COPY was sent
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        copies_begun.append(len(given))
+
+    given: list[dict[str, Any]] = []
+
+    def one_by_one() -> Any:
+        for row in made:
+            given.append(row)
+            yield row
+
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        with rows_written_meanwhile(session) as rows:
+            rows.write(Employee, one_by_one())
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+    assert _count(session) == len(made)
+    # one statement for all the rows; on PostgreSQL it began before the generator was done
+    assert len(copies_begun) == 1
+    assert copies_begun[0] < len(made) if is_postgres else copies_begun[0] == len(made)
+
+
+def test_a_generator_that_raises_half_way_leaves_none_of_its_rows(engine: Engine, session: Session) -> None:
+    made = _employees(session, COPY_CHUNK_ROWS * 2)
+
+    def failing() -> Any:
+        for number, row in enumerate(made):
+            if number == COPY_CHUNK_ROWS + 10:  # a chunk already on its way
+                raise ValueError("no more rows")
+            yield row
+
+    with pytest.raises(ValueError, match="no more rows"), rows_written_meanwhile(session) as rows:
+        rows.write(Employee, failing())
+    session.rollback()
+    assert _count(session) == 0
+    # the connection is usable again: the block did not hang and nothing is left half-done
+    with rows_written_meanwhile(session) as rows:
+        rows.write(Employee, made[:COPY_FROM])
+    assert _count(session) == COPY_FROM

@@ -11,7 +11,7 @@ keyed by the item's path (`equipment.3.serial_number`, or `rows.12.serial_number
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -129,31 +129,37 @@ def write_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]
     in order) as the single retrieve renders it (EquipmentOut's JSON), from what was written
     rather than read back.
 
-    The rows are written by COPY while the answers are rendered (`rows_written_meanwhile`): what
-    the rendering needs from the database (the assignees' fields, the webhook endpoints) is read
-    first."""
+    The rows are written by COPY as they are made and while the answers are rendered
+    (`rows_written_meanwhile`): what the rendering needs from the database (the assignees' fields,
+    the webhook endpoints) is read first."""
     company = company_of(session)
     now = utcnow()
-    devices: list[dict[str, Any]] = []
-    history: dict[uuid.UUID, list[dict[str, Any]]] = {}
-    changes: list[tuple[EventType, uuid.UUID]] = []
-    for position, item in enumerate(checked):
-        # a microsecond apart: the batch keeps its order in the list (newest first)
-        device = service.new_equipment_row(
-            item.body, item.references, company, now + timedelta(microseconds=position)
-        )
-        history[device["id"]] = lifecycle.registered(device, item.body.status, actor, item.assignee)
-        devices.append(device)
-        changes.append((EventType.EQUIPMENT_ADDED, device["id"]))
-        if item.body.status != EquipmentStatus.UNASSIGNED:
-            changes.append((status_event(item.body.status), device["id"]))
     assignees = EquipmentRepository(session).assignee_fields(
         {item.assignee.id for item in checked if item.assignee is not None}
     )
     endpoints = enabled_endpoints(session, company)
+    devices: list[dict[str, Any]] = []
+    history: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    changes: list[tuple[EventType, uuid.UUID]] = []
+
+    def made() -> Iterator[dict[str, Any]]:
+        """Each device's row, keeping its history and its changes: the server inserts the first
+        devices while the next are made."""
+        for position, item in enumerate(checked):
+            # a microsecond apart: the batch keeps its order in the list (newest first)
+            device = service.new_equipment_row(
+                item.body, item.references, company, now + timedelta(microseconds=position)
+            )
+            history[device["id"]] = lifecycle.registered(device, item.body.status, actor, item.assignee)
+            devices.append(device)
+            changes.append((EventType.EQUIPMENT_ADDED, device["id"]))
+            if item.body.status != EquipmentStatus.UNASSIGNED:
+                changes.append((status_event(item.body.status), device["id"]))
+            yield device
+
     try:
         with rows_written_meanwhile(session) as rows:
-            rows.write(Equipment, devices)
+            rows.write(Equipment, made())
             rows.write(EquipmentHistory, [entry for entries in history.values() for entry in entries])
             answers: dict[uuid.UUID, bytes] = {}
             for item, device in zip(checked, devices, strict=True):
