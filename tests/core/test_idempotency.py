@@ -143,7 +143,7 @@ def _backend_waiting_to_insert_employee(engine: Engine) -> int | None:
         pid = connection.scalar(
             text(
                 "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                "AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO employees%'"
+                "AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO employees%'"
             )
         )
     return int(pid) if pid is not None else None

@@ -84,10 +84,23 @@ def test_a_failed_batch_is_raised_where_the_block_ends_and_the_next_ones_are_not
         rows.write(Employee, taken)
     session.commit()
     after: list[str] = []
-    with pytest.raises(IntegrityError), rows_written_meanwhile(session) as rows:
-        rows.write(Employee, _employees(session, COPY_FROM))  # the same emails: refused
-        rows.write(Employee, _employees(session, COPY_FROM, "other"))
-        after.append("the body ran to its end")
+    # made before the block: its body must not use the session (the writer's thread has it)
+    again, others = _employees(session, COPY_FROM), _employees(session, COPY_FROM, "other")
+    caller, body_ended = threading.current_thread(), threading.Event()
+
+    def hold(*_: Any) -> None:  # the writer's thread sends nothing before the body has ended
+        if threading.current_thread() is not caller:
+            body_ended.wait(30)
+
+    event.listen(engine, "before_cursor_execute", hold)
+    try:
+        with pytest.raises(IntegrityError), rows_written_meanwhile(session) as rows:
+            rows.write(Employee, again)  # the same emails: refused
+            rows.write(Employee, others)
+            after.append("the body ran to its end")
+            body_ended.set()
+    finally:
+        event.remove(engine, "before_cursor_execute", hold)
     # On PostgreSQL the body goes on while the rows are written; elsewhere a batch is written (and
     # refused) where it is given.
     assert after == (["the body ran to its end"] if is_postgres else [])
@@ -96,8 +109,9 @@ def test_a_failed_batch_is_raised_where_the_block_ends_and_the_next_ones_are_not
 
 
 def test_an_error_of_the_body_is_raised_once_the_rows_are_written(engine: Engine, session: Session) -> None:
+    batch = _employees(session, COPY_FROM)
     with pytest.raises(ZeroDivisionError), rows_written_meanwhile(session) as rows:
-        rows.write(Employee, _employees(session, COPY_FROM))
+        rows.write(Employee, batch)
         _ = 1 / 0
     assert _count(session) == COPY_FROM  # written, in the transaction: the caller decides
     session.rollback()
@@ -108,15 +122,18 @@ def test_rows_a_generator_makes_are_written_as_it_makes_the_next(
     engine: Engine, session: Session, is_postgres: bool
 ) -> None:
     made = _employees(session, COPY_CHUNK_ROWS * 2 + 1)
-    copies_begun: list[int] = []  # how many rows had been made when the COPY was sent
+    given: list[dict[str, Any]] = []
+    copies_begun: list[int] = []  # how many rows had been made when each statement was sent
+    copy_begun = threading.Event()
 
     def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         copies_begun.append(len(given))
-
-    given: list[dict[str, Any]] = []
+        copy_begun.set()
 
     def one_by_one() -> Any:
         for row in made:
+            if is_postgres and len(given) == COPY_CHUNK_ROWS:
+                copy_begun.wait(30)  # the first chunk is on its way: the COPY need not wait for more
             given.append(row)
             yield row
 
@@ -127,9 +144,9 @@ def test_rows_a_generator_makes_are_written_as_it_makes_the_next(
     finally:
         event.remove(engine, "before_cursor_execute", note)
     assert _count(session) == len(made)
-    # one statement for all the rows; on PostgreSQL it began before the generator was done
-    assert len(copies_begun) == 1
-    assert copies_begun[0] < len(made) if is_postgres else copies_begun[0] == len(made)
+    # one statement for all the rows: on PostgreSQL sent once the first chunk was made, on SQLite
+    # once all were
+    assert copies_begun == [COPY_CHUNK_ROWS if is_postgres else len(made)]
 
 
 def test_a_generator_that_raises_half_way_leaves_none_of_its_rows(engine: Engine, session: Session) -> None:

@@ -16,11 +16,12 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ClauseElement
 
 from outfitter.core.bulk_rows import COPY_FROM, insert_rows, rows_written_meanwhile
-from outfitter.core.events import NewEvent, record_events
+from outfitter.core.events import NewEvent, event_rows, events_written_with_values, record_events
 from outfitter.core.reads import AsyncpgReads, Read, run_in_session
 from outfitter.core.tenancy import TenantScopeError, TenantSession, across_companies, bind_company
 from outfitter.db.base import utcnow
 from outfitter.models import Country, Employee, Event, EventType
+from outfitter.people.repository import _employee_created
 from tests.factories import CompanyFactory
 
 
@@ -478,6 +479,30 @@ def test_a_data_modifying_cte_is_proven_with_the_values_it_is_sent_with(
         bound.execute(_announced(_hiring(_employee(bound, 1, other))))
     bound.rollback()
     assert _companies_of_employees(engine) == {}
+
+
+@pytest.mark.parametrize(
+    "crossing", ["the employee names the other company", "the deliveries read its endpoints"]
+)
+def test_the_employee_create_statement_is_refused_naming_another_company(
+    postgres_only: None,
+    engine: Engine,
+    bound: Session,
+    two_companies: tuple[uuid.UUID, uuid.UUID],
+    crossing: str,
+) -> None:
+    """The create's own one statement (people.repository), sent with the other company's values in
+    either place where it names a company: refused before it is sent, nothing written."""
+    first, other = two_companies
+    row = _employee(bound, 1, other if crossing.startswith("the employee") else first)
+    events = event_rows(bound, [NewEvent(EventType.EMPLOYEE_CREATED, row["id"], {"id": str(row["id"])})])
+    values = {**row, **events_written_with_values(other if "deliveries" in crossing else first, events)}
+    statement = _employee_created(tuple(row), tuple(events[0]), 1)
+    with pytest.raises(TenantScopeError):
+        bound.connection().execute(statement, values)
+    bound.rollback()
+    assert _companies_of_employees(engine) == {}
+    assert _companies_of_events(engine) == {}
 
 
 # --- the explicit escapes: unscoped reads, events naming their company ---------------------------

@@ -264,6 +264,18 @@ def insert_unless_taken(
     return connection.execute(statement, dict(row)).first() is not None
 
 
+def written_unless_taken(table: Table, columns: tuple[str, ...], unique: tuple[str, ...]) -> Insert:
+    """PostgreSQL: `INSERT INTO table (columns) VALUES (...) ON CONFLICT (unique) DO NOTHING
+    RETURNING id, company_id`, its parameters named as the columns: the CTE of a create that the
+    rows announcing it (history, events) are selected from, so that a taken value writes none."""
+    statement: Insert = (
+        unless_conflicting(table, "postgresql", list(unique))
+        .values({name: bindparam(name, type_=table.c[name].type) for name in columns})
+        .returning(table.c.id, table.c.company_id)
+    )
+    return statement
+
+
 @functools.cache
 def _insert_unless_taken(table: Table, unique: tuple[str, ...], dialect: str) -> Insert:
     statement: Insert = unless_conflicting(table, dialect, list(unique)).returning(table.c.id)

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
+    CTE,
     BindParameter,
     ColumnElement,
     Insert,
@@ -43,6 +44,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import Select
 
 from outfitter.core.bulk_rows import JsonText, insert_rows
 from outfitter.core.schemas import adapter_of, format_timestamp
@@ -103,13 +105,20 @@ def record_events(
     if not events:
         return []
     rows = event_rows(session, events, actor=actor, company_id=company_id)
+    record_event_rows(session, rows)
+    return [row["id"] for row in rows]
+
+
+def record_event_rows(session: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Write events made by `event_rows` (of one company), with their deliveries."""
+    if not rows:
+        return
     company = rows[0]["company_id"]
     if len(rows) == 1:  # the commonest write
         _record_one(session, company, rows[0])
-        return [rows[0]["id"]]
+        return
     insert_rows(session, Event, rows)  # flushes first: the changes the events describe come first
     queue_deliveries(session, company, rows)
-    return [row["id"] for row in rows]
 
 
 def event_rows(
@@ -208,6 +217,43 @@ def _record_one(session: Session, company: uuid.UUID, event: Mapping[str, Any]) 
     connection.execute(_event_and_deliveries(), {**event, **_delivery_values(company, event)})
 
 
+def events_written_with(gate: CTE, columns: tuple[str, ...], count: int) -> list[Insert]:
+    """PostgreSQL: the INSERTs of `count` events (rows with `columns`, as `event_rows` makes them)
+    and of their deliveries, for the statement that writes the change they announce: each selects
+    from `gate`, that change's data-modifying CTE (it RETURNs the row's `company_id`, which the
+    events take), so nothing is written unless it wrote its row. The caller makes them CTEs of
+    that statement (or one of them the statement itself): a create is then one statement, and a
+    create refused by a unique constraint announces nothing. Parameters as
+    `events_written_with_values` names them."""
+    table: Table = getattr(Event, "__table__")  # noqa: B009 (typed as a Table)
+    inserts: list[Insert] = []
+    for position in range(count):
+        row = select(
+            *(
+                gate.c.company_id
+                if name == "company_id"
+                else bindparam(f"event_{position}_{name}", type_=table.c[name].type)
+                for name in columns
+            )
+        )
+        deliveries = _deliveries_select(f"delivery_{position}_", "postgresql", gate)
+        inserts.append(insert(table).from_select(columns, row))
+        inserts.append(insert(_delivery_table()).from_select(_DELIVERY_COLUMNS, deliveries))
+    return inserts
+
+
+def events_written_with_values(company: uuid.UUID, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The parameters of `events_written_with` for event rows of `company`."""
+    values: dict[str, Any] = {"company": company}
+    for position, row in enumerate(rows):
+        values |= {f"event_{position}_{name}": value for name, value in row.items() if name != "company_id"}
+        delivery = _delivery_values(company, row)
+        values |= {
+            f"delivery_{position}_{name}": value for name, value in delivery.items() if name != "company"
+        }
+    return values
+
+
 def _queue_deliveries_of_one(session: Session, company: uuid.UUID, event: Mapping[str, Any]) -> None:
     """The deliveries of one event as one `INSERT ... SELECT` from the company's endpoints: the
     same rows as a batch's, with no read first (core.tenancy checks the SELECT is the company's)."""
@@ -240,17 +286,45 @@ def _event_and_deliveries() -> Insert:
 
 @functools.cache
 def _deliveries_of_one(dialect: str) -> Insert:
+    return insert(_delivery_table()).from_select(_DELIVERY_COLUMNS, _deliveries_select("", dialect, None))
+
+
+_DELIVERY_COLUMNS = (
+    "id",
+    "company_id",
+    "endpoint_id",
+    "event_id",
+    "event_type",
+    "payload",
+    "status",
+    "attempts",
+    "round_started_at",
+    "round_attempts",
+    "next_attempt_at",
+    "created_at",
+)
+
+
+def _delivery_table() -> Table:
+    table: Table = getattr(WebhookDelivery, "__table__")  # noqa: B009 (typed as a Table)
+    return table
+
+
+def _deliveries_select(prefix: str, dialect: str, gate: CTE | None) -> Select[Any]:
+    """The delivery rows of one event (parameters `<prefix>event_id`, `<prefix>event_type`,
+    `<prefix>payload`, `<prefix>created_at`, and `company`): one per enabled endpoint of the company
+    that wants its type; none unless `gate`, if given, wrote its row."""
     endpoint: Table = getattr(WebhookEndpoint, "__table__")  # noqa: B009 (typed as a Table)
-    delivery: Table = getattr(WebhookDelivery, "__table__")  # noqa: B009
-    created_at = bindparam("created_at", type_=delivery.c.created_at.type)
-    event_type = bindparam("event_type", type_=delivery.c.event_type.type)
+    delivery = _delivery_table()
+    created_at = bindparam(f"{prefix}created_at", type_=delivery.c.created_at.type)
+    event_type = bindparam(f"{prefix}event_type", type_=delivery.c.event_type.type)
     rows = select(
         random_uuid(),
         endpoint.c.company_id,
         endpoint.c.id,
-        bindparam("event_id", type_=delivery.c.event_id.type),
+        bindparam(f"{prefix}event_id", type_=delivery.c.event_id.type),
         event_type,
-        bindparam("payload", type_=delivery.c.payload.type),
+        bindparam(f"{prefix}payload", type_=delivery.c.payload.type),
         literal(DeliveryStatus.PENDING, delivery.c.status.type),
         literal(0),
         created_at,
@@ -262,21 +336,7 @@ def _deliveries_of_one(dialect: str) -> Insert:
         endpoint.c.enabled.is_(True),
         _wants_type(endpoint.c.event_types, event_type, dialect),
     )
-    columns = (
-        "id",
-        "company_id",
-        "endpoint_id",
-        "event_id",
-        "event_type",
-        "payload",
-        "status",
-        "attempts",
-        "round_started_at",
-        "round_attempts",
-        "next_attempt_at",
-        "created_at",
-    )
-    return insert(delivery).from_select(columns, rows)
+    return rows if gate is None else rows.select_from(endpoint, gate)
 
 
 def _wants_type(event_types: Any, wanted: BindParameter[str], dialect: str) -> ColumnElement[bool]:

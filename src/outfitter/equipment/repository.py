@@ -26,10 +26,10 @@ from sqlalchemy import (
     type_coerce,
 )
 
-from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken
+from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
+from outfitter.core.events import events_written_with, events_written_with_values, record_event_rows
 from outfitter.core.reads import run_in_session
 from outfitter.core.tenancy import CompanyRepository, company_rows
-from outfitter.db.session import unless_conflicting
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort, conditions
 from outfitter.equipment.reads import (
     ASSIGNEES,
@@ -123,21 +123,22 @@ _FROM_DEVICE = {"company_id": "company_id", "equipment_id": "id"}
 
 
 @functools.cache
-def _device_with_history(
-    device_columns: tuple[str, ...], history_columns: tuple[str, ...], entries: int
+def _device_created(
+    device_columns: tuple[str, ...],
+    history_columns: tuple[str, ...],
+    entries: int,
+    event_columns: tuple[str, ...],
+    events: int,
 ) -> Insert:
     """`WITH device AS (INSERT INTO equipment ... ON CONFLICT (company_id, serial_number) DO NOTHING
     RETURNING id, company_id) INSERT INTO equipment_history ... SELECT ... FROM device RETURNING id`,
-    one INSERT ... SELECT per history row (all but the last as CTEs too); parameters named as the
-    device's columns and `history_<n>_<column>`. No row back: the serial number is taken."""
+    one INSERT ... SELECT per history row (all but the last as CTEs too), and the events with their
+    deliveries as CTEs selected from `device` too (core.events.events_written_with); parameters
+    named as the device's columns, `history_<n>_<column>` and the events'. No row back: the serial
+    number is taken, and nothing was written."""
     equipment: Table = getattr(Equipment, "__table__")  # noqa: B009 (typed as a Table)
     history: Table = getattr(EquipmentHistory, "__table__")  # noqa: B009
-    device = (
-        unless_conflicting(equipment, "postgresql", list(_SERIAL_NUMBER))
-        .values({name: bindparam(name, type_=equipment.c[name].type) for name in device_columns})
-        .returning(equipment.c.id, equipment.c.company_id)
-        .cte("device")
-    )
+    device = written_unless_taken(equipment, device_columns, _SERIAL_NUMBER).cte("device")
 
     def entry(position: int) -> Insert:
         return insert(history).from_select(
@@ -155,6 +156,8 @@ def _device_with_history(
     statement = entry(entries - 1).returning(history.c.id)
     for position in range(entries - 1):
         statement = statement.add_cte(entry(position).cte(f"entry_{position}"))
+    for position, written in enumerate(events_written_with(device, event_columns, events)):
+        statement = statement.add_cte(written.cte(f"announced_{position}"))
     return statement
 
 
@@ -193,26 +196,33 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         """Insert a new device's row unless the company has its serial number already: whether it did."""
         return insert_unless_taken(self.session, Equipment, device, _SERIAL_NUMBER)
 
-    def insert_with_history(self, device: dict[str, Any], history: Sequence[dict[str, Any]]) -> bool:
-        """Insert a new device's row and its history rows unless the company has its serial number
-        already: whether it did. On PostgreSQL one statement, the device a CTE its history rows are
-        selected from (so a taken serial number writes neither); SQLite has no data-modifying CTE,
-        so there the device's INSERT, then its history's."""
+    def insert_created(
+        self, device: dict[str, Any], history: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]]
+    ) -> bool:
+        """Insert a new device's row, its history rows and its events (`core.events.event_rows`,
+        with their deliveries) unless the company has its serial number already: whether it did.
+        On PostgreSQL one statement, the device a CTE that its history and its events are selected
+        from (so a taken serial number writes none of them); SQLite has no data-modifying CTE, so
+        there the device's INSERT, then its history's, then its events'."""
         self.session.flush()
         connection = self.session.connection()
         if connection.dialect.name != "postgresql":
             if not self.insert_unless_taken(device):
                 return False
             insert_rows(self.session, EquipmentHistory, history)
+            record_event_rows(self.session, events)
             return True
-        statement = _device_with_history(tuple(device), tuple(history[0]), len(history))
+        statement = _device_created(
+            tuple(device), tuple(history[0]), len(history), tuple(events[0]) if events else (), len(events)
+        )
         entries = {
             f"history_{position}_{name}": value
             for position, entry in enumerate(history)
             for name, value in entry.items()
             if name not in _FROM_DEVICE
         }
-        return connection.execute(statement, {**device, **entries}).first() is not None
+        values = {**device, **entries, **events_written_with_values(device["company_id"], events)}
+        return connection.execute(statement, values).first() is not None
 
     def serial_taken(self, serial_number: str, except_id: uuid.UUID | None = None) -> bool:
         statement = select(Equipment.id).where(Equipment.serial_number == serial_number)

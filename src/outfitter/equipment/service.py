@@ -20,13 +20,14 @@ from outfitter.catalog.reference import (
 )
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
+from outfitter.core.events import event_rows
 from outfitter.core.pagination import NO_HORIZON, SYNC_HORIZON, CursorParams, ListParams, ListResult
 from outfitter.core.reads import Read, ReadPlan, run_in_session
 from outfitter.core.schemas import render_as
 from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle, presenters
-from outfitter.equipment.events import record_answered_events, record_equipment_events, status_event
+from outfitter.equipment.events import answered_events, record_equipment_events, status_event
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort
 from outfitter.equipment.reads import cursor_rows, detail_row, history_rows, page_rows
 from outfitter.equipment.repository import EquipmentRepository
@@ -129,9 +130,10 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
     """Register a device the company already owns: `equipment_added`, then the move to its status.
     Answers the device as GET /client/equipment/{id} renders it (EquipmentOut's JSON).
 
-    Written as rows, as a batch writes them (bulk.py): the device already at its status and its
-    history (one statement on PostgreSQL; the unique constraint answers a taken serial number, no
-    read first); the answer, which is also the events' data, rendered once from the values written."""
+    Written as rows, as a batch writes them (bulk.py): the device already at its status, its
+    history and its events (one statement on PostgreSQL; the unique constraint answers a taken
+    serial number, no read first); the answer, which is also the events' data, rendered once from
+    the values to write, before they are written."""
     repository = EquipmentRepository(session)
     country, currency = _creation_references(session, body)
     assignee: Employee | None = None
@@ -143,8 +145,6 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
     references = {"country_id": country and country.id, "currency_id": currency and currency.id}
     device = new_equipment_row(body, references, company_of(session), utcnow())
     history = lifecycle.registered(device, body.status, auth.actor, assignee)
-    if not repository.insert_with_history(device, history):
-        raise _serial_conflict(body.serial_number or "")
     assignee_fields = repository.assignee_fields({assignee.id}) if assignee is not None else {}
     answer = render_as(
         EquipmentOut,
@@ -155,7 +155,9 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
     changes = [(EventType.EQUIPMENT_ADDED, device["id"])]
     if body.status != EquipmentStatus.UNASSIGNED:
         changes.append((status_event(body.status), device["id"]))
-    record_answered_events(session, changes, {device["id"]: answer}, auth.actor)
+    events = event_rows(session, answered_events(changes, {device["id"]: answer}), actor=auth.actor)
+    if not repository.insert_created(device, history, events):
+        raise _serial_conflict(body.serial_number or "")
     return answer
 
 

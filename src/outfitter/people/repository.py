@@ -3,16 +3,18 @@ department response shows are loaded for a whole page at once, one statement per
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, distinct, func, insert, or_, select, update
+from sqlalchemy import Insert, Select, Table, and_, distinct, func, insert, or_, select, update
 from sqlalchemy.orm import Session, contains_eager, joinedload
 
-from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken
+from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
+from outfitter.core.events import events_written_with, events_written_with_values, record_event_rows
 from outfitter.core.tenancy import CompanyRepository, company_of, parse_uuid
 from outfitter.models import (
     Country,
@@ -29,6 +31,23 @@ from outfitter.models import (
     OrderStatus,
     UserDepartment,
 )
+
+_EMAIL = ("company_id", "email")
+
+
+@functools.cache
+def _employee_created(columns: tuple[str, ...], event_columns: tuple[str, ...], events: int) -> Insert:
+    """`WITH employee AS (INSERT INTO employees ... ON CONFLICT (company_id, email) DO NOTHING
+    RETURNING id, company_id), ... INSERT INTO events ... SELECT ... FROM employee RETURNING id`: the
+    last event the statement, the other events and the deliveries its CTEs
+    (core.events.events_written_with). No row back: the email is taken, and nothing was written."""
+    employees: Table = getattr(Employee, "__table__")  # noqa: B009 (typed as a Table)
+    employee = written_unless_taken(employees, columns, _EMAIL).cte("employee")
+    *announced, last, deliveries = events_written_with(employee, event_columns, events)
+    statement = last.returning(last.table.c.id).add_cte(deliveries.cte("deliveries"))
+    for position, written in enumerate(announced):
+        statement = statement.add_cte(written.cte(f"announced_{position}"))
+    return statement
 
 
 class EmployeeRepository(CompanyRepository[Employee]):
@@ -78,7 +97,23 @@ class EmployeeRepository(CompanyRepository[Employee]):
 
     def insert_unless_taken(self, row: dict[str, Any]) -> bool:
         """Insert one employee's row unless the company has its email already: whether it did."""
-        return insert_unless_taken(self.session, Employee, row, ("company_id", "email"))
+        return insert_unless_taken(self.session, Employee, row, _EMAIL)
+
+    def insert_created(self, row: dict[str, Any], events: Sequence[dict[str, Any]]) -> bool:
+        """Insert a new employee's row and its events (`core.events.event_rows`, with their
+        deliveries) unless the company has its email already: whether it did. On PostgreSQL one
+        statement, the employee a CTE that the events are selected from (a taken email writes
+        none); SQLite has no data-modifying CTE, so there the employee's INSERT, then its events'."""
+        self.session.flush()
+        connection = self.session.connection()
+        if connection.dialect.name != "postgresql":
+            if not self.insert_unless_taken(row):
+                return False
+            record_event_rows(self.session, events)
+            return True
+        statement = _employee_created(tuple(row), tuple(events[0]), len(events))
+        values = {**row, **events_written_with_values(row["company_id"], events)}
+        return connection.execute(statement, values).first() is not None
 
     def existing_emails(self, emails: Collection[str]) -> set[str]:
         return values_taken(self.session, Employee.email, emails)

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import CountryRef, resolve_country, resolve_country_ref
 from outfitter.core.errors import Conflict, ValidationFailed
-from outfitter.core.events import as_event_data, record_event
+from outfitter.core.events import NewEvent, as_event_data, event_rows, record_event
 from outfitter.core.money import round_money
 from outfitter.core.pagination import (
     NO_HORIZON,
@@ -131,8 +131,9 @@ def record_employee_event(
 
 
 def create_employee(session: Session, body: EmployeeCreate, actor: str | None = None) -> EmployeeOut:
-    """One INSERT for the employee (the unique constraint answers a taken email: no read first),
-    the country from the process's copy, and the answer (and the event's data) from the row written."""
+    """One INSERT for the employee and its event (the unique constraint answers a taken email: no
+    read first), the country from the process's copy, and the answer (and the event's data) from
+    the row to write."""
     country = resolve_country_ref(session, body.country_id, "country_id")
     now = utcnow()
     row = {
@@ -143,10 +144,10 @@ def create_employee(session: Session, body: EmployeeCreate, actor: str | None = 
         "created_at": now,
         "updated_at": now,
     }
-    if not EmployeeRepository(session).insert_unless_taken(row):
-        raise Conflict(email_taken(body.email))
     answer = employee_out(SimpleNamespace(**row, last_login=None, level=None, status=None), country)
-    record_employee_event(session, EventType.EMPLOYEE_CREATED, answer, actor)
+    created = NewEvent(EventType.EMPLOYEE_CREATED, answer.id, as_event_data(EmployeeOut, answer))
+    if not EmployeeRepository(session).insert_created(row, event_rows(session, [created], actor=actor)):
+        raise Conflict(email_taken(body.email))
     return answer
 
 
