@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.core.events import NewEvent, record_event, record_events
 from outfitter.core.tenancy import TenantScopeError, TenantSession, bind_company
+from outfitter.db.session import JsonText, json_text
 from outfitter.models import Event, EventType
 from tests.factories import Api
 
@@ -53,3 +54,25 @@ def test_a_rolled_back_change_leaves_no_event(engine: Engine, api: Api) -> None:
 def test_a_session_bound_to_no_company_must_name_one(engine: Engine) -> None:
     with TenantSession(engine) as session, pytest.raises(TenantScopeError):
         record_event(session, EventType.EMPLOYEE_CREATED, uuid.uuid4(), {})
+
+
+def test_json_columns_take_a_rendered_answers_text_and_any_other_json_value(engine: Engine, api: Api) -> None:
+    """The engine's JSON serializer (db.session.json_text): data kept with its rendered text is sent
+    as that text; any other JSON value as the standard library writes it (an integer beyond 64
+    bits, keys that are not strings)."""
+    rendered = JsonText.read(b'{"id":"x","price":"12.50","nested":{"a":[1,2]}}')
+    beyond = {"huge": 2**70, 7: "a key that is an int"}
+    with TenantSession(engine) as session:
+        bind_company(session, api.company_id)
+        record_events(
+            session,
+            [
+                NewEvent(EventType.EQUIPMENT_ADDED, uuid.uuid4(), rendered),
+                NewEvent(EventType.EQUIPMENT_ASSIGNED, uuid.uuid4(), beyond),
+            ],
+        )
+        session.commit()
+    written = {event.type: event.data for event in _events(engine)}
+    assert written[EventType.EQUIPMENT_ADDED] == {"id": "x", "price": "12.50", "nested": {"a": [1, 2]}}
+    assert written[EventType.EQUIPMENT_ASSIGNED] == {"huge": 2**70, "7": "a key that is an int"}
+    assert json_text(rendered) == rendered.text  # not serialized again

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session
 
+from outfitter.core.bulk_rows import COPY_FROM
 from outfitter.core.csv_export import record_cells
 from outfitter.equipment import export
 from tests.equipment.helpers import make_employee, register
@@ -117,6 +118,24 @@ def test_export_then_import_gives_back_every_cell_exactly(api: Api, other_api: A
     listed = other_api.get("/client/equipment", per_page=100).json()["data"]["data"]
     details = {record["serial_number"]: record for record in listed}
     assert [details[f"S{index}"]["specs"]["color"] for index in range(len(awkward))] == awkward
+
+
+def test_rows_written_by_a_batch_export_what_the_list_says_too(api: Api) -> None:
+    """A batch writes its JSON columns by COPY, in text of another spacing than an INSERT's: the
+    export renders them as the answers do, not as whichever text the row keeps."""
+    devices = [
+        {"title": f"Batch {n}", "serial_number": f"B{n}", "other_details": ["café", f"bag, {n}"]}
+        for n in range(COPY_FROM)
+    ]
+    assert api.post("/client/equipment/bulk", {"equipment": devices}).status_code == 201
+    register(api, title="Single", other_details=["café", "bag, single"])
+    rows = read_csv(api.get("/client/equipment/export"))
+    listed = api.get("/client/equipment", per_page=100).json()["data"]["data"]
+    assert [list(row.values()) for row in rows] == record_cells(export.COLUMNS, listed)
+    assert rows[0]["other_details"] == '["caf\\u00e9", "bag, single"]'
+    assert {row["other_details"] for row in rows[1:]} == {
+        f'["caf\\u00e9", "bag, {n}"]' for n in range(COPY_FROM)
+    }
 
 
 def test_each_row_is_what_cell_writes_of_the_list_record(api: Api, db: Session) -> None:

@@ -43,7 +43,6 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Final
 
-import orjson
 from pydantic_core import to_json
 from sqlalchemy import JSON, Connection, Dialect, Insert, Table, Uuid, bindparam, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -52,7 +51,7 @@ from sqlalchemy.orm import QueryableAttribute, Session
 from sqlalchemy.types import TypeEngine
 
 from outfitter.core.tenancy import TenantScopeError, company_named
-from outfitter.db.session import unless_conflicting
+from outfitter.db.session import JsonText, unless_conflicting
 
 # Below this many rows one INSERT costs less than a COPY's two round trips.
 COPY_FROM = 20
@@ -391,21 +390,6 @@ def _check_companies(session: Session, table: Table, rows: Sequence[Mapping[str,
         if company is None:
             raise TenantScopeError(f"a new row of {table.name} names no company")
         company_named(session, company)
-
-
-class JsonText(dict[str, Any]):
-    """A JSON object with the compact JSON text it was read from (`JsonText.read`), which a COPY
-    writes as it is rather than serializing the object again: an event's data is its subject's
-    answer, already rendered. Not to be changed once read."""
-
-    __slots__ = ("text",)
-    text: str
-
-    @classmethod
-    def read(cls, rendered: bytes) -> JsonText:
-        obj = cls(orjson.loads(rendered))
-        obj.text = rendered.decode()
-        return obj
 
 
 _NULL = "\\N"

@@ -46,10 +46,11 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import Select
 
-from outfitter.core.bulk_rows import JsonText, insert_rows
+from outfitter.core.bulk_rows import insert_rows
 from outfitter.core.schemas import adapter_of, format_timestamp
 from outfitter.core.tenancy import company_named
 from outfitter.db.base import random_uuid, utcnow
+from outfitter.db.session import JsonText
 from outfitter.models.events import Event, EventType
 from outfitter.models.webhooks import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 
@@ -75,7 +76,7 @@ def as_event_data(schema: Any, value: Any) -> dict[str, Any]:
 def rendered_event_data(rendered: bytes) -> dict[str, Any]:
     """The data of an event whose subject's answer is already rendered (`core.schemas.render_as`):
     the same JSON values `as_event_data` gives, for a fraction of its cost, and a batch's COPY
-    writes the rendered text itself (`core.bulk_rows.JsonText`)."""
+    writes the rendered text itself (`db.session.JsonText`)."""
     return JsonText.read(rendered)
 
 

@@ -2,14 +2,40 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 
+class JsonText(dict[str, Any]):
+    """A JSON object with the compact JSON text it was read from (`JsonText.read`), which a JSON
+    column is sent as it is (`json_text`; a COPY too: core.bulk_rows) rather than serialized again:
+    an event's data is its subject's answer, already rendered. Not to be changed once read."""
+
+    __slots__ = ("text",)
+    text: str
+
+    @classmethod
+    def read(cls, rendered: bytes) -> JsonText:
+        obj = cls(orjson.loads(rendered))
+        obj.text = rendered.decode()
+        return obj
+
+
+def json_text(value: Any) -> str:
+    """A JSON column's value as the text sent for it (the engine's serializer): a JsonText's own,
+    else the standard library's."""
+    if type(value) is JsonText:
+        return value.text
+    return json.dumps(value)
+
+
 def make_engine(database_url: str, **kwargs: Any) -> Engine:
+    kwargs.setdefault("json_serializer", json_text)
     if database_url.startswith("sqlite"):
         engine = create_engine(
             database_url, connect_args={"check_same_thread": False, "timeout": 30}, **kwargs

@@ -4,6 +4,7 @@ single retrieve shows it."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
@@ -118,7 +119,7 @@ def _cells(row: Sequence[Any]) -> list[str]:
         str(asset_order_id) if asset_order_id else "",
         escaped(image_url),
         escaped(serial_number),
-        "[]" if other_details in (None, "null") else escaped(other_details),
+        escaped(_other_details(other_details)),
         escaped(memory),
         escaped(storage),
         escaped(color),
@@ -132,3 +133,15 @@ def _cells(row: Sequence[Any]) -> list[str]:
         format_timestamp(created_at),
         format_timestamp(updated_at),
     ]
+
+
+def _other_details(text: str | None) -> str:
+    """The `other_details` column's JSON text as answers give the list (presenters.other_details_text).
+    A row keeps the text its writer made: an INSERT's is that already (ASCII, `", "` between the
+    items), a COPY's is compact UTF-8 (`","`, which the other never holds: a quote inside an item
+    is escaped), and only such text is read and written again."""
+    if text is None or text == "null":
+        return "[]"
+    if text.isascii() and '","' not in text:
+        return text
+    return presenters.other_details_text(json.loads(text))

@@ -64,7 +64,7 @@ def _base_fields(row: Row[Any] | SimpleNamespace) -> dict[str, Any]:
         },
         "image_url": row.image_url,
         "serial_number": row.serial_number,
-        "other_details": json.dumps(list(row.other_details or [])),
+        "other_details": other_details_text(row.other_details),
         "specs": {
             "memory": _text(specs.get("memory")),
             "storage": _text(specs.get("storage")),
@@ -276,3 +276,9 @@ def readable_between(start: datetime, end: datetime) -> str:
     if months:
         parts.append(_plural(months, "month"))
     return ", ".join(parts)
+
+
+def other_details_text(other_details: list[str] | None) -> str:
+    """`other_details` as answers give it: the list as JSON text (whatever text a row keeps: a COPY
+    writes it compact, an INSERT spaced)."""
+    return json.dumps(list(other_details or []))
