@@ -222,10 +222,10 @@ def events_written_with(gate: CTE, columns: tuple[str, ...], count: int) -> list
     """PostgreSQL: the INSERTs of `count` events (rows with `columns`, as `event_rows` makes them)
     and of their deliveries, for the statement that writes the change they announce: each selects
     from `gate`, that change's data-modifying CTE (it RETURNs the row's `company_id`, which the
-    events take), so nothing is written unless it wrote its row. The caller makes them CTEs of
-    that statement (or one of them the statement itself): a create is then one statement, and a
-    create refused by a unique constraint announces nothing. Parameters as
-    `events_written_with_values` names them."""
+    events take), so nothing is written unless it wrote its row. In order: the first event, its
+    deliveries, the second event, ... The caller makes them CTEs of that statement (or one of them
+    the statement itself): a create is then one statement, and a create refused by a unique
+    constraint announces nothing. Parameters as `events_written_with_values` names them."""
     table: Table = getattr(Event, "__table__")  # noqa: B009 (typed as a Table)
     inserts: list[Insert] = []
     for position in range(count):
