@@ -91,12 +91,12 @@ class _Finished:
 
 class _Abandoned(Exception):
     """In a writer's queue, in place of a COPY's end: the caller stopped half-way through the rows
-    (making them raised), so the COPY fails rather than keep part of them."""
+    (making them raised), so the COPY fails rather than keep part of them. A new one each time:
+    raised in the writer's thread, it holds that thread's frames."""
 
 
 _FINISHED: Final = _Finished()
-_ABANDONED: Final = _Abandoned()
-# What a writer's queue holds: an INSERT's rows, or a COPY then its chunks then None (or _ABANDONED).
+# What a writer's queue holds: an INSERT's rows, or a COPY then its chunks then None (or _Abandoned).
 _Queued = _Copy | str | tuple[Table, Sequence[Mapping[str, Any]]] | None | _Abandoned | _Finished
 
 
@@ -150,7 +150,7 @@ class RowsMeanwhile:
                 _checked(self._session, model, chunk)
                 self._queue.put(_copy_text(columns, chunk))
         except BaseException:
-            self._queue.put(_ABANDONED)
+            self._queue.put(_Abandoned("the rows stopped half-way"))
             raise
         self._queue.put(None)
 
@@ -164,7 +164,7 @@ class RowsMeanwhile:
                     with _copying(self._connection, item.statement) as copy:
                         while isinstance(chunk := self._queue.get(), str):
                             copy.write(chunk)
-                        if chunk is _ABANDONED:
+                        if isinstance(chunk, _Abandoned):
                             raise chunk  # psycopg ends the COPY with a failure
                 elif isinstance(item, tuple):
                     _insert(self._connection, *item)
