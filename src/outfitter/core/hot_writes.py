@@ -31,11 +31,11 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.routing import BaseRoute
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from outfitter.core.auth import bearer_token
 from outfitter.core.errors import DomainError
-from outfitter.core.middleware import header_value
+from outfitter.core.middleware import header_value, read_body, replaying
 from outfitter.core.unit_of_work import ClientWork, WriteAccess
 
 
@@ -86,10 +86,12 @@ class HotWritesMiddleware:
         if entry is None:
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)
+        if body is None:
+            return  # the client went away before its request was whole: nothing to run
         arguments = _arguments(scope, entry, body)
         if arguments is None:
-            await self.app(scope, _replaying(body, receive), send)
+            await self.app(scope, replaying(body, receive), send)
             return
         scope.update(route=entry.route, endpoint=entry.route.endpoint, path_params={})
         try:
@@ -131,29 +133,3 @@ def _handler(scope: Scope, exc: Exception) -> Callable[[Request, Exception], Any
     nearest class first); None for an error no handler takes (the outer middleware's 500)."""
     handlers = scope["app"].exception_handlers
     return next((handlers[kind] for kind in type(exc).__mro__ if kind in handlers), None)
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":  # the client went away: FastAPI will see it too
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replaying(body: bytes, receive: Receive) -> Receive:
-    """`receive` for the app behind: the body already read, once, then the client's messages."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if sent:
-            return await receive()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay
