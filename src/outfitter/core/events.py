@@ -41,6 +41,7 @@ from sqlalchemy import (
     literal,
     or_,
     select,
+    true,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
@@ -337,7 +338,8 @@ def _deliveries_select(prefix: str, dialect: str, gate: CTE | None) -> Select[An
         endpoint.c.enabled.is_(True),
         _wants_type(endpoint.c.event_types, event_type, dialect),
     )
-    return rows if gate is None else rows.select_from(endpoint, gate)
+    # The gate is one row or none: joined on true, each endpoint's row is kept or none is.
+    return rows if gate is None else rows.select_from(endpoint.join(gate, true()))
 
 
 def _wants_type(event_types: Any, wanted: BindParameter[str], dialect: str) -> ColumnElement[bool]:
