@@ -286,3 +286,41 @@ def test_0010_counts_the_existing_events_and_downgrades(database_url: str, tmp_p
             assert _event_count_triggers(old) == set()
         upgrade(old)
         assert is_current(old)
+
+
+def _index_definitions(engine: Engine, table_name: str) -> dict[str, str]:
+    """Each index of `table_name` by name, with the database's own text of it (compare_metadata
+    does not compare a partial index's WHERE)."""
+    with engine.connect() as connection:
+        if engine.dialect.name == "postgresql":
+            query = "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = :table"
+        else:
+            query = "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = :table"
+        rows = connection.execute(text(query), {"table": table_name})
+        return {name: definition or "" for name, definition in rows}
+
+
+def test_0011_leaves_the_write_path_fewer_index_entries_and_downgrades(
+    database_url: str, tmp_path: Path
+) -> None:
+    """0011 drops the single-column indexes on company_id and created_at that the composite ones
+    cover, keeps only set values in the equipment's assignee and order indexes, and undoes both."""
+    single = {"ix_equipment_company_id", "ix_equipment_created_at"}
+    set_only = ("ix_equipment_assignee_id", "ix_equipment_asset_order_id")
+    with _database_at(database_url, tmp_path, "0010") as (_url, old):
+        before = _index_definitions(old, "equipment")
+        assert single <= set(before)
+        assert not any("IS NOT NULL" in before[name] for name in set_only)
+        upgrade(old)
+        after = _index_definitions(old, "equipment")
+        assert not single & set(after)
+        assert {"ix_equipment_company_created", "ix_equipment_company_updated"} <= set(after)
+        for name, column in zip(set_only, ("assignee_id", "asset_order_id"), strict=True):
+            unbracketed = after[name].replace("(", "").replace(")", "")  # PostgreSQL brackets the WHERE
+            assert unbracketed.endswith(f"WHERE {column} IS NOT NULL"), after[name]
+        assert "ix_events_company_id" not in _index_definitions(old, "events")
+        _migrate(old, "0010", down=True)
+        assert _index_definitions(old, "equipment") == before
+        assert "ix_events_company_id" in _index_definitions(old, "events")
+        upgrade(old)
+        assert is_current(old)

@@ -139,13 +139,21 @@ class TimestampMixin:
 class ChangeTracked(TimestampMixin):
     """Timestamps of a record that clients sync with `updated_since` (core.pagination): every write
     moves `updated_at` (the ORM's onupdate, and Core updates of the table; the database's default
-    covers Core inserts that leave it out), and `changes_index` orders a company's changes."""
+    covers Core inserts that leave it out). `company_indexes` order a company's records by creation
+    (the lists) and by change (sync). Such a record is only ever read within its company, so those
+    two serve every lookup by company or by time: neither `company_id` nor `created_at` has an index
+    of its own, which each insert would pay for (migration 0011)."""
 
+    indexes_company_id = False
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow, server_default=func.now())
 
     @classmethod
-    def changes_index(cls, table: str) -> Index:
-        return Index(f"ix_{table}_company_updated", "company_id", "updated_at", "id")
+    def company_indexes(cls, table: str) -> tuple[Index, Index]:
+        return (
+            Index(f"ix_{table}_company_created", "company_id", "created_at", "id"),
+            Index(f"ix_{table}_company_updated", "company_id", "updated_at", "id"),
+        )
 
 
 def trigram_index(table: str, column: str) -> Index:
@@ -157,8 +165,12 @@ def trigram_index(table: str, column: str) -> Index:
 
 
 class CompanyOwned:
-    """Mixin for every table whose rows belong to one company; `core.tenancy` scopes them."""
+    """Mixin for every table whose rows belong to one company; `core.tenancy` scopes them.
+    `company_id` has an index of its own unless the table sets `indexes_company_id = False`, having
+    indexes led by it (they serve the lookups, and deleting a company, as well)."""
+
+    indexes_company_id = True
 
     @declared_attr
     def company_id(cls) -> Mapped[uuid.UUID]:
-        return mapped_column(ForeignKey("companies.id", ondelete="CASCADE"), index=True)
+        return mapped_column(ForeignKey("companies.id", ondelete="CASCADE"), index=cls.indexes_company_id)

@@ -8,7 +8,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
 from outfitter.db.base import Base, ChangeTracked, CompanyOwned, IdMixin, str_enum, trigram_index, utcnow
@@ -73,16 +73,24 @@ _FILTER_COLUMNS = ("type", "country_id", "memory_key", "storage_key")
 _OTHER = {column: [other for other in _FILTER_COLUMNS if other != column] for column in _FILTER_COLUMNS}
 
 
+def _set_only_index(column: str) -> Index:
+    """An index of the rows where `column` is set: a lookup by value (`= x`, `IN`) can use it."""
+    where = text(f"{column} IS NOT NULL")
+    return Index(f"ix_equipment_{column}", column, postgresql_where=where, sqlite_where=where)
+
+
 class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "equipment"
     __table_args__ = (
         UniqueConstraint("company_id", "serial_number"),
         # The list sorts newest first within a company, usually filtered by status.
         Index("ix_equipment_company_status_created", "company_id", "status", "created_at", "id"),
-        Index("ix_equipment_company_created", "company_id", "created_at", "id"),
         # The other sorts (`updated_at` also orders `updated_since`), and the search `q`.
-        ChangeTracked.changes_index("equipment"),
+        *ChangeTracked.company_indexes("equipment"),
         Index("ix_equipment_company_title", "company_id", "title", "id"),
+        # A device's assignee and order, when it has them: most devices have neither, and an index
+        # entry for each NULL would cost every insert and serve no lookup (migration 0011).
+        *(_set_only_index(column) for column in ("assignee_id", "asset_order_id")),
         trigram_index("equipment", "title"),
         trigram_index("equipment", "serial_number"),
         # One per filter, led by it and carrying the other filter columns: a count or an id page
@@ -131,10 +139,8 @@ class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
     purchase_price: Mapped[Decimal | None]
     currency_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("currencies.id"))
     country_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("countries.id"))
-    assignee_id: Mapped[uuid.UUID | None] = mapped_column(
-        ForeignKey("employees.id", ondelete="SET NULL"), index=True
-    )
-    asset_order_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("orders.id"), index=True)
+    assignee_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("employees.id", ondelete="SET NULL"))
+    asset_order_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("orders.id"))
     asset_spec_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_specifications.id"))
     serial_number: Mapped[str | None] = mapped_column(String(200))
     hash_code: Mapped[str | None] = mapped_column(String(200))

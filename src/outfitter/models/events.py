@@ -50,6 +50,7 @@ class Event(IdMixin, CompanyOwned, Base):
     """`data` is the subject as the API answers it after the change (before it, for `*.deleted`)."""
 
     __tablename__ = "events"
+    indexes_company_id = False  # every index is led by it
     __table_args__ = (
         # The activity log's order (newest first, id as the tie-break) and its filters. On
         # PostgreSQL the order's index also carries type and subject, so a deep page under a type

@@ -152,8 +152,7 @@ class FeeSchedule(IdMixin, TimestampMixin, Base):
 class Transaction(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "transactions"
     __table_args__ = (
-        Index("ix_transactions_company_created", "company_id", "created_at", "id"),
-        ChangeTracked.changes_index("transactions"),
+        *ChangeTracked.company_indexes("transactions"),
         Index("ix_transactions_status_expires", "status", "expires_at"),
     )
 
@@ -221,10 +220,7 @@ class EquipmentReservation(IdMixin, CompanyOwned, Base):
 
 class Order(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "orders"
-    __table_args__ = (
-        Index("ix_orders_company_created", "company_id", "created_at", "id"),
-        ChangeTracked.changes_index("orders"),
-    )
+    __table_args__ = (*ChangeTracked.company_indexes("orders"),)
 
     # Unique: one transaction makes at most one order, whatever races to fulfil it.
     transaction_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("transactions.id"), unique=True)

@@ -35,8 +35,7 @@ class Employee(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "employees"
     __table_args__ = (
         UniqueConstraint("company_id", "email"),
-        Index("ix_employees_company_created", "company_id", "created_at", "id"),
-        ChangeTracked.changes_index("employees"),
+        *ChangeTracked.company_indexes("employees"),
         # The equipment search matches assignees by part of a name or email (trigram, PostgreSQL).
         *(trigram_index("employees", column) for column in ("first_name", "last_name", "email")),
         # SCIM identities (scim/): unique in the company; NULLs (employees made by the API) never clash.
@@ -80,8 +79,7 @@ class Department(IdMixin, ChangeTracked, CompanyOwned, Base):
     __table_args__ = (
         # Names are unique among live departments: a deleted one clears `active_name` (NULLs never clash).
         UniqueConstraint("company_id", "active_name"),
-        Index("ix_departments_company_created", "company_id", "created_at", "id"),
-        ChangeTracked.changes_index("departments"),
+        *ChangeTracked.company_indexes("departments"),
         Index("uq_departments_company_external_id", "company_id", "external_id", unique=True),
     )
 
