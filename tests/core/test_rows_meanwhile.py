@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -16,7 +17,9 @@ from sqlalchemy.orm import Session
 from outfitter.core.bulk_rows import COPY_CHUNK_ROWS, COPY_FROM, rows_written_meanwhile
 from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.db.base import utcnow
-from outfitter.models import Country, Employee
+from outfitter.db.session import JsonText
+from outfitter.models import Country, Employee, Event
+from outfitter.models.events import EventType
 from tests.factories import CompanyFactory
 
 
@@ -166,3 +169,41 @@ def test_a_generator_that_raises_half_way_leaves_none_of_its_rows(engine: Engine
     with rows_written_meanwhile(session) as rows:
         rows.write(Employee, made[:COPY_FROM])
     assert _count(session) == COPY_FROM
+
+
+def test_copied_values_read_back_as_given_whatever_their_form_and_however_shared(session: Session) -> None:
+    """The COPY's text of each value (made once per distinct object, times in UTC by orjson, empty
+    JSON as a constant) reads back as the value: times with and without microseconds, in another
+    offset and at the ends of the calendar; JSON empty, shared, kept as text (JsonText), or with
+    the characters COPY escapes."""
+    company = session.info["tenant"]
+    shared_time = datetime(2026, 11, 27, 12, 30, 15, 123456, tzinfo=UTC)
+    times = [
+        shared_time,
+        datetime(2026, 11, 27, 12, 30, tzinfo=UTC),  # a whole second: no microseconds from orjson
+        datetime(2026, 11, 27, 18, 0, 0, 5, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+        datetime(1, 1, 1, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    ]
+    shared_data = {"name": "tab\there, line\nthere, back\\slash"}
+    data: list[Any] = [{}, [], shared_data, JsonText.read(b'{"kept":"as text"}'), {"n": [1, 2.5, None]}]
+    rows = [
+        {
+            "id": uuid.uuid4(),
+            "company_id": company,
+            "type": EventType.EMPLOYEE_CREATED,
+            "subject_type": "employee",
+            "subject_id": uuid.uuid4(),
+            "actor": "Tester",
+            "created_at": times[number % len(times)],
+            "data": data[number % len(data)],
+        }
+        for number in range(COPY_FROM * 2)
+    ]
+    with rows_written_meanwhile(session) as writer:
+        writer.write(Event, rows)
+    read = {row.id: row for row in session.scalars(select(Event))}
+    assert len(read) == len(rows)
+    for row in rows:
+        assert read[row["id"]].created_at == row["created_at"]
+        assert read[row["id"]].data == row["data"]
