@@ -17,12 +17,14 @@ import pytest
 from asyncpg.pgproto.pgproto import UUID as AsyncpgUUID
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import Engine
 
 from outfitter.app import create_app
 from outfitter.config import Settings
 from outfitter.core.hot_reads import HotReadsMiddleware
-from outfitter.core.schemas import Envelope, render_json
+from outfitter.core.schemas import Envelope, format_timestamp, render_json
 from outfitter.core.unit_of_work import JsonAnswer
 from outfitter.equipment.schemas import EquipmentListEnvelope, EquipmentOut
 from tests.core.test_reads import estate  # noqa: F401  (a fixture)
@@ -245,3 +247,22 @@ def test_render_json_writes_a_list_page_as_its_model_does() -> None:
 def test_what_orjson_cannot_write_is_left_to_the_response_model() -> None:
     with pytest.raises(orjson.JSONEncodeError):
         render_json({"data": {"payload": {"huge": 2**70}}})
+
+
+@given(
+    moment=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    offset_minutes=st.sampled_from([None, 0, 330, -600]),
+    whole_second=st.booleans(),
+)
+def test_format_timestamp_writes_every_time_in_utc_with_its_microseconds(
+    moment: datetime, offset_minutes: int | None, whole_second: bool
+) -> None:
+    """orjson writes the service's own times (UTC) and leaves out a whole second's microseconds,
+    which the answers always give; any other time is converted."""
+    if whole_second:
+        moment = moment.replace(microsecond=0)
+    if offset_minutes is not None:
+        zone = UTC if offset_minutes == 0 else timezone(timedelta(minutes=offset_minutes))
+        moment = moment.replace(tzinfo=zone)
+    utc = moment if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)
+    assert format_timestamp(moment) == utc.isoformat(timespec="microseconds") + "Z"

@@ -33,6 +33,10 @@ T = TypeVar("T")
 
 def format_timestamp(value: datetime) -> str:
     """ISO 8601 UTC with microseconds, the form every answer gives: 2024-05-01T09:30:00.000000Z."""
+    if value.tzinfo is UTC:  # the service's own times: orjson writes them in a fifth of isoformat's
+        # time, the same but for a whole second, whose microseconds it leaves out.
+        text = orjson.dumps(value, option=orjson.OPT_UTC_Z)[1:-1].decode()
+        return text if value.microsecond else text[:-1] + ".000000Z"
     offset = value.utcoffset()
     if offset is None:  # naive: UTC already
         return value.isoformat(timespec="microseconds") + "Z"

@@ -281,4 +281,4 @@ def readable_between(start: datetime, end: datetime) -> str:
 def other_details_text(other_details: list[str] | None) -> str:
     """`other_details` as answers give it: the list as JSON text (whatever text a row keeps: a COPY
     writes it compact, an INSERT spaced)."""
-    return json.dumps(list(other_details or []))
+    return json.dumps(list(other_details)) if other_details else "[]"
