@@ -1,21 +1,28 @@
-"""The service's PostgreSQL connections plan for storage with cheap random reads (db.session)."""
+"""The database layer: what the service's PostgreSQL connections set for their session
+(db.session), and SQL of its own that each database must run alike (db.base)."""
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC
+
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, select, text
 from sqlalchemy.engine import make_url
 
+from outfitter.db.base import uuid_text
 from outfitter.db.session import make_engine
+from outfitter.models import Company
+from tests.factories import CompanyFactory
 
 # The statement PostgreSQL's foreign-key check runs for each row that names a country.
 FOREIGN_KEY_CHECK = "SELECT 1 FROM ONLY countries x WHERE id = $1 FOR KEY SHARE OF x"
 
 
 @pytest.fixture
-def planner(engine: Engine) -> Engine:
+def postgresql(engine: Engine) -> Engine:
     if engine.dialect.name != "postgresql":
-        pytest.skip("PostgreSQL's planner: PostgreSQL only")
+        pytest.skip("PostgreSQL's session settings: PostgreSQL only")
     return engine
 
 
@@ -28,16 +35,16 @@ def _generic_plan(engine: Engine) -> str:
         return "\n".join(row[0] for row in rows)
 
 
-def test_the_foreign_key_check_of_a_country_looks_its_id_up(planner: Engine) -> None:
+def test_the_foreign_key_check_of_a_country_looks_its_id_up(postgresql: Engine) -> None:
     """At PostgreSQL's default random_page_cost (4) the check scans the whole countries table for
     every device written; the service's connections (1.1) look the id up in its primary key."""
-    with planner.connect() as connection:
+    with postgresql.connect() as connection:
         assert connection.execute(text("SHOW random_page_cost")).scalar() == "1.1"
-    assert "Index Scan using pk_countries" in _generic_plan(planner)
+    assert "Index Scan using pk_countries" in _generic_plan(postgresql)
 
 
-def test_options_in_the_database_url_are_the_operators_own(planner: Engine) -> None:
-    url = make_url(planner.url).update_query_dict({"options": "-c random_page_cost=4"})
+def test_options_in_the_database_url_are_the_operators_own(postgresql: Engine) -> None:
+    url = make_url(postgresql.url).update_query_dict({"options": "-c random_page_cost=4"})
     own = make_engine(url.render_as_string(hide_password=False))
     try:
         with own.connect() as connection:
@@ -45,3 +52,17 @@ def test_options_in_the_database_url_are_the_operators_own(planner: Engine) -> N
         assert "Seq Scan on countries" in _generic_plan(own)
     finally:
         own.dispose()
+
+
+def test_timestamps_come_back_in_utc_itself(postgresql: Engine) -> None:
+    """The session's time zone is UTC, so psycopg answers `datetime.UTC` and no value is converted."""
+    with postgresql.connect() as connection:
+        assert connection.execute(text("SHOW timezone")).scalar() == "UTC"
+        assert connection.execute(text("SELECT now()")).scalar().tzinfo is UTC
+
+
+def test_uuid_text_is_the_hyphenated_id_on_each_database(engine: Engine, companies: CompanyFactory) -> None:
+    company_id = companies.create().company_id
+    with engine.connect() as connection:
+        written = connection.execute(select(uuid_text(Company.id)).where(Company.id == company_id)).scalar()
+    assert written == str(company_id) and uuid.UUID(written) == company_id

@@ -9,7 +9,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Enum, ForeignKey, Index, MetaData, Numeric, Uuid, func
+from sqlalchemy import BigInteger, DateTime, Enum, ForeignKey, Index, MetaData, Numeric, String, Uuid, func
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column
@@ -50,6 +50,27 @@ def _random_uuid_sqlite(_element: random_uuid, _compiler: Any, **_kw: Any) -> st
     )
 
 
+class uuid_text(FunctionElement[str]):
+    """A UUID column's value as its hyphenated text, made by the database: an export writes its
+    ids as they come, with no UUID object made and formatted per row."""
+
+    type = String()
+    inherit_cache = True
+
+
+@compiles(uuid_text, "postgresql")
+def _uuid_text_postgresql(element: uuid_text, compiler: Any, **kw: Any) -> str:
+    return f"CAST({compiler.process(element.clauses, **kw)} AS TEXT)"
+
+
+@compiles(uuid_text, "sqlite")
+def _uuid_text_sqlite(element: uuid_text, compiler: Any, **kw: Any) -> str:
+    # SQLAlchemy's Uuid keeps 32 hex digits on SQLite: hyphens go between the five groups.
+    digits = compiler.process(element.clauses, **kw)
+    groups = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
+    return "lower(" + " || '-' || ".join(f"substr({digits}, {start}, {size})" for start, size in groups) + ")"
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """Timezone-aware UTC datetimes on every backend (SQLite stores them naive)."""
 
@@ -65,8 +86,8 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
+        if value is None or value.tzinfo is UTC:  # PostgreSQL's, in a UTC session (db.session)
+            return value
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 

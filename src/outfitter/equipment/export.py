@@ -57,7 +57,7 @@ def equipment_chunks(open_session: Callable[[], Session], filters: EquipmentFilt
 
     def read(session: Session, after: Keyset | None) -> tuple[str, Keyset | None]:
         rows = EquipmentRepository(session).chunk(filters, after, CHUNK_ROWS)
-        last = (rows[-1].created_at, rows[-1].id) if len(rows) == CHUNK_ROWS else None
+        last = (rows[-1].created_at, uuid.UUID(rows[-1].id)) if len(rows) == CHUNK_ROWS else None
         return csv_text(_cells(row) for row in rows), last
 
     return stream_chunks(open_session, read)
@@ -102,7 +102,7 @@ def _cells(row: Sequence[Any]) -> list[str]:
     ) = row
     price = presenters.price(purchase_price)
     return [
-        str(id_),
+        id_,
         escaped(title),
         escaped(year),
         escaped(make),
@@ -116,7 +116,7 @@ def _cells(row: Sequence[Any]) -> list[str]:
         escaped(currency_symbol),
         escaped(type_),
         escaped(hash_code),
-        str(asset_order_id) if asset_order_id else "",
+        asset_order_id or "",
         escaped(image_url),
         escaped(serial_number),
         escaped(_other_details(other_details)),
@@ -127,7 +127,7 @@ def _cells(row: Sequence[Any]) -> list[str]:
         status,
         escaped(country),
         escaped(country_code),
-        str(assignee_id) if assignee_id else "",
+        assignee_id or "",
         escaped(f"{first_name} {last_name}") if assignee_id else "",
         "" if catalog in (None, "null") else escaped(catalog),
         format_timestamp(created_at),

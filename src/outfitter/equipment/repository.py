@@ -30,6 +30,7 @@ from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_ta
 from outfitter.core.events import events_written_with, events_written_with_values, record_event_rows
 from outfitter.core.reads import run_in_session
 from outfitter.core.tenancy import CompanyRepository, company_rows
+from outfitter.db.base import uuid_text
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort, conditions
 from outfitter.equipment.reads import (
     ASSIGNEES,
@@ -67,10 +68,10 @@ _AFTER_ID = bindparam("after_id", type_=Equipment.id.type)
 
 
 # An export's row: the CSV's columns (equipment.export.COLUMNS) in its order, as near to their
-# text as the database gives them (JSON as its stored text, a spec as its string, statuses as
-# plain strings), so that writing a row is little more than escaping it.
+# text as the database gives them (ids and JSON as text, a spec as its string, statuses as plain
+# strings), so that writing a row is little more than escaping it.
 _EXPORT_COLUMNS = (
-    Equipment.id,
+    uuid_text(Equipment.id).label("id"),
     Equipment.title,
     Equipment.year,
     Equipment.make,
@@ -84,7 +85,7 @@ _EXPORT_COLUMNS = (
     Currency.symbol,
     Equipment.type,
     Equipment.hash_code,
-    Equipment.asset_order_id,
+    uuid_text(Equipment.asset_order_id),
     Equipment.image_url,
     Equipment.serial_number,
     cast(Equipment.other_details, Text),
@@ -95,7 +96,7 @@ _EXPORT_COLUMNS = (
     type_coerce(Equipment.status, String),
     Country.name,
     Country.code,
-    Employee.id.label("assignee_id"),
+    uuid_text(Employee.id).label("assignee_id"),
     Employee.first_name,
     Employee.last_name,
     cast(Equipment.catalog, Text),
