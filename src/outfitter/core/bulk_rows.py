@@ -329,12 +329,10 @@ def values_taken(session: Session, column: QueryableAttribute[Any], values: Coll
     """Which of `values` the session's company already holds in `column` (serial numbers, emails):
     one statement for a whole batch (the tenancy hook adds the company filter).
 
-    On PostgreSQL the values are one array parameter, unnested and joined to the table, so that the
-    plan looks each one up in the company's unique index whatever the statistics say. Written as
-    `column = ANY($1)` the check chose a trigram index over 1,000 serial numbers once the table had
-    grown and the statement had been prepared (psycopg prepares it from its fifth run: a generic
-    plan), and took seconds; as `column IN (...)` it compiles and sends 10,000 parameters for a
-    file. Elsewhere it is an IN."""
+    On PostgreSQL the values are one array parameter, unnested and joined to the table, so that
+    each is looked up in the company's unique index (as `column IN (...)` a file's check would
+    compile and send 10,000 parameters). No other index serves `column = value`: the column's
+    trigram index is of `lower(column)` (db.base.trigram_index). Elsewhere it is an IN."""
     if not values:
         return set()
     if session.get_bind().dialect.name == "postgresql":

@@ -22,6 +22,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import aliased
 
 from outfitter.core.pagination import Keyset
+from outfitter.db.base import search_text
 from outfitter.models import (
     Employee,
     Equipment,
@@ -142,13 +143,14 @@ _matching = aliased(Equipment)
 
 
 def _search() -> ColumnElement[bool]:
-    """`q`: the devices whose title or serial number contains it (trigram indexes on PostgreSQL),
-    or whose assignee's name or email does. A union of the three, not an OR: PostgreSQL cannot
-    combine an OR holding a subquery with the indexes (a scan of the company's every row)."""
+    """`q`: the devices whose title or serial number contains it, whatever the case (trigram indexes
+    on PostgreSQL), or whose assignee's name or email does. A union of the three, not an OR:
+    PostgreSQL cannot combine an OR holding a subquery with the indexes (a scan of the company's
+    every row)."""
     pattern: BindParameter[str] = bindparam("search", type_=String())
 
     def like(column: Any) -> ColumnElement[bool]:
-        return column.ilike(pattern, escape="\\")  # type: ignore[no-any-return]
+        return search_text(column, pattern)
 
     assignees = select(Employee.id).where(
         or_(

@@ -36,7 +36,8 @@ class Employee(IdMixin, ChangeTracked, CompanyOwned, Base):
     __table_args__ = (
         UniqueConstraint("company_id", "email"),
         *ChangeTracked.company_indexes("employees"),
-        # The equipment search matches assignees by part of a name or email (trigram, PostgreSQL).
+        # The searches (the employee list's, and the equipment's by assignee) match part of a name
+        # or email, whatever the case (trigram, PostgreSQL).
         *(trigram_index("employees", column) for column in ("first_name", "last_name", "email")),
         # SCIM identities (scim/): unique in the company; NULLs (employees made by the API) never clash.
         Index("uq_employees_company_user_name", "company_id", "user_name", unique=True),

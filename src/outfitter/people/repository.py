@@ -69,12 +69,14 @@ class EmployeeRepository(CompanyRepository[Employee]):
             )
             statement = statement.where(Employee.id.in_(members))
         if search:
+            # the lower-cased columns, as their trigram indexes hold them (db.base.trigram_index)
             needle = search.lower()
             statement = statement.where(
                 or_(
-                    func.lower(Employee.first_name).contains(needle, autoescape=True),
-                    func.lower(Employee.last_name).contains(needle, autoescape=True),
-                    Employee.email.contains(needle, autoescape=True),
+                    *(
+                        func.lower(column).contains(needle, autoescape=True)
+                        for column in (Employee.first_name, Employee.last_name, Employee.email)
+                    )
                 )
             )
         return statement
