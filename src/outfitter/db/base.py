@@ -208,10 +208,18 @@ def trigram_index(table: str, column: str) -> Index:
     ).ddl_if(dialect="postgresql")
 
 
+def search_pattern(text: str) -> str:
+    """A LIKE pattern matching `text` anywhere (its own `%`, `_` and `\\` taken literally), for
+    `search_text`."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
 def search_text(column: Any, pattern: Any) -> ColumnElement[bool]:
-    """`column` contains `pattern` (a LIKE pattern escaped with a backslash), whatever the case:
-    `lower(column) LIKE lower(pattern)`, which the column's trigram index serves (`trigram_index`).
-    PostgreSQL's ILIKE is the same comparison in UTF-8, and SQLAlchemy's on SQLite is this one."""
+    """`column` matches `pattern` (a LIKE pattern escaped with a backslash: `search_pattern`),
+    whatever the case: `lower(column) LIKE lower(pattern)`, which the column's trigram index serves
+    (`trigram_index`). PostgreSQL's ILIKE is the same comparison in UTF-8, and SQLAlchemy's on
+    SQLite is this one."""
     return func.lower(column).like(func.lower(pattern), escape="\\")
 
 

@@ -22,7 +22,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import aliased
 
 from outfitter.core.pagination import Keyset
-from outfitter.db.base import search_text
+from outfitter.db.base import search_pattern, search_text
 from outfitter.models import (
     Employee,
     Equipment,
@@ -60,12 +60,6 @@ class EquipmentSort(StrEnum):
 
 # `updated_since`: the changes oldest first, Archived ones included.
 CHANGES = Keyset((Equipment.updated_at, Equipment.id), descending=False)
-
-
-def search_pattern(text: str) -> str:
-    """`q` as a LIKE pattern matching any part (its own % and _ taken literally)."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
 
 
 @dataclass(frozen=True)

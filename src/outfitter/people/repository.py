@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, contains_eager, joinedload
 from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
 from outfitter.core.events import events_written_with, events_written_with_values, record_event_rows
 from outfitter.core.tenancy import CompanyRepository, company_of, parse_uuid
+from outfitter.db.base import search_pattern, search_text
 from outfitter.models import (
     Country,
     Currency,
@@ -69,16 +70,9 @@ class EmployeeRepository(CompanyRepository[Employee]):
             )
             statement = statement.where(Employee.id.in_(members))
         if search:
-            # the lower-cased columns, as their trigram indexes hold them (db.base.trigram_index)
-            needle = search.lower()
-            statement = statement.where(
-                or_(
-                    *(
-                        func.lower(column).contains(needle, autoescape=True)
-                        for column in (Employee.first_name, Employee.last_name, Employee.email)
-                    )
-                )
-            )
+            pattern = search_pattern(search)
+            columns = (Employee.first_name, Employee.last_name, Employee.email)
+            statement = statement.where(or_(*(search_text(column, pattern) for column in columns)))
         return statement
 
     def chunk(
