@@ -357,3 +357,33 @@ def test_0012_makes_the_trigram_indexes_of_the_lower_cased_columns_and_downgrade
         assert {table: _index_definitions(old, table) for table in TRIGRAM_INDEXES} == before
         upgrade(old)
         assert is_current(old)
+
+
+ANALYZED_BY_ROWS = ("equipment", "employees", "departments", "orders", "transactions", "events")
+
+
+def _table_options(engine: Engine) -> dict[str, list[str]]:
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT relname, reloptions FROM pg_class WHERE relname = ANY(:tables) AND relkind = 'r'"),
+            {"tables": list(ANALYZED_BY_ROWS)},
+        )
+        return {name: sorted(options or []) for name, options in rows}
+
+
+def test_0013_has_the_company_tables_analyzed_every_5000_rows_and_downgrades(
+    database_url: str, tmp_path: Path
+) -> None:
+    """A company that grows by tens of thousands of rows in a large table is in the statistics
+    within an autovacuum round, not once a tenth of the table has changed (PostgreSQL only)."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("per-table autovacuum settings: PostgreSQL only")
+    with _database_at(database_url, tmp_path, "0012") as (_url, old):
+        assert _table_options(old) == {table: [] for table in ANALYZED_BY_ROWS}
+        upgrade(old)
+        every_5000 = ["autovacuum_analyze_scale_factor=0", "autovacuum_analyze_threshold=5000"]
+        assert _table_options(old) == {table: every_5000 for table in ANALYZED_BY_ROWS}
+        _migrate(old, "0012", down=True)
+        assert _table_options(old) == {table: [] for table in ANALYZED_BY_ROWS}
+        upgrade(old)
+        assert is_current(old)
