@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -52,19 +53,27 @@ def _create_postgres_database() -> tuple[str, Engine] | None:
     return str(make_url(admin_url).set(database=name).render_as_string(hide_password=False)), admin
 
 
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    """The URL of a database of its own on the suite's PostgreSQL server, dropped afterwards."""
+    created = _create_postgres_database()
+    assert created is not None
+    url, admin = created
+    try:
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
+        admin.dispose()
+
+
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'outfitter.db'}"
         return
-    created = _create_postgres_database()
-    assert created is not None
-    url, admin = created
-    yield url
-    name = make_url(url).database
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with postgres_database() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

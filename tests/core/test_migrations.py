@@ -16,7 +16,6 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from fastapi.testclient import TestClient
 from sqlalchemy import JSON, Engine, String, Uuid, column, select, table, text
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
@@ -27,6 +26,7 @@ from outfitter.db.base import Money, UTCDateTime
 from outfitter.db.session import make_engine
 from outfitter.migrations import alembic_config, is_current, upgrade
 from outfitter.models import Country, FeeSchedule, metadata
+from tests.conftest import postgres_database
 
 # Columns of revision 0003, as its code wrote them.
 MONEY = (
@@ -63,22 +63,14 @@ def test_upgrade_is_idempotent_and_current(engine: Engine) -> None:
     assert is_current(engine)
 
 
-def _fresh_database(database_url: str, tmp_path: Path) -> tuple[str, Callable[[], None]]:
-    """An empty database of the same kind as the suite's."""
+@contextmanager
+def _fresh_database(database_url: str, tmp_path: Path) -> Iterator[str]:
+    """An empty database of the same kind as the suite's, dropped afterwards."""
     if database_url.startswith("sqlite"):
-        return f"sqlite:///{tmp_path / 'old.db'}", lambda: None
-    from tests.conftest import _create_postgres_database
-
-    created = _create_postgres_database()
-    assert created is not None
-    url, admin = created
-
-    def drop() -> None:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
-        admin.dispose()
-
-    return url, drop
+        yield f"sqlite:///{tmp_path / 'old.db'}"
+        return
+    with postgres_database() as url:
+        yield url
 
 
 def _migrate(engine: Engine, revision: str, *, down: bool = False) -> None:
@@ -91,14 +83,13 @@ def _migrate(engine: Engine, revision: str, *, down: bool = False) -> None:
 @contextmanager
 def _database_at(database_url: str, tmp_path: Path, revision: str) -> Iterator[tuple[str, Engine]]:
     """A fresh database of the suite's kind, migrated to `revision` only; dropped afterwards."""
-    url, drop = _fresh_database(database_url, tmp_path)
-    old = make_engine(url)
-    try:
-        _migrate(old, revision)
-        yield url, old
-    finally:
-        old.dispose()
-        drop()
+    with _fresh_database(database_url, tmp_path) as url:
+        old = make_engine(url)
+        try:
+            _migrate(old, revision)
+            yield url, old
+        finally:
+            old.dispose()
 
 
 @contextmanager

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event, select, text
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
@@ -25,7 +24,7 @@ from outfitter.equipment.filters import EquipmentFilters, conditions
 from outfitter.migrations import upgrade
 from outfitter.models import Equipment
 from outfitter.people.repository import EmployeeRepository
-from tests.conftest import _create_postgres_database
+from tests.conftest import postgres_database
 from tests.factories import Api, CompanyFactory, assert_error
 
 DEVICES = 30_000
@@ -39,24 +38,19 @@ def grown(is_postgres: bool) -> Iterator[tuple[Api, Engine]]:
     row) would mislead the plans of the suite's later tests, and TRUNCATE does not clear them."""
     if not is_postgres:
         pytest.skip("PostgreSQL's planner and its trigram indexes: PostgreSQL only")
-    created = _create_postgres_database()
-    assert created is not None
-    url, admin = created
-    migrated = make_engine(url)
-    upgrade(migrated)
-    with migrated.begin() as connection:
-        for table in ("equipment", "employees"):
-            connection.exec_driver_sql(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
-    app = create_app(Settings(database_url=url, rate_limit="off", public_url="http://testserver"))
-    try:
-        with TestClient(app, base_url="http://testserver") as client:
-            yield CompanyFactory(migrated, client).create("Grown Ltd"), app.state.engine
-    finally:
-        app.state.engine.dispose()
-        migrated.dispose()
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
-        admin.dispose()
+    with postgres_database() as url:
+        migrated = make_engine(url)
+        upgrade(migrated)
+        with migrated.begin() as connection:
+            for table in ("equipment", "employees"):
+                connection.exec_driver_sql(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+        app = create_app(Settings(database_url=url, rate_limit="off", public_url="http://testserver"))
+        try:
+            with TestClient(app, base_url="http://testserver") as client:
+                yield CompanyFactory(migrated, client).create("Grown Ltd"), app.state.engine
+        finally:
+            app.state.engine.dispose()
+            migrated.dispose()
 
 
 def _loaded(engine: Engine, statement: str, company_id: uuid.UUID, table: str) -> None:

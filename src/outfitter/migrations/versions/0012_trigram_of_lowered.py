@@ -52,8 +52,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    postgresql = op.get_bind().dialect.name == "postgresql"
     for table, column in TRIGRAM:
-        if op.get_bind().dialect.name == "postgresql":
+        if postgresql:
             op.drop_index(f"ix_{table}_{column}_trgm", table_name=table)
         op.create_index(
             f"ix_{table}_{column}_trgm",
