@@ -151,6 +151,32 @@ def test_every_bad_item_is_reported_by_position_and_nothing_is_created(
     assert [kind for kind, _ in stored_events(db)] == ["equipment.added"]  # the arrangement's device only
 
 
+def test_a_taken_serial_number_alone_is_refused_by_the_write_and_reported_at_its_item(
+    api: Api, db: Session
+) -> None:
+    """With no other error the numbers are not looked up first: the unique index refuses the
+    write (a COPY of 30 rows on PostgreSQL), which is undone, and the 422 names the item."""
+    register(api, title="Existing", serial_number="TAKEN-7")
+    items: list[dict[str, Any]] = [
+        {"title": f"Device {index}", "serial_number": f"NEW-{index}", "status": "In_Storage"}
+        for index in range(30)
+    ]
+    items[7]["serial_number"] = "TAKEN-7"
+    body = assert_error(api.post("/client/equipment/bulk", {"equipment": items}), 422)
+    assert body["errors"] == {
+        "equipment.7.serial_number": [
+            "Equipment with serial number 'TAKEN-7' already exists in this company."
+        ]
+    }
+    assert count(db, Equipment) == 1 and count(db, EquipmentHistory) == 1
+    assert [kind for kind, _ in stored_events(db)] == ["equipment.added"]
+    items[7]["serial_number"] = "NEW-7"  # the same batch, fixed, goes through whole
+    response = api.post("/client/equipment/bulk", {"equipment": items})
+    assert response.status_code == 201, response.text[:300]
+    assert [record["serial_number"] for record in response.json()["data"]] == [f"NEW-{i}" for i in range(30)]
+    assert count(db, Equipment) == 31 and count(db, EquipmentHistory) == 1 + 2 * 30
+
+
 def test_the_batch_size_is_limited(api: Api, db: Session) -> None:
     for items in ([], [{"title": "x"}] * 1001):
         body = assert_error(api.post("/client/equipment/bulk", {"equipment": items}), 422)
@@ -188,6 +214,9 @@ def test_registering_costs_the_same_statements_for_10_or_100_devices(
             event.remove(engine, "before_cursor_execute", counted)
         assert response.status_code == 201, response.text[:500]
         assert len(response.json()["data"]) == size
+        # the serial numbers are left to the unique index, in a savepoint, not read first
+        assert not [sql for sql in statements if "serial_number" in sql and sql.lstrip().startswith("SELECT")]
+        assert any(sql.startswith("SAVEPOINT") for sql in statements), statements
         return len(statements)
 
     post(1, 10_000)  # warm up: the token's last-used stamp is written once

@@ -1,20 +1,24 @@
 """Two bulk registrations racing for one serial number on PostgreSQL, through a real server: one
-wins, the other is refused (422 when its check already sees the number, 409 when both passed their
-checks and the unique constraint decided while the rows were being written), and nothing of the
-loser remains: no device, no history, no event."""
+wins, the other is refused with a 422 naming the item, and nothing of the loser remains: no device,
+no history, no event. The numbers are not read before the write: the unique index decides while
+the rows are written (the loser's COPY waits for the winner's transaction, then fails), the
+loser's write is undone to its savepoint and the batch is checked again, which finds the number."""
 
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from outfitter.equipment import bulk
 from outfitter.models import Equipment, EquipmentHistory, Event
-from tests.factories import Api
+from tests.equipment.helpers import register
+from tests.factories import Api, assert_error
 from tests.payments.conftest import LiveServer, live_server
 
 __all__ = ["live_server"]
@@ -57,20 +61,46 @@ def test_one_of_two_racing_batches_wins_and_nothing_of_the_other_remains(
     for thread in threads:
         thread.join(timeout=60)
     statuses = sorted(response.status_code for response in answers.values())
-    assert statuses in ([201, 409], [201, 422]), {name: r.text[:300] for name, r in answers.items()}
+    assert statuses == [201, 422], {name: r.text[:300] for name, r in answers.items()}
     winner = next(name for name, response in answers.items() if response.status_code == 201)
     loser = next(name for name, response in answers.items() if response.status_code != 201)
-    refusal = answers[loser].json()
-    if answers[loser].status_code == 409:
-        assert refusal["message"] == (
-            "A device with one of these serial numbers was registered meanwhile; nothing was registered."
-        )
-    else:
-        assert f"equipment.{DEVICES - 1}.serial_number" in refusal["errors"]
+    assert answers[loser].json()["errors"] == {
+        f"equipment.{DEVICES - 1}.serial_number": [
+            f"Equipment with serial number '{contested}' already exists in this company."
+        ]
+    }
     assert len(answers[winner].json()["data"]) == DEVICES
     db.expire_all()
     titles = db.scalars(select(Equipment.title)).all()
     assert len(titles) == DEVICES and all(title.startswith(winner) for title in titles)
     assert _count(db, EquipmentHistory) == 2 * DEVICES  # added, then moved to storage
     assert _count(db, Event) == 2 * DEVICES
+    db.rollback()
+
+
+def test_a_number_freed_between_the_refused_write_and_the_check_is_a_409_to_send_again(
+    postgres_only: None, api: Api, db: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The unique index refuses the batch, then, before the check that would name the item, the
+    device holding the number is deleted (by an operator, on another connection): nothing to name,
+    so a 409 saying to send the request again, and nothing of the batch kept."""
+    holder = register(api, title="Holder", serial_number="FREED")
+    checks: list[bool] = []
+    check = bulk.check_devices
+
+    def deleting_before_the_second_check(session: Session, items: Any, *, serials_taken: bool = True) -> Any:
+        checks.append(serials_taken)
+        if serials_taken:  # the check after the refused write
+            db.execute(delete(Equipment).where(Equipment.id == uuid.UUID(holder["id"])))
+            db.commit()
+        return check(session, items, serials_taken=serials_taken)
+
+    monkeypatch.setattr(bulk, "check_devices", deleting_before_the_second_check)
+    items = [{"title": f"Device {n}", "serial_number": f"B-{n}"} for n in range(DEVICES)]
+    items[3]["serial_number"] = "FREED"
+    response = api.post("/client/equipment/bulk", {"equipment": items})
+    assert_error(response, 409, "send the request again")
+    assert checks == [False, True]
+    db.expire_all()
+    assert _count(db, Equipment) == 0 and _count(db, EquipmentHistory) == 0
     db.rollback()

@@ -41,6 +41,10 @@ UNKNOWN_EMPLOYEE = "Unknown employee: give the id of one of your employees."
 UNKNOWN_DEVICE = "Unknown equipment: give the id of one of your devices."
 
 
+class SerialNumberTaken(Exception):
+    """Writing the devices broke the company's unique serial numbers: nothing of them is kept."""
+
+
 @dataclass
 class CheckedDevice:
     """An item that passed every rule, with what its rules looked up."""
@@ -53,15 +57,21 @@ class CheckedDevice:
     currency: Currency | None = None
 
 
-def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]) -> list[CheckedDevice]:
-    """Every rule of registering a device, for every item, by set queries; 422 with all the errors."""
+def check_devices(
+    session: Session, items: Sequence[tuple[str, EquipmentCreate]], *, serials_taken: bool = True
+) -> list[CheckedDevice]:
+    """Every rule of registering a device, for every item, by set queries; 422 with all the errors.
+    Without `serials_taken` the serial numbers the company already holds are looked up only when
+    there are other errors to report with them; otherwise the unique constraint refuses them while
+    the rows are written (`write_or_report_taken`)."""
     repository = EquipmentRepository(session)
     named_countries = {body.country for _, body in items if body.country}
     countries = BatchCountries(session, named_countries)
     country_named = {name: countries.get(name) for name in named_countries}  # a lookup per name, not per item
     currencies = currencies_by_code(session, {body.currency for _, body in items if body.currency})
     assignees = repository.employees({body.assignee_id for _, body in items if body.assignee_id})
-    taken = repository.serials_taken({body.serial_number for _, body in items if body.serial_number})
+    serials = {body.serial_number for _, body in items if body.serial_number}
+    taken = repository.serials_taken(serials) if serials_taken else set()
     errors: dict[str, list[str]] = {}
     first_seen: dict[str, str] = {}
     checked: list[CheckedDevice] = []
@@ -105,13 +115,15 @@ def check_devices(session: Session, items: Sequence[tuple[str, EquipmentCreate]]
             errors.setdefault(f"{path}.{name}", []).append(message)
         checked.append(item)
     if errors:
+        if not serials_taken:  # every error is reported at once: the taken numbers too
+            check_devices(session, items)
         raise ValidationFailed.fields(errors)
     return checked
 
 
 def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> list[uuid.UUID]:
-    """Register checked devices (a file's) and answer their ids."""
-    return list(write_devices(session, actor, checked))
+    """Register a file's checked devices and answer their ids (`write_or_report_taken`)."""
+    return list(write_or_report_taken(session, actor, checked))
 
 
 def register_devices(
@@ -120,7 +132,27 @@ def register_devices(
     """Register every item (all or nothing) and answer the devices in order, as the single create
     does (each rendered once, for the events' data and the response both)."""
     with collection_paused():
-        return list(write_devices(session, auth.actor, check_devices(session, items)).values())
+        checked = check_devices(session, items, serials_taken=False)
+        return list(write_or_report_taken(session, auth.actor, checked).values())
+
+
+def write_or_report_taken(
+    session: Session, actor: str, checked: Sequence[CheckedDevice]
+) -> dict[uuid.UUID, bytes]:
+    """`write_devices` for devices checked without looking up their serial numbers: the company's
+    unique index checks each number as the devices are written, which the write does anyway (the
+    read of 1,000 numbers saved, 3-8 ms of a batch's 130-170). The write is in a savepoint: when
+    the index refuses a number, it is undone and the items are checked again, numbers included, so
+    the 422 names every item whose number is taken, before this request or by a concurrent one."""
+    try:
+        with session.begin_nested():
+            return write_devices(session, actor, checked)
+    except SerialNumberTaken:
+        check_devices(session, [(device.path, device.body) for device in checked])  # the 422
+        raise Conflict(  # the device holding it was deleted or renumbered since
+            "A device held one of these serial numbers while the batch was written and holds it no "
+            "more; nothing was registered: send the request again."
+        ) from None
 
 
 def write_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> dict[uuid.UUID, bytes]:
@@ -173,13 +205,14 @@ def write_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]
             events = event_rows(session, answered_events(changes, answers), actor=actor)
             rows.write(Event, events)
             rows.write(WebhookDelivery, delivery_rows(company, endpoints, events))
+            # Every row is COPY text in the writer's queue by now: freed here, while the server
+            # writes the events, rather than on return, on the request's path (4 ms a batch).
+            for made_rows in (devices, history, changes, events):
+                made_rows.clear()
     except IntegrityError as error:
         if "serial_number" not in str(error.orig):
             raise
-        # a concurrent request took one of the serial numbers after our check
-        raise Conflict(
-            "A device with one of these serial numbers was registered meanwhile; nothing was registered."
-        ) from None
+        raise SerialNumberTaken from None
     return answers
 
 

@@ -69,8 +69,8 @@ def _import(
             unreadable[f"{row.path}.other_details"] = [problem]
     valid, errors = validate_rows(rows, _ROW, COLUMNS)
     errors = {**unreadable, **errors}
-    try:
-        checked = bulk.check_devices(session, valid)
+    try:  # the numbers already taken are left to the write, unless there is something to report
+        checked = bulk.check_devices(session, valid, serials_taken=dry_run or bool(errors))
     except ValidationFailed as failure:
         raise ValidationFailed.fields(merged(errors, failure)) from None
     if errors:
