@@ -14,7 +14,7 @@ from sqlalchemy import Engine, event, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.core.bulk_rows import COPY_CHUNK_ROWS, COPY_FROM, rows_written_meanwhile
+from outfitter.core.bulk_rows import COPY_CHUNK_ROWS, COPY_FROM, FIRST_CHUNK_ROWS, rows_written_meanwhile
 from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.db.base import utcnow
 from outfitter.db.session import JsonText
@@ -135,7 +135,7 @@ def test_rows_a_generator_makes_are_written_as_it_makes_the_next(
 
     def one_by_one() -> Any:
         for row in made:
-            if is_postgres and len(given) == COPY_CHUNK_ROWS:
+            if is_postgres and len(given) == FIRST_CHUNK_ROWS:
                 copy_begun.wait(30)  # the first chunk is on its way: the COPY need not wait for more
             given.append(row)
             yield row
@@ -147,9 +147,9 @@ def test_rows_a_generator_makes_are_written_as_it_makes_the_next(
     finally:
         event.remove(engine, "before_cursor_execute", note)
     assert _count(session) == len(made)
-    # one statement for all the rows: on PostgreSQL sent once the first chunk was made, on SQLite
-    # once all were
-    assert copies_begun == [COPY_CHUNK_ROWS if is_postgres else len(made)]
+    # one statement for all the rows: on PostgreSQL sent once the first (smaller) chunk was made,
+    # on SQLite once all were
+    assert copies_begun == [FIRST_CHUNK_ROWS if is_postgres else len(made)]
 
 
 def test_a_generator_that_raises_half_way_leaves_none_of_its_rows(engine: Engine, session: Session) -> None:

@@ -32,15 +32,13 @@ UUID columns take the 32 digits without hyphens, which PostgreSQL reads as well.
 from __future__ import annotations
 
 import functools
-import gc
 import itertools
 import operator
 import queue
-import sys
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any, Final
@@ -52,6 +50,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import QueryableAttribute, Session
 from sqlalchemy.types import TypeEngine
 
+from outfitter.core.process_settings import switching_often
 from outfitter.core.schemas import format_timestamp
 from outfitter.core.tenancy import TenantScopeError, company_named
 from outfitter.db.base import UTCDateTime
@@ -63,10 +62,6 @@ COPY_CHUNK_ROWS = 250  # rows of text handed to the COPY at a time: the server s
 # The first chunk of rows a generator makes is smaller: the server waits for it, idle, while the
 # caller's thread makes it (5 ms for 250 new devices, the whole batch's check done already).
 FIRST_CHUNK_ROWS = 50
-# How often the GIL changes hands (seconds) while a writer's thread streams rows (Python's default
-# is 5 ms): that thread needs the GIL for every chunk it sends, and waited up to 5 ms each time
-# while the caller's thread made the next (the server starved: 47 ms for 1,000 devices against 39).
-STREAMING_SWITCH_INTERVAL = 0.0005
 
 
 def insert_rows(session: Session, model: type[Any], rows: Sequence[Mapping[str, Any]]) -> None:
@@ -196,7 +191,7 @@ def rows_written_meanwhile(session: Session) -> Iterator[RowsMeanwhile]:
     the answers. The body must not use the session until the block ends; the block ends when the
     rows are written, raising what writing them raised (elsewhere than on PostgreSQL, each batch
     is written, or refused, where it is given)."""
-    with _switching.held():
+    with switching_often():
         writer = RowsMeanwhile(session)
         try:
             yield writer
@@ -349,59 +344,6 @@ def values_taken(session: Session, column: QueryableAttribute[Any], values: Coll
     else:
         statement = select(column).where(column.in_(values))
     return set(session.scalars(statement))
-
-
-class _WhileAnyBatch:
-    """A process-wide setting changed by the first batch under way in the process (`hold` changes
-    it and answers how to put it back) and put back when the last one ends."""
-
-    def __init__(self, hold: Callable[[], Callable[[], None]]) -> None:
-        self._hold = hold
-        self._batches = 0
-        self._put_back: Callable[[], None] = _nothing
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        with self._lock:
-            if self._batches == 0:
-                self._put_back = self._hold()
-            self._batches += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._batches -= 1
-                if self._batches == 0:
-                    self._put_back()
-
-
-def _nothing() -> None:
-    pass
-
-
-def _collector_off() -> Callable[[], None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    return gc.enable if was_enabled else _nothing
-
-
-def _switching_often() -> Callable[[], None]:
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(STREAMING_SWITCH_INTERVAL)
-    return functools.partial(sys.setswitchinterval, interval)
-
-
-_collection = _WhileAnyBatch(_collector_off)
-_switching = _WhileAnyBatch(_switching_often)
-
-
-def collection_paused() -> AbstractContextManager[None]:
-    """Hold the cyclic garbage collector off while a batch builds its rows and answers. Those are
-    hundreds of thousands of live objects, none of them cyclic garbage (reference counting frees
-    them), and every full collection would walk them all again: a fifth of a 10,000-row import's
-    CPU. The collector runs again once the last batch under way in the process has ended."""
-    return _collection.held()
 
 
 def _check_companies(session: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -21,9 +21,10 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import currencies_by_code
 from outfitter.core.auth import AuthContext
-from outfitter.core.bulk_rows import collection_paused, rows_written_meanwhile
+from outfitter.core.bulk_rows import rows_written_meanwhile
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.events import delivery_rows, enabled_endpoints, event_rows
+from outfitter.core.process_settings import collection_paused
 from outfitter.core.schemas import render_as
 from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow

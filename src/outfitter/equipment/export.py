@@ -55,12 +55,15 @@ Keyset = tuple[datetime, uuid.UUID]
 def equipment_chunks(open_session: Callable[[], Session], filters: EquipmentFilters) -> Iterator[str]:
     """The filtered list, newest first, chunk by chunk (each its own short read), as CSV text."""
 
-    def read(session: Session, after: Keyset | None) -> tuple[str, Keyset | None]:
+    def read(session: Session, after: Keyset | None) -> tuple[Sequence[Any], Keyset | None]:
         rows = EquipmentRepository(session).chunk(filters, after, CHUNK_ROWS)
         last = (rows[-1].created_at, uuid.UUID(rows[-1].id)) if len(rows) == CHUNK_ROWS else None
-        return csv_text(_cells(row) for row in rows), last
+        return rows, last
 
-    return stream_chunks(open_session, read)
+    def render(rows: Sequence[Any]) -> str:
+        return csv_text(_cells(row) for row in rows)
+
+    return stream_chunks(open_session, read, render)
 
 
 def _cells(row: Sequence[Any]) -> list[str]:

@@ -10,7 +10,6 @@ from typing import Any
 from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
-from outfitter.core.bulk_rows import collection_paused
 from outfitter.core.csv_import import (
     MAX_CELL_NESTING,
     Progress,
@@ -20,6 +19,7 @@ from outfitter.core.csv_import import (
     validate_rows,
 )
 from outfitter.core.errors import ValidationFailed
+from outfitter.core.process_settings import collection_paused
 from outfitter.equipment import bulk
 from outfitter.equipment.schemas import EquipmentCreate, SpecsIn
 

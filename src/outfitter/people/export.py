@@ -5,7 +5,7 @@ the names of the employee's departments separated by "; ". What an employee hold
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -42,7 +42,7 @@ Keyset = tuple[datetime, uuid.UUID]
 def employee_chunks(open_session: Callable[[], Session], filters: EmployeeFilters) -> Iterator[str]:
     """The filtered list, newest first, chunk by chunk (each its own short read), as CSV text."""
 
-    def read(session: Session, after: Keyset | None) -> tuple[str, Keyset | None]:
+    def read(session: Session, after: Keyset | None) -> tuple[list[Mapping[str, Any]], Keyset | None]:
         repository = EmployeeRepository(session)
         listing = repository.listing(filters.country_id, filters.department_id, filters.search)
         employees = repository.chunk(listing, after, CHUNK_ROWS)
@@ -54,6 +54,9 @@ def employee_chunks(open_session: Callable[[], Session], filters: EmployeeFilter
             record["departments"] = "; ".join(department.name for department in held)
             records.append(record)
         last = (employees[-1].created_at, employees[-1].id) if len(employees) == CHUNK_ROWS else None
-        return csv_text(record_cells(COLUMNS, records)), last
+        return records, last
 
-    return stream_chunks(open_session, read)
+    def render(records: Sequence[Mapping[str, Any]]) -> str:
+        return csv_text(record_cells(COLUMNS, records))
+
+    return stream_chunks(open_session, read, render)
