@@ -57,10 +57,10 @@ def test_a_session_bound_to_no_company_must_name_one(engine: Engine) -> None:
 
 
 def test_json_columns_take_a_rendered_answers_text_and_any_other_json_value(engine: Engine, api: Api) -> None:
-    """The engine's JSON serializer (db.session.json_text): data kept with its rendered text is sent
+    """The engine's JSON serializer (db.session.json_text): data kept as its rendered text is sent
     as that text; any other JSON value as the standard library writes it (an integer beyond 64
     bits, keys that are not strings)."""
-    rendered = JsonText.read(b'{"id":"x","price":"12.50","nested":{"a":[1,2]}}')
+    rendered = JsonText('{"id":"x","price":"12.50","nested":{"a":[1,2]}}')
     beyond = {"huge": 2**70, 7: "a key that is an int"}
     with TenantSession(engine) as session:
         bind_company(session, api.company_id)

@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from outfitter.core.csv_export import cell
+from outfitter.core.schemas import format_timestamp
 from outfitter.models import Equipment, EquipmentHistory, WebhookDelivery, WebhookEndpoint
 from outfitter.models.events import Event
 from tests.equipment.helpers import add_to_department, make_employee
@@ -146,7 +147,12 @@ def written(db: Session, api: Api, employee: uuid.UUID) -> dict[str, Any]:
         retrieved = answers[device.id]
         for entry in events:  # an event's data is the device as the single retrieve answers it
             assert entry.data == retrieved, (entry.type, device.title)
-            assert deliveries[entry.id].payload["data"] == entry.data
+            assert deliveries[entry.id].payload == {  # the Standard Webhooks body, data embedded
+                "id": str(entry.id),
+                "type": entry.type,
+                "timestamp": format_timestamp(entry.created_at),
+                "data": entry.data,
+            }
         result[device.title] = plain(
             {
                 "device": columns,

@@ -23,9 +23,9 @@ bound value becomes the text psycopg's text dumper would send (timestamps in ISO
 offset, by `format_timestamp` when in UTC, decimals as `str`), except JSON, which is
 serialized in Rust (pydantic_core, a third of `json.dumps`'s time: the events of a 10,000-row
 import carry 15,000 rendered devices), once for the events of one device, which share its data,
-and not at all when the object keeps the text it was read from (`JsonText`: an event's data is
-its subject's rendered answer). The text is the same JSON, compact and UTF-8 (the columns are
-`json`: read back, it is equal).
+and not at all when the value is JSON text already (`JsonText`: an event's data is its subject's
+rendered answer, a delivery's payload embeds it). The text is the same JSON, compact and UTF-8
+(the columns are `json`: read back, it is equal).
 UUID columns take the 32 digits without hyphens, which PostgreSQL reads as well.
 """
 

@@ -5,26 +5,26 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import orjson
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 
-class JsonText(dict[str, Any]):
-    """A JSON object with the compact JSON text it was read from (`JsonText.read`), which a JSON
-    column is sent as it is (`json_text`; a COPY too: core.bulk_rows) rather than serialized again:
-    an event's data is its subject's answer, already rendered. Not to be changed once read."""
+class JsonText:
+    """JSON text already made, which a JSON column stores as it is (`json_text` sends it for an
+    INSERT, a COPY writes it: core.bulk_rows) rather than a value parsed from it and serialized
+    again: an event's data is its subject's answer, already rendered, and a webhook delivery's
+    payload embeds that text (core.events). Never parsed on the way in; read back, the column is
+    the JSON value as any other."""
 
     __slots__ = ("text",)
-    text: str
 
-    @classmethod
-    def read(cls, rendered: bytes) -> JsonText:
-        obj = cls(orjson.loads(rendered))
-        obj.text = rendered.decode()
-        return obj
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"JsonText({self.text[:60]!r}{'...' if len(self.text) > 60 else ''})"
 
 
 def json_text(value: Any) -> str:
