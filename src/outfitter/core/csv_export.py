@@ -133,19 +133,22 @@ def stream_chunks(
         with open_session() as session:
             return read_chunk(session, after)
 
-    with (
-        switching_often(),  # the reader needs the GIL for each piece of rows it receives
-        ThreadPoolExecutor(max_workers=1, thread_name_prefix="outfitter-export") as reader,
-    ):
-        pending = reader.submit(read, None)
-        while True:
-            rows, after = pending.result()
-            if after is not None:
-                pending = reader.submit(read, after)
-            if rows:
-                yield render(rows)
-            if after is None:
-                return
+    reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outfitter-export")
+    try:
+        with switching_often():  # the reader needs the GIL for each piece of rows it receives
+            pending = reader.submit(read, None)
+            while True:
+                rows, after = pending.result()
+                if after is not None:
+                    pending = reader.submit(read, after)
+                if rows:
+                    yield render(rows)
+                if after is None:
+                    return
+    finally:
+        # A stream closed early (the client went away) lets the read under way end on its own,
+        # closing its session: whichever thread closes the stream (the event loop's) does not wait.
+        reader.shutdown(wait=False, cancel_futures=True)
 
 
 def csv_response(filename: str, columns: Sequence[str], chunks: Iterator[str]) -> StreamingResponse:
