@@ -159,12 +159,34 @@ def test_other_database_errors_stay_500(raising_app: FastAPI, kind: str) -> None
     assert "SELECT" not in body["message"] and "INSERT" not in body["message"]
 
 
+# A read through FastAPI's dependencies, and a hot write (core.hot_writes), whose statements run on
+# the driver's cursor (core.driver_statements): each request's first statement finds the connection lost.
+KILLED_BACKEND_REQUESTS = {
+    "read": ("GET", "/client/assets/categories", None, 200),
+    "hot write": (
+        "POST",
+        "/client/employees",
+        {
+            "first_name": "Ada",
+            "last_name": "Back",
+            "email": "ada.back@example.com",
+            "country_id": "NG",
+            "phone": "+234 801 234 5678",
+            "address": "1 Marina, Lagos",
+        },
+        201,
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(KILLED_BACKEND_REQUESTS))
 def test_a_killed_backend_fails_one_request_with_503_then_the_pool_recovers(
-    postgres_only: None, database_url: str, engine: Engine
+    postgres_only: None, database_url: str, engine: Engine, kind: str
 ) -> None:
     """The pool does not ping before each request (a round trip per request): a connection that
     PostgreSQL dropped meanwhile costs its request a 503 with Retry-After, never a 500, and the pool
-    then replaces its connections."""
+    then replaces its connections; the refused write is not kept, and sent again it is made."""
+    method, path, body, status = KILLED_BACKEND_REQUESTS[kind]
     settings = Settings(database_url=database_url, rate_limit="off", db_pool_size=1, db_pool_max_overflow=0)
     app = create_app(settings)
     with TestClient(app, base_url="http://testserver") as client:
@@ -174,6 +196,10 @@ def test_a_killed_backend_fails_one_request_with_503_then_the_pool_recovers(
             backend = pooled.execute(text("SELECT pg_backend_pid()")).scalar_one()
         with engine.connect() as admin:
             admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
-        assert_unavailable(api.get("/client/assets/categories"), DATABASE_UNAVAILABLE)
-        assert api.get("/client/assets/categories").status_code == 200
+        assert_unavailable(api.request(method, path, json=body), DATABASE_UNAVAILABLE)
+        assert api.get("/client/employees").json()["data"]["data"] == []
+        again = api.request(method, path, json=body)
+        assert again.status_code == status, again.text
+        if body is not None:
+            assert again.json()["data"]["email"] == body["email"]
     app.state.engine.dispose()

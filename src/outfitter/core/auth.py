@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Executable, bindparam, select, update
 from sqlalchemy.orm import Session
 
+from outfitter.core.driver_statements import driver_rows
 from outfitter.core.errors import Forbidden, Unauthorized
 from outfitter.core.tokens import TOKEN_PREFIX, hash_token, token_is_live
 from outfitter.db.base import utcnow
@@ -83,8 +84,8 @@ STAMP_LAST_USED = (
 def authenticate(session: Session, token: str, scope: str) -> AuthContext:
     """The token's company and rights, or 401 (unknown, revoked, expired) / 403 (scope)."""
     statement, parameters, digest = token_lookup(token)
-    row = session.connection().execute(statement, parameters).one_or_none()
-    context, stamp = check_token(row, digest, scope)
+    rows = driver_rows(session.connection(), statement, parameters)
+    context, stamp = check_token(rows[0] if rows else None, digest, scope)
     if stamp is not None:
         session.execute(STAMP_LAST_USED, stamp)
     return context

@@ -490,9 +490,29 @@ def _check_data_modifying_ctes(
     a TenantSession, whatever the statement around it (module docstring). Checked here, on the
     compiled statement with the values it is about to be sent with, rather than in `_check_inserts`:
     only the compiled form tells cheaply whether a statement holds such a CTE."""
-    if context is None or not isinstance(context.compiled, SQLCompiler):  # a COPY (core.bulk_rows)
+    # None: a COPY (core.bulk_rows) or a statement on the driver (core.driver_statements), which
+    # check their own rows.
+    if context is None or not isinstance(context.compiled, SQLCompiler):
         return
     compiled = context.compiled
+    if not _cte_writes(compiled):
+        return
+    # The values by each parameter's key, as `_bound_value` reads them: the compiled form may be
+    # another statement's of the same shape, whose own values are not these.
+    _check_cte_writes(
+        connection,
+        compiled,
+        [
+            {parameter.key: values[name] for parameter, name in compiled.bind_names.items() if name in values}
+            for values in context.compiled_parameters
+        ],
+    )
+
+
+def _check_cte_writes(
+    connection: Connection, compiled: SQLCompiler, executions: list[Mapping[str, Any]]
+) -> None:
+    """The data-modifying CTEs of `compiled`, run once per mapping of `executions` (values by key)."""
     writes = _cte_writes(compiled)
     if not writes:
         return
@@ -506,14 +526,21 @@ def _check_data_modifying_ctes(
         return
     if not isinstance(tenant, uuid.UUID):
         raise TenantScopeError(f"rows written into {_name(writing[0])} through a session bound to no company")
-    for values in context.compiled_parameters:
-        # The values by each parameter's key, as `_bound_value` reads them: the compiled form may
-        # be another statement's of the same shape, whose own values are not these.
-        params = {
-            parameter.key: values[name] for parameter, name in compiled.bind_names.items() if name in values
-        }
+    for params in executions:
         for written in writing:
             _check_cte_write(written, params, tenant)
+
+
+def check_driver_statement(
+    connection: Connection, statement: Insert, compiled: SQLCompiler, parameters: dict[str, Any]
+) -> dict[str, Any]:
+    """What the two hooks above decide of an INSERT run on the driver's own cursor
+    (core.driver_statements), which passes by them: the INSERT as `_check_inserts` checks it, then
+    its data-modifying CTEs, with `parameters` (by key) as it is about to be sent with. The
+    parameters back, a row given as parameters stamped with the bound company as that hook stamps it."""
+    _, _, parameters = _check_inserts(connection, statement, [], parameters, None)
+    _check_cte_writes(connection, compiled, [parameters])
+    return parameters
 
 
 def _check_cte_write(statement: UpdateBase, params: Mapping[str, Any], tenant: uuid.UUID) -> None:

@@ -27,6 +27,7 @@ from sqlalchemy import (
 )
 
 from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
+from outfitter.core.driver_statements import driver_rows
 from outfitter.core.events import events_written_with, events_written_with_values, record_event_rows
 from outfitter.core.reads import run_in_session
 from outfitter.core.tenancy import CompanyRepository, company_rows
@@ -223,7 +224,7 @@ class EquipmentRepository(CompanyRepository[Equipment]):
             if name not in _FROM_DEVICE
         }
         values = {**device, **entries, **events_written_with_values(device["company_id"], events)}
-        return connection.execute(statement, values).first() is not None
+        return bool(driver_rows(connection, statement, values))
 
     def serial_taken(self, serial_number: str, except_id: uuid.UUID | None = None) -> bool:
         statement = select(Equipment.id).where(Equipment.serial_number == serial_number)

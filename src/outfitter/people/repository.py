@@ -14,6 +14,7 @@ from sqlalchemy import Insert, Select, Table, and_, distinct, func, insert, or_,
 from sqlalchemy.orm import Session, contains_eager, joinedload
 
 from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
+from outfitter.core.driver_statements import driver_rows
 from outfitter.core.events import events_written_with, events_written_with_values, record_event_rows
 from outfitter.core.tenancy import CompanyRepository, company_of, parse_uuid
 from outfitter.db.base import search_pattern, search_text
@@ -109,7 +110,7 @@ class EmployeeRepository(CompanyRepository[Employee]):
             return True
         statement = _employee_created(tuple(row), tuple(events[0]), len(events))
         values = {**row, **events_written_with_values(row["company_id"], events)}
-        return connection.execute(statement, values).first() is not None
+        return bool(driver_rows(connection, statement, values))
 
     def existing_emails(self, emails: Collection[str]) -> set[str]:
         return values_taken(self.session, Employee.email, emails)
