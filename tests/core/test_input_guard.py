@@ -148,3 +148,13 @@ def test_the_depth_is_counted_exactly_outside_strings(depth: int, too_deep: bool
     body = alternating(depth).encode()
     assert json.loads(body)  # valid JSON, `depth` deep
     assert nested_too_deep(body) is too_deep
+
+
+@pytest.mark.parametrize(("depth", "too_deep"), [(64, False), (65, True)])
+def test_strings_side_by_side_hold_their_brackets(depth: int, too_deep: bool) -> None:
+    """Empty strings and strings that end where the next begins (`"[","","]["`), whose quotes the
+    count drops in pairs before it drops what lies between quotes."""
+    inner = '"[", "", "][", "\\"[", "", "[[[[", "]"'
+    body = ("[" * depth + inner + "]" * depth).encode()
+    assert json.loads(body)
+    assert nested_too_deep(body) is too_deep

@@ -218,6 +218,13 @@ _ONLY_BRACKETS_AND_QUOTES = bytes(byte for byte in range(256) if byte not in b'[
 _BRACES_AS_BRACKETS = bytes.maketrans(b"{}", b"[]")
 
 
+def _may_hold_unstorable(body: bytes) -> bool:
+    # Three byte searches first (C speed, ten times the regex's on a 200 KB body): most bodies have none.
+    return (b"\\u" in body or b"\x00" in body or b"\xed" in body) and _MAY_HOLD_UNSTORABLE.search(
+        body
+    ) is not None
+
+
 def unstorable(text: str) -> str | None:
     """Why `text` cannot be stored (the message for its field), or None when it can."""
     if text.isascii() and NUL not in text:
@@ -246,7 +253,11 @@ def nested_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     if body.count(b"[") + body.count(b"{") <= limit:  # cannot be deeper than its brackets
         return False
     unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
-    brackets = _QUOTED.sub(b"", unescaped.translate(_BRACES_AS_BRACKETS, _ONLY_BRACKETS_AND_QUOTES))
+    # Two quotes side by side hold nothing, or end one string where the next begins: dropping them
+    # keeps what lies between quotes as it was, and leaves the regex only the strings that hold
+    # brackets (a 1,000-device body: 0.3 ms rather than 1.8).
+    quoted = unescaped.translate(_BRACES_AS_BRACKETS, _ONLY_BRACKETS_AND_QUOTES).replace(b'""', b"")
+    brackets = _QUOTED.sub(b"", quoted)
     too_deep = b"[" * (limit + 1)
     for _ in range(limit):
         if not brackets:
@@ -305,7 +316,7 @@ class InputGuardMiddleware:
             if nested_too_deep(body):
                 await send_validation_error(send, {"body": [DEPTH_MESSAGE]})
                 return
-            if _MAY_HOLD_UNSTORABLE.search(body):  # only then is it worth parsing here
+            if _may_hold_unstorable(body):  # only then is it worth parsing here
                 try:
                     errors = unstorable_fields(json.loads(body))
                 except ValueError:
