@@ -1,9 +1,10 @@
-"""The single creates' own statements, run on psycopg's cursor from a form compiled once.
+"""The commonest statements of the writes, run on psycopg's cursor from a form compiled once.
 
-A single create runs two statements: the token's lookup and the create itself (one INSERT with its
-history, events and deliveries as CTEs). SQLAlchemy's execution of such a statement (its cache
-key, parameter construction, execution context and result wrapping) took more of the request's CPU
-than psycopg's own execution of it (docs/architecture.md has the profile). `driver_rows` runs a
+A single create runs two statements: the token's lookup (every request in a unit of work makes it)
+and the create itself (one INSERT with its history, events and deliveries as CTEs). SQLAlchemy's
+execution of such a statement (its cache key, parameter construction, execution context and result
+wrapping) took more of the request's CPU than psycopg's own execution of it (docs/architecture.md
+has the profile). `driver_rows` runs a
 statement on the session's connection, in its transaction, through the driver's cursor, from a
 `_Form` made once per statement object and dialect: the SQL, where each parameter's value comes
 from with its type's bind processing, and the processing of each result column. What SQLAlchemy's
@@ -49,7 +50,9 @@ class _Form:
         self.computed = [column.name for column in (*compiled.insert_prefetch, *compiled.update_prefetch)]
         self.compiled = compiled
         self.sql = compiled.string
-        processors: Mapping[str, Any] = compiled._bind_processors  # one function each (no tuple types)
+        processors: Mapping[str, Any] = compiled._bind_processors
+        if not all(callable(process) for process in processors.values()):
+            raise ValueError("a statement run on the driver must have no tuple-typed parameters")
         # Each parameter: its name in the SQL, the key its value is given by, and its type's
         # processing; the parameter itself gives the value it carries when none is given.
         self.parameters: tuple[tuple[str, str, Callable[[Any], Any] | None, BindParameter[Any]], ...] = tuple(

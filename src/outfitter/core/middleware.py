@@ -219,10 +219,11 @@ _BRACES_AS_BRACKETS = bytes.maketrans(b"{}", b"[]")
 
 
 def _may_hold_unstorable(body: bytes) -> bool:
-    # Three byte searches first (C speed, ten times the regex's on a 200 KB body): most bodies have none.
-    return (b"\\u" in body or b"\x00" in body or b"\xed" in body) and _MAY_HOLD_UNSTORABLE.search(
-        body
-    ) is not None
+    """Whether a JSON body may carry unstorable text. Three byte searches first: C speed, ten times
+    the regex's on a 200 KB body, and most bodies hold none of the three."""
+    if b"\\u" not in body and b"\x00" not in body and b"\xed" not in body:
+        return False
+    return _MAY_HOLD_UNSTORABLE.search(body) is not None
 
 
 def unstorable(text: str) -> str | None:
