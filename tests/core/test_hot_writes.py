@@ -3,14 +3,18 @@ statements once the token is read, no read first: on PostgreSQL one, the record 
 its events and their webhook deliveries (data-modifying CTEs); on SQLite, which has none, one
 INSERT per table. Their answers are rendered from the values written, not read back:
 they must be what a GET answers, and the event's data and the delivery's payload must be the
-answer. A taken email or serial number is a 409 that leaves nothing written."""
+answer. A taken email or serial number is a 409 that leaves nothing written, also when creates race
+for it on PostgreSQL."""
 
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 from typing import Any
 
+import httpx
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -19,7 +23,10 @@ from outfitter.core.schemas import Envelope
 from outfitter.equipment.schemas import EquipmentOut
 from outfitter.models import Employee, Equipment, EquipmentHistory, Event, WebhookDelivery, WebhookEndpoint
 from tests.factories import Api, assert_error, assert_rendered_as, counting_statements
+from tests.payments.conftest import LiveServer, live_server
 from tests.people.helpers import create_employee, employee_body
+
+__all__ = ["live_server"]
 
 INSERT_INTO = re.compile(r"\bINSERT INTO (\w+)", re.IGNORECASE)
 WRITTEN = (Employee, Equipment, EquipmentHistory, Event, WebhookDelivery)
@@ -201,4 +208,62 @@ def test_a_device_created_assigned_answers_what_a_get_answers(api: Api, db: Sess
     events = db.scalars(select(Event).where(Event.subject_id == uuid.UUID(answer["id"]))).all()
     assert sorted(str(event.type) for event in events) == ["equipment.added", "equipment.assigned"]
     assert all(event.data == answer for event in events)
+    db.rollback()
+
+
+RACERS = 6
+RACES = {
+    "equipment": (
+        "/client/equipment",
+        lambda n: {"title": f"Racer {n}", "serial_number": "SN-RACE", "status": "In_Storage"},
+        "Equipment with serial number 'SN-RACE' already exists in this company.",
+    ),
+    "employees": (
+        "/client/employees",
+        lambda n: employee_body(email="race@example.com", first_name=f"Racer{n}"),
+        "An employee with the email race@example.com already exists in this company.",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(RACES))
+def test_creates_racing_for_one_key_make_exactly_one_record(
+    postgres_only: None, live_server: LiveServer, api: Api, db: Session, case: str
+) -> None:
+    """Single creates sent at once with one serial number (or email), through a real server, on
+    PostgreSQL: their statements run on the driver's cursor, and the unique index decides. One is
+    201; every other waits for its commit, writes nothing (ON CONFLICT DO NOTHING in the CTE) and is
+    a 409; the tables hold the winner's rows alone, its events and their deliveries once."""
+    path, body, message = RACES[case]
+    every = _endpoints(db, api.company_id)
+    assert api.get("/client/employees").status_code == 200  # the token's stamp made: no lock held
+    barrier = threading.Barrier(RACERS)
+    answers: list[httpx.Response] = []
+
+    def create(n: int) -> None:
+        with live_server.api(api.token) as client:
+            barrier.wait()
+            answers.append(client.post(path, json=body(n)))
+
+    threads = [threading.Thread(target=create, args=(n,)) for n in range(RACERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(answer.status_code for answer in answers) == [201] + [409] * (RACERS - 1)
+    for refused in (answer for answer in answers if answer.status_code == 409):
+        assert assert_error(refused, 409)["message"] == message
+    [won] = [answer.json()["data"] for answer in answers if answer.status_code == 201]
+    events = 2 if case == "equipment" else 1  # a device created In_Storage: added, then stored
+    assert _rows(db, api.company_id) == {
+        "employees": int(case == "employees"),
+        "equipment": int(case == "equipment"),
+        "equipment_history": 2 if case == "equipment" else 0,
+        "events": events,
+        "webhook_deliveries": events,  # the endpoint wanting every event; none for the other
+    }
+    db.expire_all()
+    subject = db.scalars(select(Event.subject_id).distinct()).one()
+    assert str(subject) == won["id"]
+    assert db.scalars(select(WebhookDelivery.endpoint_id).distinct()).one() == every.id
     db.rollback()
