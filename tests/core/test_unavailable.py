@@ -203,3 +203,29 @@ def test_a_killed_backend_fails_one_request_with_503_then_the_pool_recovers(
         if body is not None:
             assert again.json()["data"]["email"] == body["email"]
     app.state.engine.dispose()
+
+
+def test_a_restarted_server_costs_one_request_not_one_per_pooled_connection(
+    postgres_only: None, database_url: str, engine: Engine
+) -> None:
+    """Every pooled connection dies with a restart. The first request to find its connection lost
+    answers 503 and the pool drops all the connections older than that moment (as SQLAlchemy's own
+    execution does), so the next request, a hot write on the driver's cursor, gets a new one."""
+    settings = Settings(database_url=database_url, rate_limit="off", db_pool_size=3, db_pool_max_overflow=0)
+    app = create_app(settings)
+    hot_write = KILLED_BACKEND_REQUESTS["hot write"]
+    with TestClient(app, base_url="http://testserver") as client:
+        api = CompanyFactory(engine, client).create("Restarted Ltd")
+        with ExitStack() as held:  # three connections in the pool at once
+            pooled = [held.enter_context(app.state.engine.connect()) for _ in range(3)]
+            backends = [
+                connection.execute(text("SELECT pg_backend_pid()")).scalar_one() for connection in pooled
+            ]
+        with engine.connect() as admin:
+            for backend in backends:
+                admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
+        assert_unavailable(api.request("POST", hot_write[1], json=hot_write[2]), DATABASE_UNAVAILABLE)
+        again = api.request("POST", hot_write[1], json=hot_write[2])
+        assert again.status_code == 201, again.text
+        assert api.get("/client/assets/categories").status_code == 200
+    app.state.engine.dispose()

@@ -15,8 +15,8 @@ execution does around a statement is kept:
   not touch a company's table at all (none of them is scoped: the ORM's statements are), on either
   database;
 - the engine's `before_cursor_execute` listeners hear of it (statement counts);
-- a driver error is raised as SQLAlchemy raises it (`DBAPIError`), and a connection found lost is
-  invalidated, so the pool replaces it.
+- a driver error is handled as SQLAlchemy's execution handles it (`DBAPIError`, the engine's
+  `handle_error` listeners; a connection found lost is invalidated, with the pool's older ones).
 
 For statements of a fixed shape (no expanding `IN` list), on PostgreSQL; on another database the
 statement runs through SQLAlchemy as usual.
@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqlalchemy import BindParameter, Connection, Dialect, Executable, Insert
-from sqlalchemy.exc import DBAPIError, InvalidRequestError
+from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from outfitter.core.tenancy import TenantScopeError, check_driver_statement, touches_company_data
@@ -122,8 +122,7 @@ def driver_rows(connection: Connection, statement: Executable, values: dict[str,
     if form.computed:
         raise ValueError(f"a statement run on the driver must give its columns' values: {form.computed}")
     parameters = form.bound(values)
-    fairy = connection.connection
-    driver = fairy.driver_connection
+    driver = connection.connection.driver_connection
     assert driver is not None
     cursor = driver.cursor()
     try:
@@ -131,17 +130,10 @@ def driver_rows(connection: Connection, statement: Executable, values: dict[str,
         cursor.execute(form.sql, parameters)
         fetched = cursor.fetchall() if form.returns_rows else []
     except dialect.loaded_dbapi.Error as error:
-        lost = dialect.is_disconnect(error, fairy.dbapi_connection, cursor)
-        if lost:
-            connection.invalidate(error)
-        raise DBAPIError.instance(
-            form.sql,
-            parameters,
-            error,
-            dialect.loaded_dbapi.Error,
-            connection_invalidated=lost,
-            dialect=dialect,
-        ) from error
+        # What SQLAlchemy's own execution does with a driver's error: wrapped (parameters hidden
+        # when the engine hides them), the engine's handle_error listeners told, and on a lost
+        # connection this one invalidated and the pool's older ones with it.
+        connection._handle_dbapi_exception(error, form.sql, parameters, cursor, None)
     finally:
         cursor.close()
     return form.rows(fetched)
