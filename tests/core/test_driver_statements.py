@@ -7,20 +7,23 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from sqlalchemy import Engine, bindparam, event, insert, literal, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from outfitter.core.auth import token_lookup
+from outfitter.core.bulk_rows import COPY_FROM
 from outfitter.core.driver_statements import driver_rows
 from outfitter.core.tenancy import TenantScopeError, TenantSession, bind_company
 from outfitter.db.base import utcnow
 from outfitter.models import Country, Employee
-from tests.factories import Api
+from tests.factories import Api, assert_error
 
 
 @pytest.fixture
@@ -66,14 +69,50 @@ def _country(**columns: Any) -> Any:
     return insert(Country.__table__).values(**{**row, "created_at": now, "updated_at": now, **columns})
 
 
-def test_a_database_error_is_raised_as_sqlalchemy_raises_it(session: Session) -> None:
+@contextmanager
+def _errors_heard(engine: Engine) -> Iterator[list[BaseException]]:
+    """What the engine's `handle_error` listeners are told meanwhile (the original errors)."""
+    heard: list[BaseException] = []
+
+    def note(context: Any) -> None:
+        heard.append(context.original_exception)
+
+    event.listen(engine, "handle_error", note)
+    try:
+        yield heard
+    finally:
+        event.remove(engine, "handle_error", note)
+
+
+def test_a_database_error_is_raised_as_sqlalchemy_raises_it(engine: Engine, session: Session) -> None:
     """The handlers map SQLAlchemy's errors (an IntegrityError here, a lost connection's 503): the
-    driver's own error arrives wrapped the same way, with it as the cause."""
+    driver's own error arrives wrapped the same way, with it as the cause, and the engine's
+    `handle_error` listeners hear of it."""
     connection = session.connection()
     driver_rows(connection, _country(), {})
-    with pytest.raises(IntegrityError, match="ZZ") as raised:
+    with _errors_heard(engine) as heard, pytest.raises(IntegrityError, match="ZZ") as raised:
         driver_rows(connection, _country(), {})  # the same code again
     assert type(raised.value.orig).__module__.split(".")[0] in ("psycopg", "sqlite3")
+    assert heard == [raised.value.orig]
+
+
+def test_a_copys_error_is_handled_as_sqlalchemy_handles_one(
+    postgres_only: None, app: FastAPI, api: Api
+) -> None:
+    """A batch's COPY runs on the driver's cursor too (core.bulk_rows): a serial number the unique
+    index refuses mid-COPY reaches the engine's listeners as SQLAlchemy's own errors do, and the
+    batch answers its 422 (the numbers are not read before the write)."""
+    assert api.post("/client/equipment", {"title": "Held", "serial_number": "SN-HELD"}).status_code == 201
+    items = [{"title": f"Batch {n}", "serial_number": f"SN-B{n}"} for n in range(COPY_FROM)]
+    items[-1]["serial_number"] = "SN-HELD"
+    with _errors_heard(app.state.engine) as heard:
+        answer = api.post("/client/equipment/bulk", {"equipment": items})
+    assert assert_error(answer, 422)["errors"] == {
+        f"equipment.{COPY_FROM - 1}.serial_number": [
+            "Equipment with serial number 'SN-HELD' already exists in this company."
+        ]
+    }
+    assert len(heard) == 1 and "uq_equipment_company_id_serial_number" in str(heard[0])
 
 
 def test_a_column_left_to_a_python_default_is_refused(postgres_only: None, session: Session) -> None:

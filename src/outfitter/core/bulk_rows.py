@@ -46,10 +46,10 @@ from typing import Any, Final
 from pydantic_core import to_json
 from sqlalchemy import JSON, Connection, Dialect, Insert, Table, Uuid, bindparam, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import QueryableAttribute, Session
 from sqlalchemy.types import TypeEngine
 
+from outfitter.core.driver_statements import driver_cursor
 from outfitter.core.process_settings import switching_often
 from outfitter.core.schemas import format_timestamp
 from outfitter.core.tenancy import TenantScopeError, company_named
@@ -238,18 +238,10 @@ def _copy_statement(dialect: Dialect, table: Table, names: list[str]) -> str:
 
 @contextmanager
 def _copying(connection: Connection, statement: str) -> Iterator[Any]:
-    """psycopg's COPY FROM STDIN on the connection, announced to the engine's listeners like any
-    statement (statement counts see it); its errors raised as SQLAlchemy raises an INSERT's."""
-    dialect = connection.dialect
-    driver = connection.connection.driver_connection
-    assert driver is not None
-    try:
-        with driver.cursor() as cursor:
-            connection.dispatch.before_cursor_execute(connection, cursor, statement, (), None, False)
-            with cursor.copy(statement) as copy:
-                yield copy
-    except dialect.loaded_dbapi.Error as error:
-        raise DBAPIError.instance(statement, None, error, dialect.loaded_dbapi.Error) from error
+    """psycopg's COPY FROM STDIN on the connection, on the driver's cursor as the creates' statements
+    run (`driver_cursor`: statement counts see it, its errors are SQLAlchemy's as an INSERT's are)."""
+    with driver_cursor(connection, statement, ()) as cursor, cursor.copy(statement) as copy:
+        yield copy
 
 
 def insert_unless_taken(

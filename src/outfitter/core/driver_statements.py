@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import collections
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import BindParameter, Connection, Dialect, Executable, Insert
@@ -122,18 +123,25 @@ def driver_rows(connection: Connection, statement: Executable, values: dict[str,
     if form.computed:
         raise ValueError(f"a statement run on the driver must give its columns' values: {form.computed}")
     parameters = form.bound(values)
-    driver = connection.connection.driver_connection
-    assert driver is not None
-    cursor = driver.cursor()
-    try:
-        connection.dispatch.before_cursor_execute(connection, cursor, form.sql, parameters, None, False)
+    with driver_cursor(connection, form.sql, parameters) as cursor:
         cursor.execute(form.sql, parameters)
         fetched = cursor.fetchall() if form.returns_rows else []
-    except dialect.loaded_dbapi.Error as error:
-        # What SQLAlchemy's own execution does with a driver's error: wrapped (parameters hidden
-        # when the engine hides them), the engine's handle_error listeners told, and on a lost
-        # connection this one invalidated and the pool's older ones with it.
-        connection._handle_dbapi_exception(error, form.sql, parameters, cursor, None)
-    finally:
-        cursor.close()
     return form.rows(fetched)
+
+
+@contextmanager
+def driver_cursor(connection: Connection, statement: str, parameters: Any) -> Iterator[Any]:
+    """psycopg's own cursor on `connection`, in its transaction, for `statement` (run here, or a
+    COPY: core.bulk_rows): announced to the engine's `before_cursor_execute` listeners like any
+    statement, and a driver's error handled as SQLAlchemy's own execution handles it: wrapped
+    (parameters hidden when the engine hides them), the engine's `handle_error` listeners told, and
+    on a lost connection this one invalidated with the pool's older ones."""
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    try:
+        with driver.cursor() as cursor:
+            connection.dispatch.before_cursor_execute(connection, cursor, statement, parameters, None, False)
+            yield cursor
+    except connection.dialect.loaded_dbapi.Error as error:
+        # SQLAlchemy's private method, the very one its execution calls (2.0 and 2.1 alike).
+        connection._handle_dbapi_exception(error, statement, parameters, None, None)
