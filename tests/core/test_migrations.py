@@ -16,6 +16,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from fastapi.testclient import TestClient
 from sqlalchemy import JSON, Engine, String, Uuid, column, select, table, text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
@@ -24,8 +25,17 @@ from outfitter.config import Settings
 from outfitter.core.tokens import create_company, issue_token
 from outfitter.db.base import Money, UTCDateTime
 from outfitter.db.session import make_engine
-from outfitter.migrations import alembic_config, is_current, upgrade
-from outfitter.models import Country, FeeSchedule, metadata
+from outfitter.migrations import is_current, migrating, upgrade
+from outfitter.models import (
+    Country,
+    Department,
+    Employee,
+    Equipment,
+    EquipmentHistory,
+    FeeSchedule,
+    UserDepartment,
+    metadata,
+)
 from tests.conftest import postgres_database
 
 # Columns of revision 0003, as its code wrote them.
@@ -74,9 +84,7 @@ def _fresh_database(database_url: str, tmp_path: Path) -> Iterator[str]:
 
 
 def _migrate(engine: Engine, revision: str, *, down: bool = False) -> None:
-    config = alembic_config()
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
+    with migrating(engine) as config:
         (command.downgrade if down else command.upgrade)(config, revision)
 
 
@@ -378,3 +386,125 @@ def test_0013_has_the_company_tables_analyzed_every_5000_rows_and_downgrades(
         assert _table_options(old) == {table: [] for table in ANALYZED_BY_ROWS}
         upgrade(old)
         assert is_current(old)
+
+
+REFERRING = {  # rows that refer to the employee, each read as it was written
+    "equipment": "SELECT assignee_id FROM equipment",
+    "equipment_history": "SELECT assignee_id FROM equipment_history",
+    "departments": "SELECT head_id FROM departments",
+    "user_departments": "SELECT user_id FROM user_departments",
+}
+
+
+def _referring(engine: Engine) -> dict[str, list[str | None]]:
+    with engine.connect() as connection:
+        return {
+            name: [value and str(uuid.UUID(str(value))) for value in connection.scalars(text(sql))]
+            for name, sql in REFERRING.items()
+        }
+
+
+def test_a_downgrade_and_an_upgrade_keep_the_rows_referring_to_the_tables_they_copy(
+    database_url: str, tmp_path: Path
+) -> None:
+    """On SQLite, 0008's downgrade copies `employees` (and `departments`) to drop columns: with the
+    foreign keys on, dropping the old copy set every device's assignee to NULL and deleted the
+    memberships. `migrating` turns them off for the migration and checks them before it commits."""
+    with _database_at(database_url, tmp_path, "head") as (url, old):
+        upgrade(old)  # the countries
+        with Session(old) as session, session.begin():
+            company = create_company(session, "Acme Ltd").id
+            country = session.scalars(select(Country.id).where(Country.code == "NG")).one()
+            now = datetime.now(UTC)
+            employee = Employee(
+                company_id=company,
+                first_name="Ada",
+                last_name="Obi",
+                email="ada@acme.io",
+                country_id=country,
+                phone="+234 801 234 5678",
+                address="1 Marina Road, Lagos",
+            )
+            session.add(employee)
+            session.flush()
+            department = Department(
+                company_id=company, name="Design", active_name="design", head_id=employee.id
+            )
+            device = Equipment(
+                company_id=company,
+                title="ThinkPad X1",
+                type="Laptop",
+                source="External",
+                status="Assigned",
+                assignee_id=employee.id,
+                status_changed_at=now,
+            )
+            session.add_all([department, device])
+            session.flush()
+            session.add_all(
+                [
+                    UserDepartment(company_id=company, user_id=employee.id, department_id=department.id),
+                    EquipmentHistory(
+                        company_id=company,
+                        equipment_id=device.id,
+                        event_type="assigned",
+                        seq=1,
+                        assignee_id=employee.id,
+                    ),
+                ]
+            )
+            written = str(employee.id)
+        expected = {name: [written] for name in REFERRING}
+        assert _referring(old) == expected
+        _migrate(old, "0005", down=True)
+        assert _referring(old) == expected
+        upgrade(old)
+        assert _referring(old) == expected
+        assert is_current(old)
+        if old.dialect.name == "sqlite":  # the connection the migrations ran on checks the keys again
+            single = make_engine(url, pool_size=1, max_overflow=0)
+            try:
+                upgrade(single)
+                with single.connect() as connection:
+                    assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+                    with pytest.raises(IntegrityError):
+                        connection.execute(
+                            text("UPDATE equipment SET assignee_id = :no"), {"no": uuid.uuid4().hex}
+                        )
+            finally:
+                single.dispose()
+
+
+def test_a_sqlite_migration_that_leaves_a_row_referring_to_nothing_is_undone(tmp_path: Path) -> None:
+    """The keys are off while SQLite migrates, so they are checked before it commits: a row that
+    refers to nothing (here one written while they were off) refuses the migration, which keeps
+    nothing of it."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}", pool_size=1, max_overflow=0)
+    try:
+        _migrate(engine, "0013")
+        with Session(engine) as session, session.begin():
+            company = create_company(session, "Acme Ltd").id
+        with engine.connect() as connection:
+            connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")  # type: ignore[union-attr]
+            connection.execute(
+                text(
+                    "INSERT INTO user_departments (id, company_id, user_id, department_id, status, "
+                    "created_at, updated_at) VALUES (:id, :company, :nobody, :nothing, 'active', :now, :now)"
+                ),
+                {
+                    "id": uuid.uuid4().hex,
+                    "company": company.hex,
+                    "nobody": uuid.uuid4().hex,
+                    "nothing": uuid.uuid4().hex,
+                    "now": datetime.now(UTC),
+                },
+            )
+            connection.commit()
+            connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")  # type: ignore[union-attr]
+        with pytest.raises(RuntimeError, match="rows referring to nothing"):
+            _migrate(engine, "0005", down=True)
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0013"
+            assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    finally:
+        engine.dispose()

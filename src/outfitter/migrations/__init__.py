@@ -7,6 +7,8 @@ seeds the countries and currencies (catalog) and the default fee schedules (paym
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import sync_reference_data
@@ -29,11 +31,41 @@ def alembic_config() -> Config:
     return config
 
 
+@contextmanager
+def migrating(engine: Engine) -> Iterator[Config]:
+    """Alembic's configuration holding a connection of `engine` in a transaction, for a command.
+
+    On SQLite the connection's foreign keys are off while the migrations run, as Alembic requires
+    of its batch mode: SQLite alters a table by copying it, and dropping the old copy with the keys
+    on would run the ON DELETE action of every row referring to it (a downgrade that copied
+    `employees` set every device's assignee to NULL). The keys are checked before the transaction
+    commits (`PRAGMA foreign_key_check`), and put back on after; SQLite ignores the pragma inside
+    a transaction, so it goes to the driver's connection around it."""
+    config = alembic_config()
+    with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            _sqlite_foreign_keys(connection, "OFF")
+        try:
+            with connection.begin():
+                config.attributes["connection"] = connection
+                yield config
+                if sqlite and (broken := connection.exec_driver_sql("PRAGMA foreign_key_check").all()):
+                    raise RuntimeError(f"the migration leaves rows referring to nothing: {broken[:10]}")
+        finally:
+            if sqlite:
+                _sqlite_foreign_keys(connection, "ON")
+
+
+def _sqlite_foreign_keys(connection: Connection, state: str) -> None:
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    driver.execute(f"PRAGMA foreign_keys={state}")
+
+
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest revision, then load any missing countries, currencies and fees."""
-    config = alembic_config()
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
+    with migrating(engine) as config:
         command.upgrade(config, "head")
     with Session(engine) as session, session.begin():
         sync_reference_data(session)
@@ -54,7 +86,5 @@ def is_current(engine: Engine) -> bool:
 
 def autogenerate(engine: Engine, message: str, rev_id: str | None = None) -> None:
     """Write a new revision from the difference between the models and the database at `engine`."""
-    config = alembic_config()
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
+    with migrating(engine) as config:
         command.revision(config, message=message, autogenerate=True, rev_id=rev_id)
