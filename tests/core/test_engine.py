@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy import Engine, select, text
+from sqlalchemy import DateTime, Engine, cast, select, text, update
 from sqlalchemy.engine import make_url
 
-from outfitter.db.base import uuid_text
+from outfitter.core.schemas import format_timestamp
+from outfitter.db.base import utc_text, uuid_text
 from outfitter.db.session import make_engine
 from outfitter.models import Company
 from tests.factories import CompanyFactory
@@ -66,3 +67,23 @@ def test_uuid_text_is_the_hyphenated_id_on_each_database(engine: Engine, compani
     with engine.connect() as connection:
         written = connection.execute(select(uuid_text(Company.id)).where(Company.id == company_id)).scalar()
     assert written == str(company_id) and uuid.UUID(written) == company_id
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        datetime(2026, 11, 27, 21, 12, 39, 123456, tzinfo=UTC),
+        datetime(2026, 11, 27, 21, 12, 39, tzinfo=UTC),  # a whole second: six zeros all the same
+        datetime(2024, 2, 29, 23, 30, 0, 5, tzinfo=timezone(timedelta(hours=-2))),  # held in UTC
+        datetime(1, 1, 1, tzinfo=UTC),
+    ],
+)
+def test_utc_text_is_the_time_as_the_answers_write_it_on_each_database(
+    engine: Engine, companies: CompanyFactory, written: datetime
+) -> None:
+    company_id = companies.create().company_id
+    created = select(utc_text(Company.created_at)).where(Company.id == company_id)
+    with engine.begin() as connection:
+        connection.execute(update(Company).where(Company.id == company_id).values(created_at=written))
+        assert connection.execute(created).scalar() == format_timestamp(written)
+        assert connection.execute(select(utc_text(cast(None, DateTime(timezone=True))))).scalar() is None

@@ -84,6 +84,28 @@ def _uuid_text_sqlite(element: uuid_text, compiler: Any, **kw: Any) -> str:
     return "lower(" + " || '-' || ".join(f"substr({digits}, {start}, {size})" for start, size in groups) + ")"
 
 
+class utc_text(FunctionElement[str]):
+    """A UTC time column's value as the text every answer gives it (`format_timestamp`:
+    2024-05-01T09:30:00.000000Z), made by the database: an export writes its times as they come,
+    with no datetime made and formatted per row."""
+
+    type = String()
+    inherit_cache = True
+
+
+@compiles(utc_text, "postgresql")
+def _utc_text_postgresql(element: utc_text, compiler: Any, **kw: Any) -> str:
+    column = compiler.process(element.clauses, **kw)
+    return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')"""
+
+
+@compiles(utc_text, "sqlite")
+def _utc_text_sqlite(element: utc_text, compiler: Any, **kw: Any) -> str:
+    # SQLite holds SQLAlchemy's naive UTC text, microseconds always: 2024-05-01 09:30:00.000000.
+    column = compiler.process(element.clauses, **kw)
+    return f"substr({column}, 1, 10) || 'T' || substr({column}, 12) || 'Z'"
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """Timezone-aware UTC datetimes on every backend (SQLite stores them naive)."""
 

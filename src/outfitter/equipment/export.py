@@ -13,7 +13,6 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from outfitter.core.csv_export import CHUNK_ROWS, csv_text, escaped, stream_chunks
-from outfitter.core.schemas import format_timestamp
 from outfitter.equipment import presenters
 from outfitter.equipment.repository import EquipmentFilters, EquipmentRepository
 
@@ -57,7 +56,11 @@ def equipment_chunks(open_session: Callable[[], Session], filters: EquipmentFilt
 
     def read(session: Session, after: Keyset | None) -> tuple[Sequence[Any], Keyset | None]:
         rows = EquipmentRepository(session).chunk(filters, after, CHUNK_ROWS)
-        last = (rows[-1].created_at, uuid.UUID(rows[-1].id)) if len(rows) == CHUNK_ROWS else None
+        last = (
+            (datetime.fromisoformat(rows[-1].created_at), uuid.UUID(rows[-1].id))
+            if len(rows) == CHUNK_ROWS
+            else None
+        )
         return rows, last
 
     def render(rows: Sequence[Any]) -> str:
@@ -112,7 +115,7 @@ def _cells(row: Sequence[Any]) -> list[str]:
         escaped(model),
         state or "",
         source or "",
-        format_timestamp(purchase_date) if purchase_date else "",
+        purchase_date or "",
         "" if price is None else escaped(format(price, "f")),
         escaped(currency_code),
         escaped(currency_name),
@@ -133,8 +136,8 @@ def _cells(row: Sequence[Any]) -> list[str]:
         assignee_id or "",
         escaped(f"{first_name} {last_name}") if assignee_id else "",
         "" if catalog in (None, "null") else escaped(catalog),
-        format_timestamp(created_at),
-        format_timestamp(updated_at),
+        created_at,
+        updated_at,
     ]
 
 

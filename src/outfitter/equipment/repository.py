@@ -31,7 +31,7 @@ from outfitter.core.driver_statements import driver_rows
 from outfitter.core.events import events_written_with, events_written_with_values, record_event_rows
 from outfitter.core.reads import run_in_session
 from outfitter.core.tenancy import CompanyRepository, company_rows
-from outfitter.db.base import uuid_text
+from outfitter.db.base import utc_text, uuid_text
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort, conditions
 from outfitter.equipment.reads import (
     ASSIGNEES,
@@ -69,8 +69,8 @@ _AFTER_ID = bindparam("after_id", type_=Equipment.id.type)
 
 
 # An export's row: the CSV's columns (equipment.export.COLUMNS) in its order, as near to their
-# text as the database gives them (ids and JSON as text, a spec as its string, statuses as plain
-# strings), so that writing a row is little more than escaping it.
+# text as the database gives them (ids, times and JSON as text, a spec as its string, statuses as
+# plain strings), so that writing a row is little more than escaping it.
 _EXPORT_COLUMNS = (
     uuid_text(Equipment.id).label("id"),
     Equipment.title,
@@ -79,7 +79,7 @@ _EXPORT_COLUMNS = (
     Equipment.model,
     type_coerce(Equipment.state, String),
     type_coerce(Equipment.source, String),
-    Equipment.purchase_date,
+    utc_text(Equipment.purchase_date),
     Equipment.purchase_price,
     Currency.code,
     Currency.name,
@@ -101,8 +101,8 @@ _EXPORT_COLUMNS = (
     Employee.first_name,
     Employee.last_name,
     cast(Equipment.catalog, Text),
-    Equipment.created_at,
-    Equipment.updated_at,
+    utc_text(Equipment.created_at).label("created_at"),
+    utc_text(Equipment.updated_at),
 )
 
 
