@@ -15,7 +15,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from fastapi.testclient import TestClient
-from sqlalchemy import JSON, Engine, String, Uuid, column, select, table, text
+from sqlalchemy import JSON, Engine, String, Uuid, column, select, table, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -26,17 +26,9 @@ from outfitter.core.tokens import create_company, issue_token
 from outfitter.db.base import Money, UTCDateTime
 from outfitter.db.session import make_engine
 from outfitter.migrations import is_current, migrating, upgrade
-from outfitter.models import (
-    Country,
-    Department,
-    Employee,
-    Equipment,
-    EquipmentHistory,
-    FeeSchedule,
-    UserDepartment,
-    metadata,
-)
+from outfitter.models import Country, Department, Equipment, EquipmentHistory, FeeSchedule, metadata
 from tests.conftest import postgres_database
+from tests.equipment.helpers import add_to_department, make_employee
 
 # Columns of revision 0003, as its code wrote them.
 MONEY = (
@@ -412,24 +404,11 @@ def test_a_downgrade_and_an_upgrade_keep_the_rows_referring_to_the_tables_they_c
     memberships. `migrating` turns them off for the migration and checks them before it commits."""
     with _database_at(database_url, tmp_path, "head") as (url, old):
         upgrade(old)  # the countries
-        with Session(old) as session, session.begin():
+        with Session(old, expire_on_commit=False) as session:
             company = create_company(session, "Acme Ltd").id
-            country = session.scalars(select(Country.id).where(Country.code == "NG")).one()
-            now = datetime.now(UTC)
-            employee = Employee(
-                company_id=company,
-                first_name="Ada",
-                last_name="Obi",
-                email="ada@acme.io",
-                country_id=country,
-                phone="+234 801 234 5678",
-                address="1 Marina Road, Lagos",
-            )
-            session.add(employee)
-            session.flush()
-            department = Department(
-                company_id=company, name="Design", active_name="design", head_id=employee.id
-            )
+            employee = make_employee(session, company)  # commits
+            add_to_department(session, employee, "Design")
+            session.execute(update(Department).values(head_id=employee.id))
             device = Equipment(
                 company_id=company,
                 title="ThinkPad X1",
@@ -437,22 +416,20 @@ def test_a_downgrade_and_an_upgrade_keep_the_rows_referring_to_the_tables_they_c
                 source="External",
                 status="Assigned",
                 assignee_id=employee.id,
-                status_changed_at=now,
+                status_changed_at=datetime.now(UTC),
             )
-            session.add_all([department, device])
+            session.add(device)
             session.flush()
-            session.add_all(
-                [
-                    UserDepartment(company_id=company, user_id=employee.id, department_id=department.id),
-                    EquipmentHistory(
-                        company_id=company,
-                        equipment_id=device.id,
-                        event_type="assigned",
-                        seq=1,
-                        assignee_id=employee.id,
-                    ),
-                ]
+            session.add(
+                EquipmentHistory(
+                    company_id=company,
+                    equipment_id=device.id,
+                    event_type="assigned",
+                    seq=1,
+                    assignee_id=employee.id,
+                )
             )
+            session.commit()
             written = str(employee.id)
         expected = {name: [written] for name in REFERRING}
         assert _referring(old) == expected
