@@ -1,16 +1,16 @@
 """Benchmark of bulk equipment work, against the app under uvicorn on 127.0.0.1 (a free port):
 
-1. 1,000 devices registered with one bulk request versus 1,000 single requests, in rounds (the
-   medians, and the ratio of each round);
+1. 1,000 devices registered with one bulk request versus single requests, in short rounds of
+   one bulk request and 200 singles (the medians, and the ratio of each round);
 2. a 10,000-row CSV import of equipment (and of employees);
 3. the CSV export of 100,000 devices (loaded set-based with one INSERT ... SELECT
    generate_series on PostgreSQL): time, and peak memory, measured twice: the Python heap's peak
    during the export (tracemalloc, in a second run, since tracing slows it down) and the process's
    peak RSS before and after. The same for 10,000 rows shows whether memory stays constant.
 
-    .venv/bin/python bench/bulk_equipment.py [--count 1000] [--rounds 5] [--import-rows 10000]
-        [--export-rows 100000] [--postgres postgresql://127.0.0.1:5432/postgres] [--no-sqlite]
-        [--export-only | --no-export]
+    .venv/bin/python bench/bulk_equipment.py [--count 1000] [--rounds 25] [--singles 200]
+        [--import-rows 10000] [--export-rows 100000] [--postgres postgresql://127.0.0.1:5432/postgres]
+        [--no-sqlite] [--export-only | --no-export]
 
 Steps 1 and 2 run on SQLite and PostgreSQL, step 3 on PostgreSQL only (set-based load).
 """
@@ -68,10 +68,15 @@ def serve(database_url: str) -> Iterator[tuple[str, str, uuid.UUID]]:
         yield f"{url}/api/v2", token, company_id
 
 
-def bulk_versus_single(client: httpx.Client, count: int, rounds: int) -> str:
-    """`rounds` rounds, each one bulk request of `count` devices then `count` single requests
-    (new serial numbers every time), after one bulk request to warm up: the medians of the rounds'
-    wall times, and of the process's CPU time (the server's and the client's: one process)."""
+def bulk_versus_single(client: httpx.Client, count: int, rounds: int, singles: int) -> str:
+    """`rounds` rounds, each one bulk request of `count` devices then `singles` single requests
+    (new serial numbers every time), after one bulk request to warm up. A round's ratio is the time
+    `count` singles take at that round's pace (its singles' time, times count / singles) over its
+    bulk request's. Short rounds put both through the same spells of a shared machine's noise: with
+    rounds of one bulk and 1,000 singles (five seconds), one noisy spell could fall on a bulk
+    request alone, and the ratio of one run ranged from 26x to 41x. Printed: the medians of the
+    wall times, of the process's CPU time (the server's and the client's: one process) and of the
+    rounds' ratios."""
     assert client.post("/client/equipment/bulk", json={"equipment": [device("warm", 0)]}).status_code == 201
     bulk: list[tuple[float, float]] = []
     single: list[tuple[float, float]] = []
@@ -82,18 +87,22 @@ def bulk_versus_single(client: httpx.Client, count: int, rounds: int) -> str:
         bulk.append((time.perf_counter() - started, time.process_time() - cpu))
         assert response.status_code == 201, response.text[:300]
         started, cpu = time.perf_counter(), time.process_time()
-        for index in range(count):
+        for index in range(singles):
             answer = client.post("/client/equipment", json=device(f"single{round_}", index))
             assert answer.status_code == 201, answer.text[:300]
-        single.append((time.perf_counter() - started, time.process_time() - cpu))
+        # at this round's pace, the time of `count` singles
+        single.append(
+            ((time.perf_counter() - started) * count / singles, (time.process_time() - cpu) * count / singles)
+        )
     bulk_seconds, bulk_cpu = (statistics.median(figure) for figure in zip(*bulk, strict=True))
     single_seconds, single_cpu = (statistics.median(figure) for figure in zip(*single, strict=True))
-    ratios = " ".join(f"{s[0] / b[0]:.1f}" for b, s in zip(bulk, single, strict=True))
+    ratios = sorted(s[0] / b[0] for b, s in zip(bulk, single, strict=True))
     return (
-        f"register {count}, median of {rounds} rounds: bulk 1 request {bulk_seconds:6.3f} s "
-        f"(CPU {bulk_cpu:5.3f} s) | single {count} requests {single_seconds:6.2f} s (CPU "
-        f"{single_cpu / count * 1000:4.1f} ms each) | single/bulk {single_seconds / bulk_seconds:5.1f}x "
-        f"(CPU {single_cpu / bulk_cpu:5.1f}x; per round {ratios})"
+        f"register {count}, {rounds} rounds of 1 bulk request and {singles} singles (medians): bulk "
+        f"{bulk_seconds:6.3f} s (CPU {bulk_cpu:5.3f} s) | single {single_seconds / count * 1000:4.2f} ms "
+        f"each (CPU {single_cpu / count * 1000:4.2f} ms) | single/bulk per round: median "
+        f"{statistics.median(ratios):5.1f}x, quartiles {ratios[len(ratios) // 4]:.1f}-"
+        f"{ratios[(3 * len(ratios)) // 4]:.1f}x (CPU, medians: {single_cpu / bulk_cpu:5.1f}x)"
     )
 
 
@@ -195,13 +204,13 @@ def export_figures(database_url: str, rows_list: list[int]) -> str:
     return "\n  ".join(figures)
 
 
-def measure(database_url: str, count: int, import_rows: int, rounds: int) -> str:
+def measure(database_url: str, count: int, import_rows: int, rounds: int, singles: int) -> str:
     with (
         serve(database_url) as (base_url, token, _),
         httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=600) as client,
     ):
         client.get("/client/equipment").raise_for_status()  # warm up: connection, token stamp
-        return bulk_versus_single(client, count, rounds) + "\n  " + csv_imports(client, import_rows)
+        return bulk_versus_single(client, count, rounds, singles) + "\n  " + csv_imports(client, import_rows)
 
 
 def main() -> None:
@@ -209,7 +218,8 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--count", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of bulk versus single requests")
+    parser.add_argument("--rounds", type=int, default=25, help="rounds of bulk versus single requests")
+    parser.add_argument("--singles", type=int, default=200, help="single requests per round")
     parser.add_argument("--import-rows", type=int, default=10_000)
     parser.add_argument("--export-rows", type=int, default=100_000)
     parser.add_argument("--postgres", default="postgresql://127.0.0.1:5432/postgres")
@@ -223,12 +233,19 @@ def main() -> None:
             print(
                 "SQLite\n  "
                 + measure(
-                    f"sqlite:///{Path(directory) / 'bench.db'}", args.count, args.import_rows, args.rounds
+                    f"sqlite:///{Path(directory) / 'bench.db'}",
+                    args.count,
+                    args.import_rows,
+                    args.rounds,
+                    args.singles,
                 )
             )
     if not args.export_only:
         with scratch_postgres(args.postgres) as postgres_url:
-            print("PostgreSQL\n  " + measure(postgres_url, args.count, args.import_rows, args.rounds))
+            print(
+                "PostgreSQL\n  "
+                + measure(postgres_url, args.count, args.import_rows, args.rounds, args.singles)
+            )
     if args.no_export:
         return
     with scratch_postgres(args.postgres) as postgres_url:
