@@ -18,6 +18,7 @@ ENTERPRISE_URN = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
 GROUP_URN = "urn:ietf:params:scim:schemas:core:2.0:Group"
 PATCH_URN = "urn:ietf:params:scim:api:messages:2.0:PatchOp"
 ERROR_URN = "urn:ietf:params:scim:api:messages:2.0:Error"
+SEARCH_URN = "urn:ietf:params:scim:api:messages:2.0:SearchRequest"
 
 
 @dataclass

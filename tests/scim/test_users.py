@@ -4,8 +4,20 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from fastapi.testclient import TestClient
+
+from outfitter.scim import service as scim_service
 from tests.factories import Api
-from tests.scim.conftest import ENTERPRISE_URN, SCIM_MEDIA_TYPE, Scim, assert_scim_error, user_body
+from tests.scim.conftest import (
+    ENTERPRISE_URN,
+    GROUP_URN,
+    SCIM_MEDIA_TYPE,
+    SEARCH_URN,
+    Scim,
+    assert_scim_error,
+    user_body,
+)
 
 
 def test_create_user_makes_an_employee_the_api_shows(scim: Scim, api: Api) -> None:
@@ -63,6 +75,51 @@ def test_list_filters_by_user_name_external_id_and_emails(scim: Scim) -> None:
     assert ids(filter='userName co "acme" and name.givenName eq "grace"') == [grace["id"]]
     assert ids(filter='emails[value eq "grace@acme.example"]') == [grace["id"]]
     assert ids(filter='active eq true and not (userName co "acme")') != []
+
+
+@pytest.mark.parametrize("resource", ["Users", "Groups"])
+def test_meta_times_filter_as_the_api_reads_times(scim: Scim, resource: str) -> None:
+    """meta.created and meta.lastModified compare with an ISO 8601 time: one without an offset (as
+    identity providers often send) is UTC, a date alone its midnight; a time outside the years 1 to
+    9999 once in UTC, or not a time at all, is an invalidFilter, on a list and on a .search."""
+    body = (
+        user_body("ada@acme.example")
+        if resource == "Users"
+        else {"schemas": [GROUP_URN], "displayName": "Ops"}
+    )
+    made = scim.post(f"/{resource}", body)
+    assert made.status_code == 201, made.text
+    made_id, modified = made.json()["id"], made.json()["meta"]["lastModified"]
+
+    def ids(filter: str) -> list[str]:
+        listed = scim.get(f"/{resource}", filter=filter)
+        searched = scim.post(f"/{resource}/.search", {"schemas": [SEARCH_URN], "filter": filter})
+        assert listed.status_code == searched.status_code == 200, (listed.text, searched.text)
+        assert listed.json()["Resources"] == searched.json()["Resources"]
+        return [item["id"] for item in listed.json()["Resources"]]
+
+    assert ids('meta.lastModified gt "2020-01-01"') == [made_id]
+    assert ids('meta.created gt "2020-01-01T00:00:00"') == [made_id]
+    assert ids('meta.created gt "0001-01-01"') == [made_id]
+    assert ids('meta.created lt "2020-01-01T04:59:59-05:00"') == []
+    assert ids(f'meta.lastModified ge "{modified}"') == [made_id]
+    assert ids(f'meta.lastModified gt "{modified}"') == []
+    naive = modified.removesuffix("Z")  # the same instant, written without its offset
+    assert ids(f'meta.lastModified ge "{naive}"') == [made_id]
+    assert ids(f'meta.lastModified gt "{naive}"') == []
+
+    for outside in ("0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"):
+        filter = f'meta.lastModified gt "{outside}"'
+        for answer in (
+            scim.get(f"/{resource}", filter=filter),
+            scim.post(f"/{resource}/.search", {"schemas": [SEARCH_URN], "filter": filter}),
+        ):
+            detail = assert_scim_error(answer, 400, "invalidFilter")["detail"]
+            assert outside in detail and "years 1 to 9999" in detail
+    not_a_time = scim.get(f"/{resource}", filter='meta.created gt "yesterday"')
+    assert (
+        "'yesterday' is not an ISO 8601 time" in assert_scim_error(not_a_time, 400, "invalidFilter")["detail"]
+    )
 
 
 def test_list_pages_with_start_index_and_count(scim: Scim) -> None:
@@ -188,6 +245,32 @@ def test_bad_requests_are_scim_errors_and_change_nothing(scim: Scim, api: Api) -
     assert api.get("/client/employees").json()["data"]["total"] == 1
     assert_scim_error(scim.get("/Users/00000000-0000-0000-0000-000000000000"), 404)
     assert_scim_error(scim.get("/Users/not-an-id"), 404)
+
+
+def test_an_unexpected_failure_is_a_scim_500_with_the_request_id(
+    scim: Scim, api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read that fails says nothing of changes; a write that fails says it was not made. Both give
+    the request id the log has, and nothing of the failure itself."""
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("the secret internals")
+
+    scim = Scim(TestClient(scim.client.app, raise_server_exceptions=False), scim.token)
+    monkeypatch.setattr(scim_service, "_page", broken)
+    listed = scim.get("/Users")
+    detail = assert_scim_error(listed, 500)["detail"]
+    request_id = listed.headers["X-Request-ID"]
+    assert detail == f"Something went wrong on our side. Quote request id {request_id} when reporting it."
+
+    monkeypatch.setattr(scim_service.provisioning, "record_change", broken)  # after the employee's INSERT
+    created = scim.post("/Users", user_body("ada@acme.example"))
+    detail = assert_scim_error(created, 500)["detail"]
+    assert detail == (
+        "Something went wrong on our side; the change was not made. Quote request id "
+        f"{created.headers['X-Request-ID']} when reporting it."
+    )
+    assert api.get("/client/employees").json()["data"]["total"] == 0
 
 
 def test_only_a_scim_token_opens_scim_and_it_opens_nothing_else(scim: Scim, api: Api) -> None:

@@ -101,5 +101,10 @@ class _ScimFailures:
             else:
                 request_id = scope.get("state", {}).get("request_id", "-")
                 logger.exception("SCIM request %s failed: %s %s", request_id, scope["method"], scope["path"])
-                response = error_response(500, "Something went wrong on our side; the change was not made.")
+                undone = "" if scope["method"] in ("GET", "HEAD") else "; the change was not made"
+                response = error_response(
+                    500,
+                    f"Something went wrong on our side{undone}. Quote request id {request_id} when "
+                    "reporting it.",
+                )
             await response(scope, receive, send)

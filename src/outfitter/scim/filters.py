@@ -29,6 +29,8 @@ from scim2_models.path import (
 )
 from sqlalchemy import ColumnElement, and_, func, not_, or_, true
 
+from outfitter.core.schemas import as_utc
+
 Column = ColumnElement[Any]
 
 
@@ -123,9 +125,13 @@ def _value(name: str, attribute: Attribute, op: CompareOperator, value: Any) -> 
         raise InvalidFilterException(detail=f"{name} is a string: compare it with a quoted value.")
     if attribute.kind == "datetime":
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+            given = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             raise InvalidFilterException(detail=f"{name}: {value!r} is not an ISO 8601 time.") from None
+        try:  # without an offset, UTC: as everywhere in the API
+            return as_utc(given)
+        except ValueError as error:
+            raise InvalidFilterException(detail=f"{name}: {value!r}: {error}") from None
     if attribute.kind == "id":
         if op in (CompareOperator.eq, CompareOperator.ne):
             try:
