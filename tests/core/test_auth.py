@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.core.tokens import hash_token
 from outfitter.db.base import utcnow
-from outfitter.models import ApiToken
+from outfitter.models import ApiToken, IdempotencyRecord
 from tests.factories import Api, CompanyFactory, assert_error
 
 EMPLOYEE = {
@@ -125,3 +125,32 @@ def test_a_due_stamp_never_waits_for_another_request_stamping_the_token(
     with Session(engine) as session:
         record = session.get(ApiToken, api.token_id)
         assert record is not None and record.last_used_at is not None and record.last_used_at > an_hour_ago
+
+
+def test_a_refused_input_is_refused_for_the_token_first(
+    client: TestClient, companies: CompanyFactory, db: Session
+) -> None:
+    """A bad token, or a token without the scope, is told so before its input is judged, for every
+    kind of refused input and on the hot paths too; an Idempotency-Key keeps nothing for it."""
+    writer = companies.create("Writers Ltd")
+    reader = companies.token(writer, scopes=["read"])
+    refused_input = [
+        ("POST", "/client/employees", {"json": {**EMPLOYEE, "email": "nope"}}),  # a hot write
+        ("POST", "/client/departments", {"json": {"name": 1}}),
+        ("POST", "/client/departments", {"content": b"{", "headers": {"Content-Type": "application/json"}}),
+        ("GET", "/client/employees", {"params": {"per_page": "0"}}),  # a hot read
+        ("GET", "/client/employees/not-an-id", {}),
+    ]
+    for method, path, options in refused_input:
+        judged = writer.request(method, path, **options)  # a token that may send it: its input is judged
+        assert judged.status_code in (400, 404, 422), (path, judged.text)
+        unknown = {"Authorization": f"Bearer {writer.token}x", "Idempotency-Key": f"{method} {path}"}
+        headers = {**options.get("headers", {}), **unknown}
+        as_unknown = client.request(method, f"/api/v2{path}", **{**options, "headers": headers})
+        assert_error(as_unknown, 401, "Invalid token")
+        as_reader = reader.request(method, path, **options)
+        if method == "POST":
+            assert_error(as_reader, 403, "'write' scope")
+        else:  # a reader may read: its input is judged
+            assert (as_reader.status_code, as_reader.json()) == (judged.status_code, judged.json())
+    assert db.scalars(select(IdempotencyRecord.key)).all() == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hmac
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -89,6 +90,15 @@ def authenticate(session: Session, token: str, scope: str) -> AuthContext:
     if stamp is not None:
         session.execute(STAMP_LAST_USED, stamp)
     return context
+
+
+def check_access(sessions: Callable[[], Session], token: str, scope: str) -> None:
+    """401 or 403 as `authenticate` decides them, in a session of its own that writes nothing (no
+    last-used stamp): for a request refused before its unit of work opens (its input)."""
+    statement, parameters, digest = token_lookup(token)
+    with sessions() as session:
+        rows = driver_rows(session.connection(), statement, parameters)
+    check_token(rows[0] if rows else None, digest, scope)
 
 
 def token_lookup(token: str) -> tuple[Executable, dict[str, str], str]:

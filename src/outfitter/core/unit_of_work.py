@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Annotated, Any, TypeVar
 
 from anyio import to_thread
 from fastapi import Depends, Request, Security
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import TypeAdapter
@@ -38,6 +39,7 @@ from outfitter.core.auth import (
     AuthContext,
     authenticate,
     bearer_token,
+    check_access,
     check_token,
     token_lookup,
 )
@@ -220,6 +222,10 @@ BEARER = HTTPBearer(
 )
 
 
+# The token scope each client dependency needs, by the dependency: how a route knows its own.
+_SCOPE_NEEDED: dict[Callable[..., Any], str] = {}
+
+
 def _client_work(scope: str) -> Callable[..., Any]:
     async def dependency(
         request: Request, _declared: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
@@ -233,6 +239,7 @@ def _client_work(scope: str) -> Callable[..., Any]:
             request.scope.setdefault("state", {}),
         )
 
+    _SCOPE_NEEDED[dependency] = scope
     return dependency
 
 
@@ -241,6 +248,9 @@ async def _client_reads(
 ) -> ClientReads:
     token = bearer_token(request.headers.get("authorization"))
     return ClientReads(request.app.state, token, "read", request.scope.setdefault("state", {}))
+
+
+_SCOPE_NEEDED[_client_reads] = "read"
 
 
 async def _cross_company_work(request: Request) -> CrossCompanyWork:
@@ -290,6 +300,32 @@ class UnitOfWorkRoute(APIRoute):
         else:
             endpoint = _in_one_unit_of_work(endpoint, answer)
         super().__init__(path, endpoint, **kwargs)
+
+    @property
+    def scope_needed(self) -> str | None:
+        """The token scope the route's client dependency needs; None for a route without one."""
+        calls = [dependency.call for dependency in self.dependant.dependencies if dependency.call is not None]
+        return next((_SCOPE_NEEDED[call] for call in calls if call in _SCOPE_NEEDED), None)
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """FastAPI's handler, but a request whose input is refused (422, a malformed path id, a body
+        that is not JSON) is first refused for its token (401) or scope (403), as one with good
+        input would be: its input is not judged for a client that may not send it, and no answer
+        to an unknown token is kept for an Idempotency-Key (401s and 403s never are)."""
+        handle = super().get_route_handler()
+        scope = self.scope_needed
+        if scope is None:
+            return handle
+
+        async def handler(request: Request) -> Response:
+            try:
+                return await handle(request)
+            except RequestValidationError:
+                token = bearer_token(request.headers.get("authorization"))  # read by the dependency already
+                await to_thread.run_sync(check_access, request.app.state.sessionmaker, token, scope)
+                raise
+
+        return handler
 
 
 def _rendered(endpoint: Callable[..., Any], answer: JsonAnswer) -> Callable[..., Any]:
