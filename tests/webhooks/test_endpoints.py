@@ -61,6 +61,10 @@ def test_a_private_url_is_refused_without_the_setting(api: Api, receiver: Receiv
     for url in (
         receiver.url,
         "http://localhost:9/x",
+        "http://LOCALHOST./x",
+        "https://hooks.localhost/x",
+        "http://2130706433/x",  # 127.0.0.1, in the shorthand a resolver reads
+        "https://0x7f.1/x",
         "https://10.1.2.3/x",
         "https://[::1]/x",
         "https://169.254.169.254/",

@@ -4,11 +4,13 @@ private answers, and an answer that changes (DNS rebinding), can be tried withou
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any
 
 import pytest
 
 from outfitter.config import Settings
+from outfitter.webhooks import urls
 from outfitter.webhooks.urls import UnsafeUrl, check_for_registration, pinned_target
 
 STRICT = Settings(webhook_allow_private=False)
@@ -131,3 +133,55 @@ def test_a_refusal_at_send_time_does_not_name_the_address(monkeypatch: pytest.Mo
     with pytest.raises(UnsafeUrl) as refused:
         pinned_target("https://hooks.example.com/in", STRICT)
     assert str(refused.value) == "the host resolves to a non-public address"
+
+
+def hanging_dns(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A resolver that never answers in time (the guard gives up after RESOLVE_TIMEOUT_SECONDS,
+    shortened here); the names it was asked."""
+    asked: list[str] = []
+
+    def getaddrinfo(host: str, *_args: Any) -> list[tuple[Any, ...]]:
+        asked.append(host)
+        time.sleep(0.5)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(urls, "RESOLVE_TIMEOUT_SECONDS", 0.05)
+    return asked
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost",
+        "LOCALHOST",
+        "localhost.",
+        "api.localhost",
+        "localhost.localdomain",
+        "2130706433",  # 127.0.0.1 as one number
+        "017700000001",  # in octal
+        "0x7f.1",
+        "127.1",
+        "0",  # 0.0.0.0
+        "10.1",  # 10.0.0.1
+    ],
+)
+def test_local_names_and_ipv4_shorthands_are_refused_without_asking_a_resolver(
+    monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    """A resolver that is slow or down must not let them through registration as "does not
+    resolve" (a name that does not resolve is accepted: it may not exist yet)."""
+    asked = hanging_dns(monkeypatch)
+    with pytest.raises(UnsafeUrl, match="loopback, private"):
+        check_for_registration(f"https://{host}:8443/in", STRICT)
+    with pytest.raises(UnsafeUrl, match="non-public"):
+        pinned_target(f"https://{host}:8443/in", STRICT)
+    assert asked == []
+
+
+def test_an_ipv4_shorthand_of_a_public_address_is_sent_to_that_address(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked = hanging_dns(monkeypatch)
+    target = pinned_target("https://134744072/in", STRICT)  # 8.8.8.8
+    assert target.url == "https://8.8.8.8/in" and asked == []

@@ -2,10 +2,12 @@
 
 A receiver's host must not be, or resolve to, an address inside the operator's network (loopback,
 private, link-local, reserved, multicast, unspecified), unless OUTFITTER_WEBHOOK_ALLOW_PRIVATE is
-true (local development, tests). At registration a host that does not resolve is accepted (it may
-not exist yet). At send time the host is resolved again and the request goes to the address that
-was checked (`pinned_target`), so a DNS answer that changes between the check and the connection
-(DNS rebinding) cannot steer it inside.
+true (local development, tests). `localhost` and the names under it are refused by name, and
+IPv4's shorthands (2130706433, 0x7f.1) read as the addresses they are, with no resolver asked. At
+registration a host that does not resolve is accepted (it may not exist yet). At send time the
+host is resolved again and the request goes to the address that was checked (`pinned_target`), so
+a DNS answer that changes between the check and the connection (DNS rebinding) cannot steer it
+inside.
 """
 
 from __future__ import annotations
@@ -22,6 +24,14 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # getaddrinfo has no timeout of its own; a resolver that hangs must not hold a request.
 RESOLVE_TIMEOUT_SECONDS = 3.0
 _resolver = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="outfitter-resolve")
+
+
+NOT_PUBLIC = (
+    "The URL's host is or resolves to a loopback, private, link-local or reserved address "
+    "(or an IPv6 address embedding one)."
+)
+# At send time, in the delivery log: not which address, which would tell what lies inside.
+SENT_NOWHERE_INSIDE = "the host resolves to a non-public address"
 
 
 class UnsafeUrl(ValueError):
@@ -95,12 +105,32 @@ def forbidden_address(address: IPAddress) -> bool:
     return not address.is_global or address.is_multicast or address.is_reserved or address.is_unspecified
 
 
-def resolve(host: str, port: int) -> list[IPAddress]:
-    """Every address `host` resolves to; raises Unresolvable."""
+def local_name(host: str) -> bool:
+    """A name that is this machine's whatever a resolver answers (RFC 6761: `localhost` and the
+    names under it), so refused without asking one: a resolver that is slow or down must not let it
+    through registration as "does not resolve"."""
+    name = host.rstrip(".").lower()
+    return name in ("localhost", "localhost.localdomain") or name.endswith(".localhost")
+
+
+def address_literal(host: str) -> IPAddress | None:
+    """The address `host` spells, in any form the resolver reads without a lookup: the standard
+    ones, and IPv4's shorthands (2130706433, 017700000001, 0x7f.1, 127.1), which are 127.0.0.1."""
     try:
-        return [ipaddress.ip_address(host)]
+        return ipaddress.ip_address(host)
     except ValueError:
         pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+def resolve(host: str, port: int) -> list[IPAddress]:
+    """Every address `host` resolves to; raises Unresolvable."""
+    literal = address_literal(host)
+    if literal is not None:
+        return [literal]
     future = _resolver.submit(socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM)
     try:
         found = future.result(timeout=RESOLVE_TIMEOUT_SECONDS)
@@ -122,15 +152,14 @@ def check_for_registration(url: str, settings: Settings) -> None:
     _scheme, host, port = check_syntax(url, settings)
     if settings.webhook_allow_private:
         return
+    if local_name(host):
+        raise UnsafeUrl(NOT_PUBLIC)
     try:
         addresses = resolve(host, port)
     except Unresolvable:
         return  # it may not exist yet; sends to it fail and are retried until it does
     if any(forbidden_address(address) for address in addresses):
-        raise UnsafeUrl(
-            "The URL's host is or resolves to a loopback, private, link-local or reserved address "
-            "(or an IPv6 address embedding one)."
-        )
+        raise UnsafeUrl(NOT_PUBLIC)
 
 
 def pinned_target(url: str, settings: Settings) -> Target:
@@ -138,10 +167,11 @@ def pinned_target(url: str, settings: Settings) -> Target:
     scheme, host, port = check_syntax(url, settings)
     if settings.webhook_allow_private:
         return Target(url=url, host_header=None, sni_hostname=None)
+    if local_name(host):
+        raise UnsafeUrl(SENT_NOWHERE_INSIDE)
     addresses = resolve(host, port)
     if any(forbidden_address(address) for address in addresses):
-        # Not which address: the delivery log would tell a client what lies inside the network.
-        raise UnsafeUrl("the host resolves to a non-public address")
+        raise UnsafeUrl(SENT_NOWHERE_INSIDE)
     parts = urlsplit(url)
     address = addresses[0]
     literal = f"[{address}]" if address.version == 6 else str(address)
