@@ -25,7 +25,12 @@ from outfitter.core.handlers import install_error_handlers, install_fixed_path_g
 from outfitter.core.hot_reads import HotReadsMiddleware
 from outfitter.core.hot_writes import HotWritesMiddleware
 from outfitter.core.idempotency import IdempotencyMiddleware
-from outfitter.core.middleware import BodyLimitMiddleware, InputGuardMiddleware, RequestContextMiddleware
+from outfitter.core.middleware import (
+    BodyLimitMiddleware,
+    HeadAsGetMiddleware,
+    InputGuardMiddleware,
+    RequestContextMiddleware,
+)
 from outfitter.core.openapi import install_contract, operation_id
 from outfitter.core.ratelimit import RateLimiter
 from outfitter.core.reads import AsyncpgReads
@@ -127,6 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         csv_paths=frozenset(API_PREFIX + path for path in CSV_IMPORT_PATHS),
         csv_max_bytes=MAX_IMPORT_BYTES,
     )
+    app.add_middleware(HeadAsGetMiddleware)
     app.add_middleware(RequestContextMiddleware)
     if settings.cors_origins:  # outermost: a preflight is answered before any other check
         app.add_middleware(ListedOriginsCORS, origins=settings.cors_origins)

@@ -20,6 +20,23 @@ def test_wrong_method_is_405_envelope(api: Api) -> None:
     assert_error(api.delete("/client/countries"), 405)
 
 
+def test_head_is_the_get_without_its_body(api: Api) -> None:
+    """Every GET answers HEAD too (as its 405s' Allow says): the same status and headers, no body;
+    refusals the same way."""
+    assert api.post("/client/employees", json=EMPLOYEE).status_code == 201
+    for path in ("/client/employees", "/client/countries", "/client/equipment", "/client/events"):
+        got, head = api.get(path), api.request("HEAD", path)
+        assert (head.status_code, head.content) == (200, b""), path
+        assert head.headers["content-type"] == got.headers["content-type"] == "application/json"
+        assert head.headers["content-length"] == got.headers["content-length"] == str(len(got.content))
+    unknown = api.client.head("/api/v2/client/employees", headers={"Authorization": "Bearer otf_x"})
+    assert (unknown.status_code, unknown.content) == (401, b"")
+    not_found = api.request("HEAD", f"/client/employees/{uuid.uuid4()}")
+    assert (not_found.status_code, not_found.content) == (404, b"")
+    post_only = api.request("HEAD", "/client/equipment/bulk")
+    assert (post_only.status_code, post_only.headers["allow"]) == (405, "POST")
+
+
 def test_malformed_json_is_400_and_writes_nothing(api: Api) -> None:
     response = api.request(
         "POST",

@@ -92,6 +92,27 @@ class RequestContextMiddleware:
             )
 
 
+class HeadAsGetMiddleware:
+    """HEAD is a GET answered with its head only (RFC 9110 asks every server for both): the app
+    answers the GET, and this sends its status and headers (Content-Length included) without the
+    body, whatever server runs the app."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def head_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, head_only)
+
+
 async def read_body(receive: Receive) -> bytes | None:
     """The whole request body, for a middleware that must see it before the app; None when the
     client went away before sending all of it. The size is bounded by BodyLimitMiddleware."""
