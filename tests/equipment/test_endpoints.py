@@ -207,6 +207,36 @@ def test_register_refuses_bad_fields_naming_them(api: Api, body: dict[str, objec
     assert api.get("/client/equipment").json()["total"] == 0
 
 
+@pytest.mark.parametrize(
+    ("price", "reason"),
+    [
+        ("-0", "written without a sign"),
+        ("-1", "written without a sign"),
+        ("1000000000000", "below 1,000,000,000,000"),
+        ("1.1234567", "more than six decimal places"),
+        ("\u0661\u0662\u0663", "digits 0-9"),  # Arabic-Indic 123
+        ("\uff11\uff12\uff13", "digits 0-9"),  # full-width 123
+        ("1e3", "no sign, exponent"),
+        ("1_000", "separators"),
+        ("1,299.99", "separators"),
+        ("+5", "no sign"),
+        ("NaN", "digits 0-9"),
+        (".5", "digits 0-9"),
+    ],
+)
+def test_a_price_is_the_documented_decimal_string_or_refused(api: Api, price: str, reason: str) -> None:
+    """Exactly the strings of the OpenAPI document's pattern are prices: what Python's Decimal
+    would also read (a sign, an exponent, "_", other scripts' digits) is refused, saying why."""
+    document = api.client.get("/api/v2/openapi.json").json()
+    created = document["components"]["schemas"]["EquipmentCreate"]["properties"]["purchase_price"]
+    assert re.search(created["anyOf"][0]["pattern"], price) is None
+    refused = assert_error(api.post("/client/equipment", {"title": "x", "purchase_price": price}), 422)
+    assert reason in refused["errors"]["purchase_price"][0], refused
+    assert api.get("/client/equipment").json()["total"] == 0
+    accepted = register(api, purchase_price=" 0.000001 ")
+    assert accepted["purchase_price"] == "0.000001"
+
+
 def test_serial_number_is_unique_in_the_company_only(api: Api, other_api: Api) -> None:
     register(api, serial_number="SN-9")
     assert_error(api.post("/client/equipment", {"title": "Twin", "serial_number": "SN-9"}), 409, "SN-9")

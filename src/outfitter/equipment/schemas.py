@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, date, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, WithJsonSchema, field_validator
 
-from outfitter.core.money import MAX_AMOUNT, storable
+from outfitter.core.money import MAX_AMOUNT
 from outfitter.core.schemas import (
     CursorPage,
     Documented,
@@ -48,10 +49,11 @@ CreateStatus = Annotated[
 
 # What parse_price accepts: a decimal string (up to six decimal places), >= 0, below
 # core.money.MAX_AMOUNT (10^12); never a JSON number, which a client's float may already have rounded.
+PRICE_PATTERN = r"^\s*[0-9]{1,12}(\.[0-9]{1,6})?\s*$"  # ASCII digits only: no sign, exponent or "_"
 PRICE_SCHEMA = WithJsonSchema(
     {
         "anyOf": [
-            {"type": "string", "pattern": r"^\s*[0-9]{1,12}(\.[0-9]{1,6})?\s*$", "examples": ["1299.99"]},
+            {"type": "string", "pattern": PRICE_PATTERN, "examples": ["1299.99"]},
             {"type": "null"},
         ]
     }
@@ -210,20 +212,27 @@ def parse_purchase_date(value: object) -> datetime | None:
     return parsed
 
 
+_PRICE = re.compile(PRICE_PATTERN)
+_OUT_OF_RANGE = re.compile(r"-[0-9.]+|[0-9]{13,}(\.[0-9]*)?")
+_TOO_PRECISE = re.compile(r"[0-9]+\.[0-9]{7,}")
+
+
 def parse_price(value: object) -> Decimal | None:
     if value is None:
         return None
     if not isinstance(value, str):
         raise ValueError("Give the price as a decimal string such as '1299.99', not a number.")
-    try:
-        amount = Decimal(str(value).strip())
-    except InvalidOperation:
-        raise ValueError("Give the price as a decimal string such as '1299.99'.") from None
-    if not storable(amount) or amount < 0:
-        raise ValueError(f"The price must be a non-negative amount below {MAX_AMOUNT:,}.")
-    if amount != amount.quantize(Decimal("0.000001")):
-        raise ValueError("The price has more than six decimal places.")
-    return amount
+    text = value.strip()
+    if _PRICE.fullmatch(value) is None:  # the pattern the OpenAPI document gives
+        if _OUT_OF_RANGE.fullmatch(text):
+            raise ValueError(f"The price must be 0 or more and below {MAX_AMOUNT:,}, written without a sign.")
+        if _TOO_PRECISE.fullmatch(text):
+            raise ValueError("The price has more than six decimal places.")
+        raise ValueError(
+            "Give the price as a decimal string of the digits 0-9 and at most one point, such as "
+            "'1299.99' (no sign, exponent, separators or other scripts' digits)."
+        )
+    return Decimal(text)
 
 
 class SpecsIn(BaseModel):
