@@ -94,6 +94,9 @@ def test_a_dry_run_writes_nothing_and_the_file_is_checked(api: Api, db: Session)
     response = post_csv(api, content, dry_run="true")
     assert response.status_code == 200, response.text
     assert response.json()["data"] == {"dry_run": True, "count": 3, "ids": []}
+    assert response.json()["message"] == "Dry run: 3 employees would be created; nothing was written."
+    one = post_csv(api, "\n".join([HEADER, row(1)]) + "\n", dry_run="true").json()
+    assert one["message"] == "Dry run: 1 employee would be created; nothing was written."
     assert employee_count(db) == 0
     assert list(assert_error(post_csv(api, HEADER + ",salary\n"), 422)["errors"]) == ["rows.1.salary"]
     latin = (HEADER + "\n" + row(1) + "\n" + row(2, first_name="Zo\xeb") + "\n").encode("latin-1")

@@ -29,7 +29,7 @@ from starlette.datastructures import UploadFile
 
 from outfitter.core.csv_export import ESCAPED_STARTS
 from outfitter.core.errors import ValidationFailed
-from outfitter.core.schemas import QueryBool, Schema
+from outfitter.core.schemas import QueryBool, Schema, counted
 
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
 MAX_IMPORT_ROWS = 10_000
@@ -286,7 +286,9 @@ CsvBody = Annotated[bytes, Depends(_csv_body)]
 DryRun = Annotated[QueryBool, Query(description="Check every row and write nothing")]
 
 
-def import_message(result: dict[str, Any], noun: str) -> str:
+def import_message(result: dict[str, Any], one: str, many: str) -> str:
+    """The answer's message: how many records of the noun (`one`, or `many`) were, or would be, created."""
+    records = counted(result["count"], one, many)
     if result["dry_run"]:
-        return f"Dry run: {result['count']} {noun} would be created; nothing was written."
-    return f"{result['count']} {noun} created successfully."
+        return f"Dry run: {records} would be created; nothing was written."
+    return f"{records} created successfully."

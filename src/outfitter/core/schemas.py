@@ -261,6 +261,11 @@ class ErrorEnvelope(Schema):
     errors: dict[str, list[str]] | None = None
 
 
+def counted(count: int, one: str, many: str) -> str:
+    """'1 employee', '2 employees': a count and its noun, for messages."""
+    return f"{count} {one if count == 1 else many}"
+
+
 def ok(data: Any, message: str) -> dict[str, Any]:
     return {"success": True, "message": message, "data": data}
 

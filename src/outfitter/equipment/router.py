@@ -233,7 +233,7 @@ def import_equipment(client: WriteAccess, data: CsvBody, dry_run: DryRun = False
     rows), all or nothing; every problem is reported at its row (`rows.12.serial_number`). `dry_run=true`
     checks without writing."""
     result = imports.import_equipment(client.session, client.auth.actor, data, dry_run=dry_run)
-    return ok(result, import_message(result, "equipment"))
+    return ok(result, import_message(result, "equipment", "equipment"))
 
 
 # The hot reads (core.hot_reads): page mode of the two lists, and the single retrieve of an id

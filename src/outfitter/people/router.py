@@ -12,7 +12,7 @@ from outfitter.core.csv_export import CSV_RESPONSE, csv_response
 from outfitter.core.csv_import import CSV_REQUEST_BODY, CsvBody, DryRun, ImportResult, import_message
 from outfitter.core.openapi import id_path
 from outfitter.core.pagination import SyncListing
-from outfitter.core.schemas import Envelope, UuidText, error_responses, list_envelope, ok
+from outfitter.core.schemas import Envelope, UuidText, counted, error_responses, list_envelope, ok
 from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.people import bulk, departments, export, imports, service
 from outfitter.people.schemas import (
@@ -104,8 +104,7 @@ def create_employees_in_bulk(body: EmployeeBulkCreate, client: WriteAccess) -> d
     flat array. Every item is checked first and every problem is reported at its path
     (`employees.0.3.email`)."""
     created, count = bulk.create_employees(client.session, body.employees, client.auth.actor)
-    noun = "employee" if count == 1 else "employees"
-    return ok(created, f"{count} {noun} created successfully.")
+    return ok(created, f"{counted(count, 'employee', 'employees')} created successfully.")
 
 
 @router.get(
@@ -220,7 +219,7 @@ def import_employees(client: WriteAccess, data: CsvBody, dry_run: DryRun = False
     """Create employees from a CSV file whose header names the create body's fields (up to 10 MiB and 10,000
     rows), all or nothing; every problem is reported at its row. `dry_run=true` checks without writing."""
     result = imports.import_employees(client.session, client.auth.actor, data, dry_run=dry_run)
-    return ok(result, import_message(result, "employees"))
+    return ok(result, import_message(result, "employee", "employees"))
 
 
 HOT_WRITES = (create_employee,)  # core.hot_writes
