@@ -48,6 +48,18 @@ def test_malformed_json_is_400_and_writes_nothing(api: Api) -> None:
     assert api.get("/client/employees").json()["data"]["total"] == 0
 
 
+def test_a_list_or_text_where_an_object_belongs_is_named_so_without_class_names(api: Api) -> None:
+    for path, body, field in (
+        ("/client/employees/bulk", {"employees": [[[EMPLOYEE]]]}, "employees"),
+        ("/client/departments", [{"name": "Ops"}], "body"),
+        ("/client/equipment", {"title": "x", "specs": "16GB"}, "specs"),
+    ):
+        errors = assert_error(api.post(path, json=body), 422)["errors"]
+        messages = [message for key, found in errors.items() if key.startswith(field) for message in found]
+        assert "Input should be a JSON object." in messages, errors
+        assert "instance of" not in str(errors), errors
+
+
 def test_non_json_body_is_415(api: Api) -> None:
     response = api.request(
         "POST",

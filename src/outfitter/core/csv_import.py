@@ -28,7 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.datastructures import UploadFile
 
 from outfitter.core.csv_export import ESCAPED_STARTS
-from outfitter.core.errors import ValidationFailed
+from outfitter.core.errors import ValidationFailed, validation_message
 from outfitter.core.schemas import QueryBool, Schema, counted
 
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
@@ -249,8 +249,7 @@ def validate_rows(
                 column = ".".join(location)
                 if column not in columns:  # an item of a list column (`other_details.0`)
                     column = location[0] if location else "row"
-                message = str(detail["msg"]).removeprefix("Value error, ")
-                errors.setdefault(f"{row.path}.{column}", []).append(message)
+                errors.setdefault(f"{row.path}.{column}", []).append(validation_message(detail))
     return valid, errors
 
 

@@ -105,3 +105,18 @@ def error_body(message: str, errors: Mapping[str, Sequence[str]] | None = None) 
     if errors is not None:
         body["errors"] = {key: list(value) for key, value in errors.items()}
     return body
+
+
+# Pydantic's messages that name a Python class ("a valid dictionary or instance of EmployeeCreate").
+_OBJECT_EXPECTED = {"model_type", "model_attributes_type", "dataclass_type", "dict_type"}
+
+
+def validation_message(error: Mapping[str, Any]) -> str:
+    """One of pydantic's errors as a person reads it: without the prefix of a custom validator's
+    message ("Value error, "), and without the name of any Python class."""
+    if error.get("type") in _OBJECT_EXPECTED:
+        return "Input should be a JSON object."
+    message = str(error.get("msg", "Invalid value"))
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    return message

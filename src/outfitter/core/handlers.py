@@ -24,6 +24,7 @@ from outfitter.core.errors import (
     RETRY_AFTER_SECONDS,
     DomainError,
     error_body,
+    validation_message,
 )
 
 logger = logging.getLogger("outfitter")
@@ -42,15 +43,6 @@ def field_path(location: Sequence[Any]) -> str:
     return ".".join(str(part) for part in parts) or "body"
 
 
-def _readable(error: dict[str, Any]) -> str:
-    message = str(error.get("msg", "Invalid value"))
-    # Pydantic prefixes messages of custom validators with "Value error, "; people need only the rest.
-    for prefix in ("Value error, ", "Assertion failed, "):
-        if message.startswith(prefix):
-            message = message[len(prefix) :]
-    return message
-
-
 async def handle_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = list(exc.errors())
     if any(error.get("type") == "json_invalid" for error in errors):
@@ -60,7 +52,7 @@ async def handle_validation_error(request: Request, exc: RequestValidationError)
         return JSONResponse(error_body("Not found."), status_code=404)
     by_path: dict[str, list[str]] = {}
     for error in errors:
-        by_path.setdefault(field_path(error.get("loc", ())), []).append(_readable(error))
+        by_path.setdefault(field_path(error.get("loc", ())), []).append(validation_message(error))
     first_path, first_messages = next(iter(by_path.items()))
     summary = f"{first_path}: {first_messages[0]}"
     if len(by_path) > 1:

@@ -11,7 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.core.errors import Conflict, ValidationFailed
+from outfitter.core.errors import Conflict, ValidationFailed, validation_message
 from outfitter.core.events import NewEvent, as_event_data, record_events
 from outfitter.core.tenancy import parse_uuid
 from outfitter.db.base import utcnow
@@ -38,10 +38,6 @@ def _positions(employees: list[Any]) -> Iterator[tuple[str, Any]]:
         )
     for position, item in enumerate(employees):
         yield f"employees.{position}", item
-
-
-def _readable(message: str) -> str:
-    return message.removeprefix("Value error, ")
 
 
 class BatchCountries:
@@ -81,7 +77,7 @@ def create_employees(
         except ValidationError as error:
             for detail in error.errors():
                 key = ".".join([path, *(str(part) for part in detail["loc"])])
-                errors.setdefault(key, []).append(_readable(detail["msg"]))
+                errors.setdefault(key, []).append(validation_message(detail))
     created = create_validated(session, valid, errors, actor=actor)
     return _mirror(employees, created), len(created)
 
