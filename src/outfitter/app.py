@@ -98,6 +98,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # served by _add_docs, from local assets
         redoc_url=None,
         lifespan=lifespan,
+        # A path with a trailing slash is a 404 that says so, not a redirect: Starlette's redirect
+        # is built from the Host header, and a POST's client would have to send the body again.
+        redirect_slashes=False,
         generate_unique_id_function=operation_id,
     )
     app.state.settings = settings

@@ -16,6 +16,16 @@ def test_unknown_route_is_404_envelope(api: Api) -> None:
     assert_error(api.get("/client/nothing-here"), 404, "No such endpoint")
 
 
+def test_a_trailing_slash_is_a_404_that_says_so_never_a_redirect(api: Api) -> None:
+    listed = api.get("/client/employees/")
+    assert_error(listed, 404, "/api/v2/client/employees is one, without the trailing slash")
+    assert "location" not in listed.headers
+    created = api.post("/client/employees/", json=EMPLOYEE)
+    assert_error(created, 404, "without the trailing slash")
+    assert api.get("/client/employees").json()["data"]["total"] == 0
+    assert_error(api.get("/client/no-such-thing/"), 404, "The API lives under /api/v2")
+
+
 def test_wrong_method_is_405_envelope(api: Api) -> None:
     assert_error(api.delete("/client/countries"), 405)
 

@@ -67,6 +67,10 @@ async def handle_domain_error(request: Request, exc: DomainError) -> JSONRespons
 async def handle_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     message = _STATUS_MESSAGES.get(exc.status_code) or str(exc.detail)
     headers = dict(exc.headers or {})
+    if exc.status_code == 404 and (path := request.url.path).endswith("/"):
+        without = path.rstrip("/")
+        if methods_of_path(request.app.state.route_methods, without):
+            message = f"No such endpoint: {without} is one, without the trailing slash."
     if exc.status_code == 405:
         # The router names only the first route whose path matched; a path can have several.
         allowed = methods_of_path(request.app.state.route_methods, request.url.path)
