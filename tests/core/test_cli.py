@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
-from outfitter.cli import app
+from outfitter.cli import app, main
 from outfitter.config import get_settings
 from outfitter.models import Asset, AssetPricing, AssetStatus
 from tests.factories import assert_error
@@ -72,6 +73,23 @@ def test_default_token_has_both_scopes_and_no_expiry() -> None:
         (("token", "list", "not-a-uuid"), "COMPANY_ID must be a UUID"),
         (("wallet", "credit", "00000000-0000-0000-0000-000000000000", "NGN", "-5"), "greater than zero"),
         (("wallet", "credit", "00000000-0000-0000-0000-000000000000", "NGN", "9" * 23), "must be below"),
+        (("wallet", "credit", "00000000-0000-0000-0000-000000000000", "NGN", "1_000"), "digits 0-9"),
+        (("wallet", "credit", "00000000-0000-0000-0000-000000000000", "NGN", "\u0665"), "digits 0-9"),
+        (("wallet", "credit", "00000000-0000-0000-0000-000000000000", "NGN", "1e3"), "digits 0-9"),
+        (("company", "create", "b" * 201), "201 characters; at most 200"),
+        (("token", "list", "00000000-0000-0000-0000-000000000000"), "no company with id"),
+        (("fees", "set", "USD", "--onboarding-fee", "0.001"), "more decimals than USD has (2)"),
+        (("fees", "set", "USD", "--onboarding-fee", "1e30"), "digits 0-9"),
+        (("fees", "set", "USD", "--onboarding-fee", "9" * 20), "below 1,000,000,000,000"),
+        (("fees", "set", "USD", "--storage-fee", "-1"), "must be 0 or more"),
+        (("fees", "set", "USD", "--insurance-percent", "1e-30"), "digits 0-9"),
+        (("fees", "set", "USD", "--gateway-percent", "0.0000001"), "more than six decimal places"),
+        (("fees", "set", "USD", "--gateway-percent", "101"), "between 0 and 100"),
+        (
+            ("import", "equipment", "00000000-0000-0000-0000-000000000000", "/dev/zero"),
+            "larger than the limit",
+        ),
+        (("catalog", "import", "/dev/zero"), "larger than the limit"),
     ],
 )
 def test_bad_input_exits_non_zero_with_one_line_error(args: tuple[str, ...], message: str) -> None:
@@ -111,6 +129,37 @@ def test_catalog_import_is_idempotent(demo_catalog_path: Path, engine: Engine) -
         ) == counts
 
 
+def test_a_token_expiring_past_any_date_is_refused_in_one_line() -> None:
+    company = json.loads(run("company", "create", "Far Future", "--json")[1])
+    code, _, err = run("token", "create", company["id"], "--expires-in-days", "3000000")
+    assert code == 1 and err.strip() == "error: --expires-in-days must be between 1 and 36,525 (100 years)"
+
+
+def test_arguments_that_are_not_utf8_and_values_the_database_refuses_are_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`outfitter` as the shell runs it (`main`): bytes that are not UTF-8 reach Python as
+    surrogates, and a value no command bounded is refused by the database; neither is a traceback."""
+    monkeypatch.setattr(sys, "argv", ["outfitter", "company", "create", "bad\udcffname"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 1
+    assert capsys.readouterr().err == "error: argument 3 is not UTF-8 text: give names and codes as UTF-8\n"
+
+    def refused(*_: object) -> None:
+        raise DataError("INSERT ...", {}, Exception("value too long for type character varying(200)\nDETAIL"))
+
+    monkeypatch.setattr("outfitter.core.tokens.create_company", refused)
+    monkeypatch.setattr(sys, "argv", ["outfitter", "company", "create", "Acme"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 1
+    assert capsys.readouterr().err == (
+        "error: the database refused a value, nothing was changed: "
+        "value too long for type character varying(200)\n"
+    )
+
+
 def test_catalog_import_refuses_bad_files_with_a_readable_line(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text("{nope")
@@ -122,6 +171,14 @@ def test_catalog_import_refuses_bad_files_with_a_readable_line(tmp_path: Path) -
     assert code == 1 and "assets.0" in err
     code, _, err = run("catalog", "import", str(tmp_path / "missing.json"))
     assert code == 1 and "cannot read" in err
+    utf16 = tmp_path / "utf16.json"
+    utf16.write_bytes(b"\xff\xfe[\x00]\x00")
+    code, _, err = run("catalog", "import", str(utf16))
+    assert code == 1 and "is not UTF-8 text (byte 0 cannot be read)" in err
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    code, _, err = run("catalog", "import", str(deep))
+    assert code == 1 and "nests arrays or objects too deeply" in err
 
 
 def test_catalog_import_withdraws_unavailable_assets_and_refuses_unknown_statuses(

@@ -71,13 +71,25 @@ class ImportSummary:
     prices_updated: int = 0
 
 
+MAX_CATALOG_BYTES = 64 * 1024 * 1024
+
+
 def load_catalog_file(path: Path) -> CatalogFile:
     try:
-        raw: Any = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as stream:  # counted as read: a device or a pipe cannot fill the memory
+            data = stream.read(MAX_CATALOG_BYTES + 1)
     except OSError as exc:
         raise CatalogImportError(f"cannot read {path}: {exc.strerror}") from exc
+    if len(data) > MAX_CATALOG_BYTES:
+        raise CatalogImportError(f"{path} is larger than the limit of {MAX_CATALOG_BYTES:,} bytes")
+    try:
+        raw: Any = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CatalogImportError(f"{path} is not UTF-8 text (byte {exc.start} cannot be read)") from exc
     except json.JSONDecodeError as exc:
         raise CatalogImportError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+    except RecursionError as exc:
+        raise CatalogImportError(f"{path} nests arrays or objects too deeply to be a catalog") from exc
     try:
         return CatalogFile.model_validate(raw)
     except ValidationError as exc:

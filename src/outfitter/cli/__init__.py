@@ -8,10 +8,12 @@ on `app` as they load."""
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -38,6 +40,19 @@ def fail(message: str) -> NoReturn:
 
 def emit(as_json: bool, payload: dict[str, Any], text: str) -> None:
     typer.echo(json.dumps(payload, default=str) if as_json else text)
+
+
+def read_limited(file: Path, limit: int) -> bytes:
+    """FILE's bytes, at most `limit` of them (else a one-line error): counted as they are read,
+    so a device or a pipe (/dev/zero, a FIFO that never ends) cannot fill the memory."""
+    try:
+        with file.open("rb") as stream:
+            data = stream.read(limit + 1)
+    except OSError as exc:
+        fail(f"cannot read {file}: {exc.strerror}")
+    if len(data) > limit:
+        fail(f"{file} is larger than the limit of {limit:,} bytes")
+    return data
 
 
 def parse_id(value: str, what: str) -> uuid.UUID:
@@ -101,13 +116,28 @@ def schema_behind_message(engine: Engine) -> str:
 
 
 def main() -> None:
-    """The `outfitter` command: a database out of reach is one line too, whatever the command."""
-    from sqlalchemy.exc import InterfaceError, OperationalError
+    """The `outfitter` command: an argument that is not UTF-8, a database out of reach or a value it
+    refuses is one line too, whatever the command."""
+    from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 
+    for position, argument in enumerate(sys.argv[1:], start=1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:  # bytes the shell passed that are not UTF-8 (kept as surrogates)
+            typer.echo(
+                f"error: argument {position} is not UTF-8 text: give names and codes as UTF-8", err=True
+            )
+            raise SystemExit(1) from None
     try:
         app()
     except (OperationalError, InterfaceError) as exc:
         typer.echo(f"error: the database cannot be reached: {str(exc.orig).splitlines()[0]}", err=True)
+        raise SystemExit(1) from None
+    except DataError as exc:  # a value a command did not bound itself: nothing was written
+        typer.echo(
+            f"error: the database refused a value, nothing was changed: {str(exc.orig).splitlines()[0]}",
+            err=True,
+        )
         raise SystemExit(1) from None
 
 

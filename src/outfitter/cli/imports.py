@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy.orm import Session
 
-from outfitter.cli import JsonFlag, app, emit, fail, parse_id, progress_bar, unit_of_work
+from outfitter.cli import JsonFlag, app, emit, fail, parse_id, progress_bar, read_limited, unit_of_work
 from outfitter.core.tenancy import bind_company
 
 import_app = typer.Typer(
@@ -26,12 +26,7 @@ def _import_csv(company_id: str, file: Path, what: str, run: Any, dry_run: bool,
     from outfitter.models import Company
 
     company = parse_id(company_id, "COMPANY_ID")
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        fail(f"cannot read {file}: {exc.strerror}")
-    if len(data) > MAX_IMPORT_BYTES:
-        fail(f"{file} is larger than the limit of {MAX_IMPORT_BYTES} bytes")
+    data = read_limited(file, MAX_IMPORT_BYTES)
     try:
         with unit_of_work() as session, progress_bar() as bar:
             if session.get(Company, company) is None:

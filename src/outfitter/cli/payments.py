@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Annotated, Any
 
 import typer
@@ -20,7 +20,7 @@ from outfitter.cli import (
     unit_of_work,
 )
 from outfitter.config import get_settings
-from outfitter.core.money import MAX_AMOUNT, storable
+from outfitter.core.money import MAX_AMOUNT, decimal_text, storable
 from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.db.base import utcnow
 from outfitter.db.session import make_engine
@@ -34,11 +34,10 @@ app.add_typer(payments_app, name="payments")
 
 
 def parse_amount(value: str) -> Decimal:
-    try:
-        amount = Decimal(value)
-    except InvalidOperation:
-        fail(f"AMOUNT must be a decimal number, got {value!r}")
-    if not amount.is_finite() or amount <= 0:
+    amount = decimal_text(value)
+    if amount is None:
+        fail(f"AMOUNT must be a decimal number such as 1500.00 (digits 0-9 and a point), got {value!r}")
+    if amount <= 0:
         fail("AMOUNT must be greater than zero")
     if not storable(amount):
         fail(f"AMOUNT must be below {MAX_AMOUNT:,}")
@@ -122,14 +121,19 @@ def fees_show(as_json: JsonFlag = False) -> None:
 
 
 def _fee_value(value: str | None, name: str, percent: bool) -> Decimal | None:
+    """A percent (0 to 100, six decimals at most, as stored) or a flat fee (0 or more, below
+    MAX_AMOUNT; its decimals are checked against the currency's once it is known)."""
     if value is None:
         return None
-    try:
-        number = Decimal(value)
-    except InvalidOperation:
-        fail(f"--{name} must be a decimal number, got {value!r}")
-    if not number.is_finite() or number < 0 or (percent and number > 100):
-        fail(f"--{name} must be between 0 and {'100' if percent else 'any amount'}")
+    number = decimal_text(value)
+    if number is None:
+        fail(f"--{name} must be a decimal number such as 2.5 (digits 0-9 and a point), got {value!r}")
+    if percent and not 0 <= number <= 100:
+        fail(f"--{name} must be between 0 and 100")
+    if not percent and not (number >= 0 and storable(number)):
+        fail(f"--{name} must be 0 or more and below {MAX_AMOUNT:,}")
+    if percent and number != number.quantize(Decimal("0.000001")):
+        fail(f"--{name} has more than six decimal places, which is all a percent keeps")
     return number
 
 
@@ -167,6 +171,10 @@ def fees_set(
         found = find_currency(session, currency)
         if found is None:
             fail(f"unknown currency {currency!r}")
+        for name, value in values.items():
+            if name.endswith("_per_device") and value is not None and value % found.quantum:
+                option = name.removesuffix("_per_device").replace("_", "-")
+                fail(f"--{option} has more decimals than {found.code} has ({found.minor_units})")
         schedule = session.scalars(
             select(FeeSchedule).where(FeeSchedule.currency_code == found.code)
         ).one_or_none()

@@ -108,12 +108,15 @@ def token_list(
 ) -> None:
     """List tokens: id, company, scopes, expiry, last use, revocation. Never the token itself,
     which only its hash stands for."""
-    from outfitter.models import ApiToken
+    from outfitter.models import ApiToken, Company
 
     statement = select(ApiToken).order_by(ApiToken.created_at)
-    if company_id is not None:
-        statement = statement.where(ApiToken.company_id == parse_id(company_id, "COMPANY_ID"))
+    company = parse_id(company_id, "COMPANY_ID") if company_id is not None else None
+    if company is not None:
+        statement = statement.where(ApiToken.company_id == company)
     with unit_of_work() as session:
+        if company is not None and session.get(Company, company) is None:
+            fail(f"no company with id {company}")
         tokens: list[dict[str, Any]] = [
             {
                 "id": str(token.id),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import ROUND_HALF_UP, Decimal
 
 # The largest amount (exclusive) any price, charge, credit or balance may reach. The Money column
@@ -20,3 +21,14 @@ def round_money(amount: Decimal, minor_units: int) -> Decimal:
 
 def percent_of(amount: Decimal, percent: Decimal, minor_units: int) -> Decimal:
     return round_money(amount * percent / Decimal(100), minor_units)
+
+
+_DECIMAL_TEXT = re.compile(r"-?[0-9]+(\.[0-9]+)?")
+
+
+def decimal_text(text: str) -> Decimal | None:
+    """`text` as a Decimal when it is written as people write amounts: the digits 0-9, at most one
+    point, perhaps a leading minus; None for what Decimal alone would also read (an exponent, "_",
+    "NaN", other scripts' digits), which no operator means as an amount."""
+    text = text.strip()
+    return Decimal(text) if _DECIMAL_TEXT.fullmatch(text) else None

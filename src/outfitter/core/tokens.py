@@ -23,10 +23,16 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+MAX_COMPANY_NAME = 200  # the column's length
+MAX_TOKEN_DAYS = 36_525
+
+
 def create_company(session: Session, name: str) -> Company:
     name = name.strip()
     if not name:
         raise ValueError("the company name is empty")
+    if len(name) > MAX_COMPANY_NAME:
+        raise ValueError(f"the company name has {len(name)} characters; at most {MAX_COMPANY_NAME}")
     company = Company(name=name)
     session.add(company)
     session.flush()
@@ -53,8 +59,8 @@ def issue_token(
     unknown = [scope for scope in chosen if scope not in SCOPES]
     if unknown:
         raise ValueError(f"unknown scope {unknown[0]!r}; choose from {', '.join(SCOPES)}")
-    if expires_in_days is not None and expires_in_days < 1:
-        raise ValueError("--expires-in-days must be at least 1")
+    if expires_in_days is not None and not 1 <= expires_in_days <= MAX_TOKEN_DAYS:
+        raise ValueError(f"--expires-in-days must be between 1 and {MAX_TOKEN_DAYS:,} (100 years)")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)  # 256 bits of entropy
     record = ApiToken(
         company_id=company.id,
