@@ -58,7 +58,7 @@ def test_row_errors_are_printed_one_a_line_and_nothing_is_written(api: Api, tmp_
     code, out, err = run("import", "employees", str(api.company_id), str(file))
     assert code == 1 and out == ""
     lines = err.strip().splitlines()
-    assert lines[0].startswith("error: nothing was imported")
+    assert lines[0] == "error: nothing was imported: 2 problems in people.csv:"
     assert lines[1].startswith("rows.4.country_id: Unknown country 'Atlantis'")
     assert lines[2] == "rows.4.email: The email ada@acme.io is also given at rows.2."
     assert api.get("/client/employees").json()["data"]["total"] == 0

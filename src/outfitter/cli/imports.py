@@ -23,6 +23,7 @@ def _import_csv(company_id: str, file: Path, what: str, run: Any, dry_run: bool,
     each row error on a line of its own, `rows.<line>.<column>: message`, then exit 1."""
     from outfitter.core.csv_import import MAX_IMPORT_BYTES
     from outfitter.core.errors import DomainError
+    from outfitter.core.schemas import counted
     from outfitter.models import Company
 
     company = parse_id(company_id, "COMPANY_ID")
@@ -38,7 +39,8 @@ def _import_csv(company_id: str, file: Path, what: str, run: Any, dry_run: bool,
     except DomainError as exc:
         if not exc.errors:
             fail(exc.message)
-        typer.echo(f"error: nothing was imported: {exc.message}", err=True)
+        problems = counted(sum(len(messages) for messages in exc.errors.values()), "problem", "problems")
+        typer.echo(f"error: nothing was imported: {problems} in {file.name}:", err=True)
         for path, messages in exc.errors.items():
             for message in messages:
                 typer.echo(f"{path}: {message}", err=True)
