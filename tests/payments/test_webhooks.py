@@ -89,6 +89,23 @@ def test_unknown_tx_ref_is_logged_and_answered_200(
     assert_error(client.post("/api/v2/webhooks/payments/paypal", content=body, headers=headers), 404)
 
 
+def test_a_signed_notice_whose_id_is_too_long_is_400_and_recorded_nowhere(
+    api: Api, db: Session, client: TestClient, sandbox: SandboxGateway
+) -> None:
+    """The notice's id is what records it once: one longer than the record keeps is refused even
+    when signed (it used to be cut to 200 characters, so two long ids alike in those would have
+    been one notice, the second a "duplicate"); an empty one is a missing header (401)."""
+    data = pending(api, db)
+    record_sandbox_payment(db, str(data["tx_ref"]), f"{data['total_amount']:.2f}", "NGN")
+    body, headers = signed(sandbox, notice(str(data["tx_ref"])), "m" * 201)
+    assert_error(client.post(URL, content=body, headers=headers), 400, "1 to 200 characters")
+    body, headers = signed(sandbox, notice(str(data["tx_ref"])), "")
+    assert_error(client.post(URL, content=body, headers=headers), 401)
+    assert count(db, WebhookEvent) == 0 and status_of(db, data["tx_ref"]) == TransactionStatus.PENDING
+    body, headers = signed(sandbox, notice(str(data["tx_ref"])), "m" * 200)
+    assert client.post(URL, content=body, headers=headers).json()["data"]["outcome"] == "fulfilled"
+
+
 def test_the_body_is_never_trusted_for_money(
     api: Api, db: Session, client: TestClient, sandbox: SandboxGateway
 ) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from outfitter.core.errors import DomainError, NotFound
+from outfitter.core.errors import BadRequest, DomainError, NotFound
 from outfitter.core.pagination import ListParams, list_order, list_page
 from outfitter.core.tenancy import bind_company
 from outfitter.core.unit_of_work import ClientWork, CrossCompanyWork, UnitOfWork
@@ -43,6 +43,7 @@ from outfitter.payments.schemas import (
 )
 
 logger = logging.getLogger("outfitter.payments")
+MAX_EVENT_KEY = 200  # a notice's id, as stored (WebhookEvent.event_key)
 
 
 class BadSignature(DomainError):
@@ -95,7 +96,7 @@ def _record_event(
     event = {
         "id": uuid.uuid4(),
         "gateway": gateway,
-        "event_key": event_key[:200],
+        "event_key": event_key,  # bounded by receive_webhook, never cut: a cut could make two notices one
         "tx_ref": tx_ref[:64] if tx_ref else None,
         "outcome": WebhookOutcome.RECEIVED,
         "payload": json.loads(json.dumps(payload, default=str)),
@@ -121,6 +122,8 @@ def receive_webhook(
     except InvalidSignature as exc:
         logger.warning("webhook from %s refused: %s", gateway_name, exc)
         raise BadSignature("The webhook signature is missing, wrong or too old.") from exc
+    if not 0 < len(notice.event_key) <= MAX_EVENT_KEY:  # the key it is recorded once by
+        raise BadRequest(f"The notice's id (webhook-id) must have 1 to {MAX_EVENT_KEY} characters.")
     try:
         payment = gateway.fetch_payment(notice.tx_ref, notice.charge_id) if notice.tx_ref else None
     except GatewayError as exc:
@@ -134,7 +137,10 @@ def receive_webhook(
     transaction = find_by_ref(session, notice.tx_ref) if notice.tx_ref else None
     if transaction is None or transaction.gateway != gateway_name:
         logger.warning(
-            "webhook %s from %s names unknown tx_ref %r", notice.event_key, gateway_name, notice.tx_ref
+            "webhook %s from %s names unknown tx_ref %.200r",  # a tx_ref of any length is signed text
+            notice.event_key,
+            gateway_name,
+            notice.tx_ref,
         )
         outcome = WebhookOutcome.UNKNOWN_TX_REF
     else:
