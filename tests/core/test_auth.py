@@ -154,3 +154,11 @@ def test_a_refused_input_is_refused_for_the_token_first(
         else:  # a reader may read: its input is judged
             assert (as_reader.status_code, as_reader.json()) == (judged.status_code, judged.json())
     assert db.scalars(select(IdempotencyRecord.key)).all() == []
+
+
+def test_several_authorization_headers_are_400_whichever_is_valid(client: TestClient, api: Api) -> None:
+    for tokens in ([api.token, "otf_other"], ["otf_other", api.token], [api.token, api.token]):
+        headers = [("Authorization", f"Bearer {token}") for token in tokens]
+        answer = client.get("/api/v2/client/employees", headers=headers)
+        assert_error(answer, 400, "Send one Authorization header")
+    assert api.get("/client/employees").status_code == 200

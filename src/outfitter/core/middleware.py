@@ -303,7 +303,8 @@ class InputGuardMiddleware:
 
     - a NUL character or a lone surrogate, which no text column stores: in the path (404: no record
       has such an id), in query parameters and in JSON strings and keys (422 naming each field);
-    - a JSON body nested more than MAX_JSON_DEPTH levels (422), which would overflow a parser.
+    - a JSON body nested more than MAX_JSON_DEPTH levels (422), which would overflow a parser;
+    - more than one Authorization header (400): which one counts would be a guess.
 
     Only JSON can carry a lone surrogate: percent-decoding (path, query, urlencoded forms) replaces
     invalid UTF-8 with U+FFFD, and multipart fields that are not valid in their charset are read as
@@ -319,6 +320,9 @@ class InputGuardMiddleware:
             return
         if unstorable(scope["path"]):
             await send_error(send, 404, "Not found.", [])
+            return
+        if sum(name == b"authorization" for name, _ in scope["headers"]) > 1:
+            await send_error(send, 400, "Send one Authorization header: this request has several.", [])
             return
         errors: dict[str, list[str]] = {}
         for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
