@@ -127,6 +127,14 @@ def test_an_unknown_or_malformed_type_is_422_naming_it(api: Api, type: str) -> N
     assert list(body["errors"]) == ["query.type"]
 
 
+def test_an_unknown_type_is_named_but_a_long_one_only_in_part(api: Api) -> None:
+    named = assert_error(api.get("/client/events", type="equipment.bought"), 422)["errors"]["query.type"][0]
+    assert named.startswith("Unknown event type 'equipment.bought': give types such as")
+    long = "x" * 1000
+    cut = assert_error(api.get("/client/events", type=long), 422)["errors"]["query.type"][0]
+    assert cut.startswith(f"Unknown event type '{'x' * 64}...': give") and long not in cut
+
+
 def test_subject_and_time_window(api: Api, history: dict[str, Any]) -> None:
     laptop = _page(api, subject_id=str(history["laptop"]), per_page=100)
     assert laptop["total"] == 6 and {record["subject_id"] for record in laptop["data"]} == {

@@ -40,8 +40,9 @@ def parse_types(value: str | None) -> tuple[EventType, ...]:
         if unknown is None:
             message = "Give one or more event types, separated by single commas."
         else:
+            shown = unknown if len(unknown) <= 64 else unknown[:64] + "..."  # no type is longer
             message = (
-                f"Unknown event type {unknown!r}: give types such as 'employee.created', or a subject "
+                f"Unknown event type {shown!r}: give types such as 'employee.created', or a subject "
                 f"followed by '.*' ({', '.join(f'{subject}.*' for subject in SUBJECT_TYPES)})."
             )
         raise ValidationFailed.field("query.type", message)
