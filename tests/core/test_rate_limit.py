@@ -38,6 +38,24 @@ def test_requests_over_the_limit_get_429_with_retry_after(settings: Settings, en
         assert other.get("/client/currencies").status_code == 200
 
 
+def test_requests_refused_for_their_input_count_against_the_limit(settings: Settings, engine: Engine) -> None:
+    """A token's refused requests (422, a malformed path id) count as its others do, so a client
+    cannot send invalid input without limit; an unknown token's are refused as such (401)."""
+    with _client(settings, rate_limit="3/minute") as client:
+        api = CompanyFactory(engine, client).create("Sloppy Ltd")
+        invalid = api.post("/client/departments", json={"name": 1})
+        assert_error(invalid, 422, "name")
+        assert invalid.headers["ratelimit-remaining"] == "2"
+        assert_error(api.get("/client/employees/not-an-id"), 404)
+        assert_error(api.get("/client/employees", per_page="0"), 422)
+        assert_error(api.post("/client/departments", json={"name": 2}), 429, "Rate limit of 3 requests")
+        assert_error(api.get("/client/currencies"), 429)
+        unknown = client.post(
+            "/api/v2/client/departments", json={"name": 1}, headers={"Authorization": "Bearer otf_nobody"}
+        )
+        assert_error(unknown, 401, "Invalid token")
+
+
 def test_limit_off_sends_no_rate_limit_headers(api: Api) -> None:
     assert "ratelimit-limit" not in api.get("/client/currencies").headers
 
