@@ -71,32 +71,31 @@ class ImportSummary:
     prices_updated: int = 0
 
 
-MAX_CATALOG_BYTES = 64 * 1024 * 1024
+MAX_CATALOG_BYTES = 64 * 1024 * 1024  # what `outfitter catalog import` reads of a file
 
 
 def load_catalog_file(path: Path) -> CatalogFile:
-    try:
-        with path.open("rb") as stream:  # counted as read: a device or a pipe cannot fill the memory
-            data = stream.read(MAX_CATALOG_BYTES + 1)
-    except OSError as exc:
-        raise CatalogImportError(f"cannot read {path}: {exc.strerror}") from exc
-    if len(data) > MAX_CATALOG_BYTES:
-        raise CatalogImportError(f"{path} is larger than the limit of {MAX_CATALOG_BYTES:,} bytes")
+    """A catalog file the service ships (the demo's), read whole."""
+    return parse_catalog(path.read_bytes(), str(path))
+
+
+def parse_catalog(data: bytes, source: str) -> CatalogFile:
+    """A catalog file's bytes, checked; CatalogImportError naming `source` and the first problem."""
     try:
         raw: Any = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise CatalogImportError(f"{path} is not UTF-8 text (byte {exc.start} cannot be read)") from exc
+        raise CatalogImportError(f"{source} is not UTF-8 text (byte {exc.start} cannot be read)") from exc
     except json.JSONDecodeError as exc:
-        raise CatalogImportError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+        raise CatalogImportError(f"{source} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
     except RecursionError as exc:
-        raise CatalogImportError(f"{path} nests arrays or objects too deeply to be a catalog") from exc
+        raise CatalogImportError(f"{source} nests arrays or objects too deeply to be a catalog") from exc
     try:
         return CatalogFile.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise CatalogImportError(
-            f"{path}: {where}: {first['msg']} ({exc.error_count()} problem(s) in all)"
+            f"{source}: {where}: {first['msg']} ({exc.error_count()} problem(s) in all)"
         ) from exc
 
 

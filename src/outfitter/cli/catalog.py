@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from outfitter.cli import JsonFlag, app, emit, fail, progress_bar, unit_of_work
+from outfitter.cli import JsonFlag, app, emit, fail, progress_bar, read_limited, unit_of_work
 
 catalog_app = typer.Typer(help="The asset catalog.", no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog")
@@ -15,10 +15,16 @@ app.add_typer(catalog_app, name="catalog")
 @catalog_app.command("import")
 def catalog_import(file: Path, as_json: JsonFlag = False) -> None:
     """Load a catalog JSON file; importing the same file again creates nothing new."""
-    from outfitter.catalog.importer import CatalogImportError, import_catalog, load_catalog_file
+    from outfitter.catalog.importer import (
+        MAX_CATALOG_BYTES,
+        CatalogImportError,
+        import_catalog,
+        parse_catalog,
+    )
 
+    data = read_limited(file, MAX_CATALOG_BYTES)
     try:
-        catalog = load_catalog_file(file)
+        catalog = parse_catalog(data, str(file))
         with unit_of_work() as session, progress_bar() as bar:
             task = bar.add_task(f"Importing {file.name}", total=len(catalog.assets))
             summary = import_catalog(session, catalog, progress=lambda done: bar.advance(task, done))

@@ -84,9 +84,7 @@ STAMP_LAST_USED = (
 
 def authenticate(session: Session, token: str, scope: str) -> AuthContext:
     """The token's company and rights, or 401 (unknown, revoked, expired) / 403 (scope)."""
-    statement, parameters, digest = token_lookup(token)
-    rows = driver_rows(session.connection(), statement, parameters)
-    context, stamp = check_token(rows[0] if rows else None, digest, scope)
+    context, stamp = _looked_up(session, token, scope)
     if stamp is not None:
         session.execute(STAMP_LAST_USED, stamp)
     return context
@@ -95,10 +93,15 @@ def authenticate(session: Session, token: str, scope: str) -> AuthContext:
 def check_access(sessions: Callable[[], Session], token: str, scope: str) -> None:
     """401 or 403 as `authenticate` decides them, in a session of its own that writes nothing (no
     last-used stamp): for a request refused before its unit of work opens (its input)."""
-    statement, parameters, digest = token_lookup(token)
     with sessions() as session:
-        rows = driver_rows(session.connection(), statement, parameters)
-    check_token(rows[0] if rows else None, digest, scope)
+        _looked_up(session, token, scope)
+
+
+def _looked_up(session: Session, token: str, scope: str) -> tuple[AuthContext, dict[str, Any] | None]:
+    """`check_token` on the token's row, read in `session`."""
+    statement, parameters, digest = token_lookup(token)
+    rows = driver_rows(session.connection(), statement, parameters)
+    return check_token(rows[0] if rows else None, digest, scope)
 
 
 def token_lookup(token: str) -> tuple[Executable, dict[str, str], str]:
