@@ -48,6 +48,7 @@ from outfitter.people.router import HOT_WRITES as PEOPLE_HOT_WRITES
 from outfitter.people.router import router as people_router
 from outfitter.scim.app import MOUNT_PATH as SCIM_PATH
 from outfitter.scim.app import create_scim_app
+from outfitter.scim.responses import refusal as scim_refusal
 from outfitter.webhooks.openapi import add_webhooks
 from outfitter.webhooks.router import router as webhooks_router
 
@@ -136,7 +137,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         csv_max_bytes=MAX_IMPORT_BYTES,
     )
     app.add_middleware(HeadAsGetMiddleware)
-    app.add_middleware(RequestContextMiddleware)
+    app.add_middleware(RequestContextMiddleware, error_formats={SCIM_PATH: scim_refusal})
     if settings.cors_origins:  # outermost: a preflight is answered before any other check
         app.add_middleware(ListedOriginsCORS, origins=settings.cors_origins)
 

@@ -298,8 +298,34 @@ def test_delete_offboards_and_hides_the_user(scim: Scim, api: Api) -> None:
 def test_nul_characters_are_refused_not_stored(scim: Scim, api: Api) -> None:
     body = user_body("ada@acme.example", title="Ana\x00lyst")
     assert "title" in assert_scim_error(scim.post("/Users", body), 400, "invalidValue")["detail"]
-    # a NUL in the query string is refused by the app's NUL guard, before SCIM, in the API's words
-    assert scim.get("/Users", filter='userName eq "a\x00"').status_code == 422
+    # a NUL in the query string is refused by the app's input guard, before SCIM, in SCIM's words
+    in_query = assert_scim_error(scim.get("/Users", filter='userName eq "a\x00"'), 400, "invalidValue")
+    assert in_query["detail"] == "query.filter: Must not contain NUL characters (\\u0000)."
+    assert api.get("/client/employees").json()["data"]["total"] == 0
+
+
+def test_refusals_before_scim_runs_are_scim_errors(scim: Scim, api: Api) -> None:
+    """The app's own guards (path, headers, body size) answer SCIM's clients in SCIM's format."""
+    assert assert_scim_error(scim.get("/Users/ada%00"), 404)["detail"] == "Not found."
+    twice = [("Authorization", scim.headers["Authorization"]), ("Authorization", "Bearer otf_other")]
+    several = scim.client.get("/scim/v2/Users", headers=twice)
+    assert (
+        assert_scim_error(several, 400)["detail"]
+        == "Send one Authorization header: this request has several."
+    )
+    too_large = scim.request(
+        "POST", "/Users", headers={"Content-Type": SCIM_MEDIA_TYPE}, content=b" " * (1024 * 1024 + 1)
+    )
+    assert (
+        assert_scim_error(too_large, 413)["detail"]
+        == "The request body is larger than the limit of 1048576 bytes."
+    )
+    # the API keeps its own envelope for the same refusals
+    assert api.get("/client/employees/ada%00").json() == {
+        "success": False,
+        "message": "Not found.",
+        "data": None,
+    }
     assert api.get("/client/employees").json()["data"]["total"] == 0
 
 

@@ -231,7 +231,7 @@ class IdempotencyMiddleware:
             await self.app(scope, receive, send)
             return
         if not 1 <= len(key) <= 200:
-            await send_error(send, 400, "The Idempotency-Key header must be 1 to 200 characters.", [])
+            await send_error(scope, send, 400, "The Idempotency-Key header must be 1 to 200 characters.", [])
             return
         token = authorization.partition(" ")[2].strip() if authorization else ""
         if not token:
@@ -256,7 +256,7 @@ class IdempotencyMiddleware:
             if outage is None:
                 raise
             logger.warning("idempotency key not read, database unavailable: %s", type(exc).__name__)
-            await send_error(send, 503, outage, [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
+            await send_error(scope, send, 503, outage, [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
             return
         if answer is not None:
             await answer(scope, receive, send)

@@ -7,6 +7,7 @@ import json
 import logging
 import re
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -20,18 +21,35 @@ _SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 
 
-async def send_error(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]]) -> None:
-    await send_json(send, status, error_body(message), headers)
+Errors = Mapping[str, Sequence[str]]
+# How a refusal made before any endpoint runs is written: (status, message, field errors or None)
+# to (status, media type, body). An app mounted with an error format of its own (SCIM's) gives
+# one for its paths (`RequestContextMiddleware`), so that its clients never see the API's envelope.
+ErrorFormat = Callable[[int, str, Errors | None], tuple[int, str, bytes]]
 
 
-async def send_json(send: Send, status: int, body: Any, headers: list[tuple[bytes, bytes]]) -> None:
-    payload = json.dumps(body).encode()
+def api_error(status: int, message: str, errors: Errors | None) -> tuple[int, str, bytes]:
+    """The API's envelope (`core.errors.error_body`)."""
+    return status, "application/json", json.dumps(error_body(message, errors)).encode()
+
+
+async def send_error(
+    scope: Scope,
+    send: Send,
+    status: int,
+    message: str,
+    headers: list[tuple[bytes, bytes]],
+    errors: Errors | None = None,
+) -> None:
+    """Refuse the request, in the error format of the app its path is under."""
+    error_format: ErrorFormat = scope.get("state", {}).get("error_format", api_error)
+    status, media_type, payload = error_format(status, message, errors)
     await send(
         {
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", b"application/json"),
+                (b"content-type", media_type.encode()),
                 (b"content-length", str(len(payload)).encode()),
                 *headers,
             ],
@@ -49,10 +67,12 @@ def header_value(scope: Scope, name: bytes) -> str | None:
 
 class RequestContextMiddleware:
     """Gives every request an id (the client's when sane) and echoes it, with rate-limit headers.
-    Outermost, so that it also renders the 500 for anything unexpected, without internals."""
+    Outermost, so that it also renders the 500 for anything unexpected, without internals. A path
+    under one of `error_formats`' prefixes is refused in that format, by every middleware."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, error_formats: Mapping[str, ErrorFormat] | None = None) -> None:
         self.app = app
+        self.error_formats = dict(error_formats or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -62,6 +82,9 @@ class RequestContextMiddleware:
         request_id = offered if offered and _SANE_REQUEST_ID.match(offered) else uuid.uuid4().hex
         state: dict[str, Any] = scope.setdefault("state", {})
         state["request_id"] = request_id
+        for prefix, error_format in self.error_formats.items():
+            if scope["path"].startswith(prefix):
+                state["error_format"] = error_format
 
         response_started = False
 
@@ -85,6 +108,7 @@ class RequestContextMiddleware:
             if response_started:
                 raise
             await send_error(
+                scope,
                 send_with_headers,
                 500,
                 f"Internal error. Quote request id {request_id} when reporting it.",
@@ -176,16 +200,19 @@ class BodyLimitMiddleware:
         too_large = f"The request body is larger than the limit of {limit} bytes."
         declared = header_value(scope, b"content-length")
         if declared is not None and not declared.isdigit():
-            await send_error(send, 400, "The Content-Length header must be a whole number of bytes.", [])
+            await send_error(
+                scope, send, 400, "The Content-Length header must be a whole number of bytes.", []
+            )
             return
         if declared is not None and int(declared) > limit:
-            await send_error(send, 413, too_large, [])
+            await send_error(scope, send, 413, too_large, [])
             return
         if scope["path"].startswith(self.json_prefix) and (declared is None or declared != "0"):
             content_type = _media_type(scope)
             has_body = declared is not None or header_value(scope, b"transfer-encoding") is not None
             if takes_csv and has_body and content_type not in ("text/csv", "multipart/form-data"):
                 await send_error(
+                    scope,
                     send,
                     415,
                     "The request body must be CSV: send 'Content-Type: text/csv', "
@@ -195,7 +222,11 @@ class BodyLimitMiddleware:
                 return
             if not takes_csv and has_body and not _is_json(scope):
                 await send_error(
-                    send, 415, "The request body must be JSON: send 'Content-Type: application/json'.", []
+                    scope,
+                    send,
+                    415,
+                    "The request body must be JSON: send 'Content-Type: application/json'.",
+                    [],
                 )
                 return
 
@@ -221,7 +252,7 @@ class BodyLimitMiddleware:
             await self.app(scope, counting_receive, tracking_send)
         except _BodyTooLarge:
             if not response_started:
-                await send_error(send, 413, too_large, [])
+                await send_error(scope, send, 413, too_large, [])
 
 
 NUL = "\x00"
@@ -319,10 +350,10 @@ class InputGuardMiddleware:
             await self.app(scope, receive, send)
             return
         if unstorable(scope["path"]):
-            await send_error(send, 404, "Not found.", [])
+            await send_error(scope, send, 404, "Not found.", [])
             return
         if sum(name == b"authorization" for name, _ in scope["headers"]) > 1:
-            await send_error(send, 400, "Send one Authorization header: this request has several.", [])
+            await send_error(scope, send, 400, "Send one Authorization header: this request has several.", [])
             return
         errors: dict[str, list[str]] = {}
         for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
@@ -330,7 +361,7 @@ class InputGuardMiddleware:
             if problem:
                 errors[printable_path(f"query.{name}")] = [problem]
         if errors:
-            await send_validation_error(send, errors)
+            await send_validation_error(scope, send, errors)
             return
         if scope["method"] not in _BODY_METHODS or not scope["path"].startswith(self.json_prefix):
             await self.app(scope, receive, send)
@@ -340,7 +371,7 @@ class InputGuardMiddleware:
             return  # the client went away
         if _is_json(scope):
             if nested_too_deep(body):
-                await send_validation_error(send, {"body": [DEPTH_MESSAGE]})
+                await send_validation_error(scope, send, {"body": [DEPTH_MESSAGE]})
                 return
             if _may_hold_unstorable(body):  # only then is it worth parsing here
                 try:
@@ -348,7 +379,7 @@ class InputGuardMiddleware:
                 except ValueError:
                     errors = {}  # not JSON: the endpoint answers 400
                 if errors:
-                    await send_validation_error(send, errors)
+                    await send_validation_error(scope, send, errors)
                     return
         await self.app(scope, replaying(body, receive), send)
 
@@ -383,6 +414,6 @@ def unstorable_fields(document: Any) -> dict[str, list[str]]:
     return found
 
 
-async def send_validation_error(send: Send, errors: dict[str, list[str]]) -> None:
+async def send_validation_error(scope: Scope, send: Send, errors: dict[str, list[str]]) -> None:
     failure = ValidationFailed.fields(errors)
-    await send_json(send, 422, error_body(failure.message, failure.errors), [])
+    await send_error(scope, send, 422, failure.message, [], failure.errors)

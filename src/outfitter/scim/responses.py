@@ -13,6 +13,7 @@ from typing import Any
 from scim2_models import Error, ListResponse, PreconditionFailedException
 from starlette.responses import Response
 
+from outfitter.core.middleware import Errors
 from outfitter.core.schemas import format_timestamp
 
 MEDIA_TYPE = "application/scim+json"
@@ -24,20 +25,35 @@ ALWAYS_RETURNED = frozenset({"id", "schemas"})
 
 def scim_response(body: Any, status_code: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     return Response(
-        json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode(),
-        status_code=status_code,
-        media_type=MEDIA_TYPE,
-        headers=dict(headers or {}),
+        _scim_json(body), status_code=status_code, media_type=MEDIA_TYPE, headers=dict(headers or {})
     )
 
 
 def error_response(
     status: int, detail: str, scim_type: str | None = None, headers: Mapping[str, str] | None = None
 ) -> Response:
+    return scim_response(_error(status, detail, scim_type), status, headers)
+
+
+def refusal(status: int, message: str, errors: Errors | None) -> tuple[int, str, bytes]:
+    """A request under /scim/v2 refused before SCIM's endpoints run (`core.middleware`: a NUL in
+    the path or the query, several Authorization headers, a body over the limit), as a SCIM Error.
+    A value refused is SCIM's 400 invalidValue (SCIM has no 422); the message names the field."""
+    scim_type = None
+    if status == 422:
+        status, scim_type = 400, "invalidValue"
+    return status, MEDIA_TYPE, _scim_json(_error(status, message, scim_type))
+
+
+def _error(status: int, detail: str, scim_type: str | None) -> dict[str, Any]:
     body: dict[str, Any] = {"schemas": [str(ERROR_URN)], "status": str(status), "detail": detail}
     if scim_type:
         body["scimType"] = scim_type
-    return scim_response(body, status, headers)
+    return body
+
+
+def _scim_json(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def version_of(resource: Mapping[str, Any]) -> str:
