@@ -170,6 +170,27 @@ def test_ping_queues_a_delivery_that_the_worker_sends(
     assert log["data"][0]["last_status_code"] == 200 and log["data"][0]["delivered_at"]
 
 
+def test_an_action_that_takes_no_body_does_not_read_one(
+    api: Api, private_ok: Settings, receiver: Receiver
+) -> None:
+    """docs/api.md: whatever a body holds where none is taken, the action runs; only its size and
+    media type are held to the API's rules."""
+    endpoint = register(api, receiver.url)
+    path = f"/client/webhook-endpoints/{endpoint['id']}/ping"
+    json_type = {"Content-Type": "application/json"}
+    for body in (b"not json at all", b'{"event_type": "employee.created"}'):
+        queued = api.post(path, content=body, headers=json_type)
+        assert queued.status_code == 202, queued.text
+        assert queued.json()["data"]["event_type"] == "ping"
+    as_text = api.post(path, content=b"ping", headers={"Content-Type": "text/plain"})
+    assert as_text.status_code == 415
+    assert (
+        as_text.json()["message"] == "The request body must be JSON: send 'Content-Type: application/json'."
+    )
+    deliveries = api.get(f"/client/webhook-endpoints/{endpoint['id']}/deliveries").json()["data"]
+    assert deliveries["total"] == 2
+
+
 def test_delivery_log_filters_by_status_and_retry_requeues(
     api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, db: Session, worker: Worker
 ) -> None:
