@@ -253,3 +253,42 @@ def test_unknown_department_is_404(api: Api, bad_id: str) -> None:
     assert_error(api.get(f"/client/departments/{bad_id}"), 404)
     assert_error(api.patch(f"/client/departments/{bad_id}", {"name": "X"}), 404)
     assert_error(api.delete(f"/client/departments/{bad_id}"), 404)
+
+
+def test_a_patch_that_changes_nothing_writes_nothing(api: Api) -> None:
+    """As for employees and equipment (docs/events.md): no event, and `updated_at` stays."""
+    alice, bob = create_employee(api), create_employee(api)
+    department = create_department(api, name="Ops", head_id=alice["id"], member_ids=[alice["id"], bob["id"]])
+    path = f"/client/departments/{department['id']}"
+    for same in (
+        {},
+        {"name": "Ops"},
+        {"head_id": alice["id"]},
+        {"member_ids": [bob["id"], alice["id"]]},  # the same set, in another order
+        {"name": "Ops", "head_id": alice["id"], "member_ids": [alice["id"], bob["id"], bob["id"]]},
+    ):
+        answer = api.patch(path, same)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["data"] == department, same
+    types = [
+        event["type"]
+        for event in api.get("/client/events", subject_id=department["id"]).json()["data"]["data"]
+    ]
+    assert types == ["department.created"]
+    assert api.patch(path, {"name": "OPS"}).json()["data"]["updated_at"] > department["updated_at"]  # recased
+    types = [
+        event["type"]
+        for event in api.get("/client/events", subject_id=department["id"]).json()["data"]["data"]
+    ]
+    assert types == ["department.updated", "department.created"]
+
+
+def test_a_name_is_one_name_however_its_accents_are_encoded(api: Api) -> None:
+    """A name is kept composed (NFC): "É" sent as "E" and a combining accent is the same name."""
+    composed = create_department(api, name="\u00c9quipe")
+    decomposed = api.post("/client/departments", {"name": "E\u0301quipe"})
+    assert_error(decomposed, 409, "already exists")
+    other = create_department(api, name="Atelier")
+    renamed = api.patch(f"/client/departments/{other['id']}", {"name": "Ate\u0301lier"}).json()["data"]
+    assert renamed["name"] == "At\u00e9lier"
+    assert api.get(f"/client/departments/{composed['id']}").json()["data"]["name"] == "\u00c9quipe"

@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from outfitter.models import Employee
+from outfitter.people.schemas import PHONE_MESSAGE
 from tests.factories import Api, assert_error, counting_statements
 from tests.people.helpers import create_employee, employee_body, give_equipment, place_order, unassign
 
@@ -118,6 +119,31 @@ def test_invalid_fields_are_422_naming_them(api: Api, db: Session, field: str, v
     body = assert_error(api.post("/client/employees", employee_body(**{field: value})), 422)
     assert field in body["errors"], body
     assert db.scalar(select(func.count()).select_from(Employee)) == 0
+
+
+@pytest.mark.parametrize(
+    "phone", ["(080) 1234 5678", "+44 (0)20 7946 0958", "0801-234-5678", "+1.555.0100", "1234"]
+)
+def test_phone_numbers_as_people_write_them_are_kept(api: Api, phone: str) -> None:
+    created = api.post("/client/employees", employee_body(phone=f" {phone} "))
+    assert created.status_code == 201, created.text
+    assert created.json()["data"]["phone"] == phone
+
+
+@pytest.mark.parametrize(
+    ("phone", "message"),
+    [
+        ("12", "String should have at least 4 characters"),
+        ("123 ", "String should have at least 4 characters"),  # stripped first
+        ("call me", PHONE_MESSAGE),
+        ("-080 1234", PHONE_MESSAGE),
+        ("080 1234 ext 5", PHONE_MESSAGE),
+        ("()()", PHONE_MESSAGE),
+    ],
+)
+def test_a_phone_number_refused_says_which_rule(api: Api, phone: str, message: str) -> None:
+    body = assert_error(api.post("/client/employees", employee_body(phone=phone)), 422)
+    assert body["errors"] == {"phone": [message]}
 
 
 def test_unknown_country_is_422_naming_country_id(api: Api) -> None:

@@ -97,3 +97,25 @@ def test_departments_changed_since(api: Api, db: Session) -> None:
     # The page mode still never shows a deleted department.
     listed = api.get("/client/departments").json()["data"]
     assert listed["total"] == 3 and deleted["id"] not in {record["id"] for record in listed["data"]}
+
+
+def test_an_offboarding_brings_the_departments_it_changes_into_the_sync(api: Api, db: Session) -> None:
+    """Deleting an employee ends their memberships and the headship of theirs (docs/people.md): those
+    departments changed, so `updated_since` returns them again; the others stay out."""
+    head, member, stays = (create_employee(api, first_name=name) for name in ("Head", "Member", "Stays"))
+    led = api.post("/client/departments", {"name": "Led", "head_id": head["id"]}).json()["data"]
+    joined = api.post("/client/departments", {"name": "Joined", "member_ids": [head["id"], stays["id"]]})
+    untouched = api.post("/client/departments", {"name": "Untouched", "member_ids": [member["id"]]})
+    assert joined.status_code == untouched.status_code == 201
+    since = _since(db, Department, Employee)
+
+    assert api.delete(f"/client/employees/{head['id']}").status_code == 200
+    changed = walk_cursor(api, "/client/departments", updated_since=since)
+    assert sorted(_names(changed)) == ["Joined", "Led"]
+    by_name = {record["name"]: record for record in changed}
+    assert by_name["Led"]["head"] == {"name": " ", "id": None}
+    assert [record["id"] for record in by_name["Joined"]["members"]] == [stays["id"]]
+    assert by_name["Led"]["updated_at"] > led["updated_at"]
+    # the employee's own event tells of it: no department event is written for it
+    types = [event["type"] for event in api.get("/client/events", since=since).json()["data"]["data"]]
+    assert types == ["employee.offboarded"]

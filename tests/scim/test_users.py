@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
 
+from outfitter.core.schemas import format_timestamp
 from outfitter.scim import service as scim_service
 from tests.factories import Api
 from tests.scim.conftest import (
@@ -293,6 +295,20 @@ def test_delete_offboards_and_hides_the_user(scim: Scim, api: Api) -> None:
     assert types == ["employee.offboarded", "employee.created"]
     # the userName is free again: the person can be hired back
     assert scim.post("/Users", user_body("ada.again@acme.example", userName="ada")).status_code == 201
+
+
+def test_delete_moves_the_departments_it_leaves_into_the_sync(scim: Scim, api: Api) -> None:
+    """The departments the User leaves changed (their members): `updated_since` returns them."""
+    user = _create(scim, "ada@acme.example")
+    left = api.post("/client/departments", {"name": "Left", "member_ids": [user["id"]]}).json()["data"]
+    api.post("/client/departments", {"name": "Other"})
+    since = api.get("/client/departments", updated_since="2000-01-01T00:00:00Z", limit=5).json()["data"]
+    newest = max(datetime.fromisoformat(record["updated_at"]) for record in since["data"])
+    after = format_timestamp(newest + timedelta(microseconds=1))  # updated_since is "at or after"
+    assert scim.delete(f"/Users/{user['id']}").status_code == 204
+    changed = api.get("/client/departments", updated_since=after, limit=5).json()["data"]["data"]
+    assert [(record["name"], record["member_count"]) for record in changed] == [("Left", 0)]
+    assert changed[0]["updated_at"] > left["updated_at"]
 
 
 def test_nul_characters_are_refused_not_stored(scim: Scim, api: Api) -> None:

@@ -169,6 +169,17 @@ def update_department(
     if body.name is not None and repository.name_taken(body.name, except_id=department.id):
         raise Conflict(name_taken(body.name))
 
+    current: set[uuid.UUID] = set()
+    if members is not None:
+        current = {
+            membership.user_id for membership in repository.memberships([department.id])[department.id]
+        }
+    joining = [user_id for user_id in members or () if user_id not in current]
+    leaving = current - set(members) if members is not None else set()
+    renamed = body.name is not None and body.name != department.name
+    if not (renamed or head is not department.head or joining or leaving):
+        return present(repository, auth, [department])[0]  # a PATCH that changes nothing writes nothing
+
     now = utcnow()
     if body.name is not None:
         department.name = body.name
@@ -176,13 +187,8 @@ def update_department(
     department.head = head
     department.updated_at = now
     _flush_name(session, department.name)
-    if members is not None:
-        current = {
-            membership.user_id for membership in repository.memberships([department.id])[department.id]
-        }
-        wanted = set(members)
-        repository.end_memberships(department.id, now, current - wanted)
-        repository.add_members(department, [user_id for user_id in members if user_id not in current], now)
+    repository.end_memberships(department.id, now, leaving)
+    repository.add_members(department, joining, now)
     session.flush()
     session.expire_all()  # memberships changed by bulk statements: read them afresh
     return _record(

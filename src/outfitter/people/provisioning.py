@@ -37,7 +37,7 @@ from outfitter.models import (
     UserDepartment,
 )
 from outfitter.models.events import EventType
-from outfitter.people.repository import EmployeeRepository
+from outfitter.people.repository import DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import EmployeeOut
 from outfitter.people.service import employee_out, present
 
@@ -196,6 +196,7 @@ def deprovision(session: Session, employee: Employee) -> Change:
     # Their reports' manager is now no User SCIM knows: none. And they leave their departments,
     # as the API's DELETE takes them out of theirs (the Groups would no longer list them anyway).
     session.execute(update_rows(Employee).where(Employee.manager_id == employee.id).values(manager_id=None))
+    DepartmentRepository(session).touch_departments_of(employee.id, employee.updated_at, headed=False)
     session.execute(
         update_rows(UserDepartment)
         .where(UserDepartment.user_id == employee.id, UserDepartment.deleted_at.is_(None))

@@ -10,7 +10,7 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Insert, Select, Table, and_, distinct, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, Insert, Select, Table, and_, distinct, func, insert, or_, select, update
 from sqlalchemy.orm import Session, contains_eager, joinedload
 
 from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
@@ -319,6 +319,23 @@ class DepartmentRepository(CompanyRepository[Department]):
                 return
             statement = statement.where(UserDepartment.user_id.in_(user_ids))
         self.session.execute(statement)
+
+    def touch_departments_of(self, employee_id: uuid.UUID, now: datetime, *, headed: bool) -> None:
+        """Move `updated_at` of the live departments the employee is a member of (and heads, when
+        `headed`): their members (or head) change as the employee leaves, and a client that syncs
+        with `updated_since` must see them again."""
+        member_of = select(UserDepartment.department_id).where(
+            UserDepartment.user_id == employee_id, UserDepartment.deleted_at.is_(None)
+        )
+        changed: ColumnElement[bool] = Department.id.in_(member_of)
+        if headed:
+            changed = or_(changed, Department.head_id == employee_id)
+        self.session.execute(
+            update(Department)
+            .where(changed, Department.deleted_at.is_(None))
+            .values(updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
 
 
 def countries_matching(session: Session, values: Iterable[str]) -> Sequence[Country]:

@@ -3,7 +3,9 @@ docs/people.md lists them, and the bodies that create and change them."""
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 import uuid
 from typing import Annotated, Any
 
@@ -21,7 +23,13 @@ from pydantic import (
 from outfitter.core.schemas import Documented, DocumentedAs, Money, NotNull, Schema, Timestamp, UuidText
 from outfitter.models import EquipmentStatus, MembershipStatus, OrderStage, OrderStatus, RetrievalDestination
 
-_PHONE = re.compile(r"^\+?[0-9][0-9 ()\-.]{3,48}$")
+# A leading '+', then a digit or '(' (local numbers are often written "(080) 1234 5678"), then digits,
+# spaces, '-', '.' and parentheses, ending with no space; 4 to 50 characters once stripped.
+_PHONE = re.compile(r"^\+?\(?[0-9][0-9 ()\-.]*[0-9()\-.]$")
+PHONE_MESSAGE = (
+    "Not a valid phone number: begin with a digit, '+' or '(', then use only digits, spaces, '-', "
+    "'.' and parentheses."
+)
 
 
 def _email(value: str) -> str:
@@ -33,7 +41,7 @@ def _email(value: str) -> str:
 
 def _phone(value: str) -> str:
     if not _PHONE.match(value):
-        raise ValueError("Not a valid phone number: use digits, spaces, '+', '-', '.' or parentheses.")
+        raise ValueError(PHONE_MESSAGE)
     return value
 
 
@@ -47,16 +55,18 @@ def _text(max_length: int) -> Any:
 
 Name = Annotated[str, _text(100), NOT_BLANK]
 Email = Annotated[str, _text(320), NOT_BLANK, AfterValidator(_email), Documented(format="email")]
-# The documented pattern is _PHONE with no space at the end (the server strips it first).
 Phone = Annotated[
     str,
-    _text(50),
+    StringConstraints(strip_whitespace=True, min_length=4, max_length=50),
     AfterValidator(_phone),
-    Documented(pattern=r"^\+?[0-9][0-9 ()\-.]{2,47}[0-9()\-.]$", examples=["+234 801 234 5678"]),
+    Documented(pattern=_PHONE.pattern, examples=["+234 801 234 5678", "(080) 1234 5678"]),
 ]
 Address = Annotated[str, _text(500), NOT_BLANK]
 CountryRef = Annotated[str, _text(100), NOT_BLANK]
 Text200 = Annotated[str, _text(200), NOT_BLANK]
+# Unique in its company ignoring case: kept in Unicode's composed form (NFC), so that "Équipe" typed
+# with a combining accent (as macOS and some HR exports write it) is the same name, not a second.
+DepartmentName = Annotated[Text200, AfterValidator(functools.partial(unicodedata.normalize, "NFC"))]
 Text100 = Annotated[str, _text(100), NOT_BLANK]
 Text50 = Annotated[str, _text(50), NOT_BLANK]
 
@@ -179,7 +189,7 @@ class DepartmentCreate(Body):
         }
     )
 
-    name: Text200
+    name: DepartmentName
     head_id: UuidText | None = Field(None, description="An employee of the company, or null")
     member_ids: list[UuidText] = Field(default_factory=list, max_length=1000)
 
@@ -187,7 +197,7 @@ class DepartmentCreate(Body):
 class DepartmentPatch(Body):
     model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Platform Engineering"}]})
 
-    name: Text200 | None = None
+    name: DepartmentName | None = None
     head_id: UuidText | None = Field(None, description="An employee of the company, or null to clear")
     member_ids: list[UuidText] | None = Field(
         None, max_length=1000, description="The full set of members; replaces it"

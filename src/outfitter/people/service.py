@@ -262,6 +262,8 @@ def delete_employee(session: Session, user_id: str, actor: str | None = None) ->
             "unassign or move it before deleting the employee."
         )
     answer = present(repository, [employee])[0]
+    # Their memberships go with them and a department they head keeps none (the keys' cascades)
+    DepartmentRepository(session).touch_departments_of(employee.id, utcnow(), headed=True)
     session.delete(employee)
     session.flush()
     record_employee_event(session, EventType.EMPLOYEE_OFFBOARDED, answer, actor)
