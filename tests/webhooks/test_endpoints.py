@@ -102,9 +102,17 @@ def test_http_is_refused_when_the_operator_does_not_allow_it(
     app.state.settings = settings.model_copy(update={"webhook_allow_http": False})
     try:
         response = api.post("/client/webhook-endpoints", {"url": "http://hooks.example.invalid/x"})
+        other_scheme = api.post("/client/webhook-endpoints", {"url": "ftp://hooks.example.invalid/x"})
     finally:
         app.state.settings = original
     assert "https://" in assert_error(response, 422)["errors"]["url"][0]
+    assert assert_error(other_scheme, 422)["errors"]["url"] == ["The URL must start with https://."]
+
+
+def test_another_scheme_is_told_the_schemes_this_server_takes(api: Api) -> None:
+    """The embedded default takes http:// too, and says so."""
+    response = api.post("/client/webhook-endpoints", {"url": "ftp://hooks.example.invalid/x"})
+    assert assert_error(response, 422)["errors"]["url"] == ["The URL must start with https:// or http://."]
 
 
 def test_patch(api: Api, private_ok: Settings, receiver: Receiver, db: Session) -> None:

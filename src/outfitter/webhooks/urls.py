@@ -66,7 +66,8 @@ def check_syntax(url: str, settings: Settings) -> tuple[str, str, int]:
         raise UnsafeUrl("Not a valid URL.") from None
     scheme = parts.scheme.lower()
     if scheme not in ("https", "http"):
-        raise UnsafeUrl("The URL must start with https://.")
+        accepted = "https:// or http://" if settings.webhooks_allow_http else "https://"
+        raise UnsafeUrl(f"The URL must start with {accepted}.")
     if scheme == "http" and not settings.webhooks_allow_http:
         raise UnsafeUrl("The URL must use https:// (http:// is allowed only when the operator enables it).")
     if not parts.hostname:
