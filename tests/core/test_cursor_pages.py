@@ -92,12 +92,12 @@ def test_a_cursor_is_bound_to_its_list_and_filters(api: Api, staff: list[dict[st
     other_filter = api.get("/client/employees", cursor=cursor, limit=2, search="b")
     assert assert_error(other_filter, 422, "other filters")["errors"] == {
         "query.cursor": [
-            "This cursor was made for other filters or another sort: send it with the query it came "
-            "from, or start again without a cursor."
+            "This cursor was made for another list, other filters or another sort: send it with the "
+            "query it came from, or start again without a cursor."
         ]
     }
     assert_error(api.get("/client/employees", cursor=cursor, limit=2), 422, "other filters")
-    assert_error(api.get("/client/departments", cursor=cursor, limit=2), 422, "other filters")
+    assert_error(api.get("/client/departments", cursor=cursor, limit=2), 422, "another list")
 
 
 def test_another_companys_cursor_reveals_nothing(

@@ -20,8 +20,8 @@ from outfitter.core.errors import ValidationFailed
 
 TAMPERED = "This cursor was not made by this list or was altered: start again without a cursor."
 OTHER_QUERY = (
-    "This cursor was made for other filters or another sort: send it with the query it came from, "
-    "or start again without a cursor."
+    "This cursor was made for another list, other filters or another sort: send it with the query "
+    "it came from, or start again without a cursor."
 )
 
 

@@ -6,7 +6,8 @@
 
 A cursor is opaque to clients: the keyset of the last row sent (its sort values and id) and a
 fingerprint of the query it was made for, signed with an HMAC. A cursor that was altered, or sent
-with other filters or another sort than the ones it came from, is a 422 naming `query.cursor`.
+to another list, or with other filters or another sort than the ones it came from, is a 422 naming
+`query.cursor`.
 """
 
 from __future__ import annotations
