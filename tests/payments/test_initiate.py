@@ -122,6 +122,12 @@ def test_credit_initiate_debits_the_wallet_and_is_fulfilled_at_once(api: Api, db
     assert wallet["balances"][0]["balance"] == expected
     assert [entry["kind"] for entry in wallet["entries"]] == ["debit", "credit"]
     assert wallet["entries"][0]["balance_after"] == expected
+    # the debit names its transaction as clients know it; the top-up has none
+    assert [entry["tx_ref"] for entry in wallet["entries"]] == [data["tx_ref"], None]
+    assert (
+        api.get(f"/client/transactions/{wallet['entries'][0]['tx_ref']}/verify").json()["data"]["status"]
+        == "Fulfilled"
+    )
     equipment = db.get(Equipment, uuid.UUID(order["items"][0]["equipment_id"]))
     assert (
         equipment is not None

@@ -345,6 +345,9 @@ class WalletEntryOut(Schema):
     balance_after: Money
     description: str
     transaction_id: uuid.UUID | None
+    tx_ref: str | None = Field(
+        description="The reference of the transaction this entry paid (verify, lists and orders name it)"
+    )
     created_at: Timestamp
 
 

@@ -196,8 +196,9 @@ def wallet_summary(session: Session) -> WalletOut:
                 balance_after=to_minor_units(entry.balance_after, currency),
                 description=entry.description,
                 transaction_id=entry.transaction_id,
+                tx_ref=tx_ref,
                 created_at=entry.created_at,
             )
-            for entry, currency in wallet.recent_entries(session)
+            for entry, currency, tx_ref in wallet.recent_entries(session)
         ],
     )
