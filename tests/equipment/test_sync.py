@@ -112,6 +112,14 @@ def test_search(api: Api, fleet: dict[str, dict[str, Any]], q: str, expected: li
     assert sorted(_titles(found["data"])) == sorted(expected) and found["total"] == len(expected)
 
 
+@pytest.mark.parametrize("q", ["écran", "ÉCRAN", "über-1", "ÜBER-1"])
+def test_search_ignores_case_beyond_ascii(api: Api, q: str) -> None:
+    created = api.post("/client/equipment", {"title": "Écran Über", "serial_number": "ÜBER-1"})
+    assert created.status_code == 201, created.text
+    found = _page(api, q=q)["data"]
+    assert [record["id"] for record in found["data"]] == [created.json()["data"]["id"]]
+
+
 def test_sort_in_page_mode_and_its_back_half(api: Api, fleet: dict[str, dict[str, Any]]) -> None:
     names = ["Dell XPS", "MacBook Air", "Pixel", "ThinkPad", "Zenbook", "iPhone"]  # byte order
     pages = [_page(api, sort="name", per_page=2, page=page)["data"] for page in (1, 2, 3)]

@@ -247,6 +247,15 @@ def test_list_filters_by_country_department_and_search(api: Api) -> None:
     assert ids(search="otieno@", country="KE") != []
 
 
+@pytest.mark.parametrize("search", ["Zoë", "ZOË", "ÑÚÑ", "ñúñez"])
+def test_search_ignores_case_beyond_ascii_on_every_database(api: Api, search: str) -> None:
+    """SQLite's own lower() folds A-Z only: the service gives it one that folds as PostgreSQL's."""
+    zoe = create_employee(api, first_name="Zoë", last_name="Ñúñez", email="zoe@acme.io")
+    create_employee(api, first_name="Zoe", last_name="Nunez", email="zoe.plain@acme.io")
+    found = api.get("/client/employees", search=search).json()["data"]
+    assert [record["id"] for record in found["data"]] == [zoe["id"]] and found["total"] == 1
+
+
 def test_list_parameters_are_validated(api: Api) -> None:
     assert "query.country" in assert_error(api.get("/client/employees", country="Narnia"), 422)["errors"]
     body = assert_error(api.get("/client/employees", department_id=str(uuid.uuid4())), 422)

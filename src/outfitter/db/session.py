@@ -48,6 +48,10 @@ def json_text(value: Any) -> str:
 CONNECTION_OPTIONS = "-c random_page_cost=1.1 -c timezone=UTC"
 
 
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
 def make_engine(database_url: str, **kwargs: Any) -> Engine:
     kwargs.setdefault("json_serializer", json_text)
     if database_url.startswith("sqlite"):
@@ -64,6 +68,9 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA busy_timeout=30000")
             cursor.close()
+            # SQLite's own lower() folds A-Z only; the searches (`search_text`) compare in any case
+            # as PostgreSQL's does, so "ZOË" finds "Zoë" here too. No SQLite index is of lower().
+            dbapi_connection.create_function("lower", 1, _lower, deterministic=True)
 
         @event.listens_for(engine, "begin")
         def _sqlite_begin_immediate(conn: Any) -> None:
