@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tests.factories import Api, load_demo_catalog
-from tests.payments.conftest import add_credit
+from tests.payments.conftest import add_credit, add_storage_device
 from tests.people.helpers import employee_body
 
 PACKAGE = "outfitter_client"
@@ -205,6 +205,33 @@ def test_a_whole_purchase_through_the_generated_client(
     assert one.parsed.data.assignee.id == created.parsed.data.id
     employee = _operation("people", "get_employee").sync_detailed(employee_id, client=client)
     assert isinstance(employee.parsed, models.EmployeeOutEnvelope), employee.content
+
+    # The other forms of `orders` the service reads are in the document, so this client sends them:
+    # a flat list of lines, and storage devices as {"equipment_id"} objects.
+    flat = models.InitiateRequest.from_dict(
+        {
+            "payment_method": "Credit",
+            "employee_country_id": "NG",
+            "orders": [{"employee_id": employee_id, "asset_pricing_id": str(pricing_id), "quantity": 2}],
+        }
+    )
+    bought = _operation("payments", "initiate_transaction").sync_detailed(client=client, body=flat)
+    assert bought.status_code == 200, bought.content
+    assert bought.parsed.data.status == models.TransactionStatus.FULFILLED
+    assert len(api.get(f"/client/orders/{bought.parsed.data.order_id}").json()["data"]["items"]) == 2
+    stored = add_storage_device(db, api.company_id)
+    as_objects = models.StorageInitiateRequest.from_dict(
+        {
+            "payment_method": "Credit",
+            "employee_country_id": "NG",
+            "orders": {employee_id: [{"equipment_id": str(stored)}]},
+        }
+    )
+    onboarded = _operation("payments", "initiate_onboard_from_storage").sync_detailed(
+        client=client, body=as_objects
+    )
+    assert onboarded.status_code == 200, onboarded.content
+    assert api.get(f"/client/equipment/{stored}").json()["data"]["assignee"]["id"] == employee_id
 
 
 def test_error_answers_parse_as_the_error_envelope(

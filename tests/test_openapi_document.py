@@ -193,8 +193,17 @@ def test_every_id_is_documented_as_a_uuid(document: dict[str, Any]) -> None:
         for branch in branches(schema):
             if "$ref" not in branch:
                 assert branch.get("format") == "uuid", (where, name, schema)
-    orders = document["components"]["schemas"]["InitiateRequest"]["properties"]["orders"]
-    assert orders["propertyNames"] == {"format": "uuid"}  # keyed by employee id
+    schemas = document["components"]["schemas"]
+    by_employee, flat = schemas["InitiateRequest"]["properties"]["orders"]["anyOf"]
+    assert by_employee["propertyNames"] == {"format": "uuid"}  # keyed by employee id
+    assert flat["items"] == {"$ref": "#/components/schemas/FlatPricingOrder"}  # or a flat list of lines
+    assert schemas["FlatPricingOrder"]["properties"]["employee_id"]["format"] == "uuid"
+    storage = schemas["StorageInitiateRequest"]["properties"]["orders"]
+    assert storage["propertyNames"] == {"format": "uuid"}
+    assert storage["additionalProperties"]["items"]["anyOf"] == [
+        {"type": "string", "format": "uuid"},
+        {"$ref": "#/components/schemas/StorageDevice"},
+    ]
 
 
 def test_bulk_employee_items_are_typed(document: dict[str, Any]) -> None:

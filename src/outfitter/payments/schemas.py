@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from outfitter.core.schemas import Documented, Money, OneOf, Schema, Timestamp, UuidText
+from outfitter.core.schemas import Documented, DocumentedAs, Money, OneOf, Schema, Timestamp, UuidText
 from outfitter.models import (
     OrderKind,
     OrderStage,
@@ -73,6 +73,32 @@ class PricingOrder(BaseModel):
     quantity: StrictInt = Field(default=1, ge=1, le=MAX_QUANTITY)
 
 
+class FlatPricingOrder(PricingOrder):
+    """A line of the flat form of `orders` (documented; read as the map by employee)."""
+
+    employee_id: UuidText
+
+
+class StorageDevice(BaseModel):
+    """A device of storage onboarding given as an object (documented; read as its id)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    equipment_id: UuidText
+
+
+PricingOrdersByEmployee = Annotated[
+    dict[str, Annotated[list[PricingOrder], Documented(minItems=1)]],
+    EMPLOYEE_KEYS,
+    Documented(minProperties=1),
+]
+# Both forms the service reads, so that schema-driven clients can send either.
+PRICING_ORDERS = DocumentedAs(
+    PricingOrdersByEmployee | Annotated[list[FlatPricingOrder], Documented(minItems=1)]
+)
+STORAGE_ORDERS = DocumentedAs(dict[str, Annotated[list[UuidText | StorageDevice], Documented(minItems=1)]])
+
+
 class InitiateRequest(BaseModel):
     """`orders` maps each employee id to what they get; a flat list of
     `{"employee_id", "asset_pricing_id", "quantity"}` is accepted too and read as that map."""
@@ -98,9 +124,7 @@ class InitiateRequest(BaseModel):
     payment_method: PaymentMethod
     employee_country_id: str = Field(max_length=100)
     redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
-    orders: Annotated[dict[str, Annotated[list[PricingOrder], Documented(minItems=1)]], EMPLOYEE_KEYS] = (
-        Field(min_length=1)
-    )
+    orders: Annotated[dict[str, list[PricingOrder]], PRICING_ORDERS] = Field(min_length=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -152,19 +176,17 @@ class StorageInitiateRequest(BaseModel):
     payment_method: PaymentMethod
     employee_country_id: str = Field(max_length=100)
     redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
-    orders: Annotated[dict[str, Annotated[list[UuidText], Documented(minItems=1)]], EMPLOYEE_KEYS] = Field(
-        min_length=1
-    )
+    orders: Annotated[
+        dict[str, list[UuidText]], STORAGE_ORDERS, EMPLOYEE_KEYS, Documented(minProperties=1)
+    ] = Field(min_length=1)
 
     @field_validator("orders", mode="before")
     @classmethod
     def _ids_from_objects(cls, value: Any) -> Any:
-        # Also accept [{"equipment_id": "..."}] per employee.
+        # Also accept [{"equipment_id": "..."}] per employee (StorageDevice: that key alone).
         if isinstance(value, dict):
             return {
-                key: [item.get("equipment_id") if isinstance(item, dict) else item for item in items]
-                if isinstance(items, list)
-                else items
+                key: [_storage_device_id(item) for item in items] if isinstance(items, list) else items
                 for key, items in value.items()
             }
         return value
@@ -178,6 +200,11 @@ class StorageInitiateRequest(BaseModel):
         return value
 
     _redirect = field_validator("redirect_url")(_check_redirect_url)
+
+
+def _storage_device_id(item: Any) -> Any:
+    """A StorageDevice's id; anything else as it is, for the id's validation to judge."""
+    return item["equipment_id"] if isinstance(item, dict) and item.keys() == {"equipment_id"} else item
 
 
 class OffboardDevice(BaseModel):
