@@ -10,8 +10,11 @@ import json
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from outfitter.core.middleware import MAX_JSON_DEPTH, nested_too_deep
+from outfitter.models.events import Event
 from tests.factories import Api, assert_error
 from tests.people.helpers import create_employee
 
@@ -58,6 +61,29 @@ def test_the_depth_limit_is_exact_and_strings_do_not_count(api: Api) -> None:
 def test_unpaired_brackets_are_malformed_json_400_not_too_deep(api: Api) -> None:
     response = api.request("POST", "/client/departments", content="[}" * 100, headers=JSON)
     assert_error(response, 400, "not valid JSON")
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/client/departments", '{"name": NaN}'),
+        ("/client/equipment", '{"title": "t", "purchase_price": Infinity}'),
+        ("/client/equipment", '{"title": "t", "purchase_price": -Infinity}'),
+        ("/client/employees/bulk", '{"employees": [[{"first_name": NaN}]]}'),
+    ],
+)
+def test_nan_and_infinity_are_not_json_400(api: Api, db: Session, path: str, body: str) -> None:
+    """RFC 8259 has no NaN or Infinity; Python's parser reads them, the service does not."""
+    answer = assert_error(api.request("POST", path, content=body, headers=JSON), 400)
+    assert answer["message"] == (
+        "The request body is not valid JSON: NaN, Infinity and -Infinity are not JSON numbers."
+    )
+    assert db.scalar(select(func.count()).select_from(Event)) == 0  # every create writes one
+
+
+def test_nan_and_infinity_inside_strings_are_text(api: Api) -> None:
+    created = api.post("/client/departments", {"name": "NaN Infinity"})
+    assert created.status_code == 201 and created.json()["data"]["name"] == "NaN Infinity"
 
 
 # (path, body, the field the error names) for each of the three initiates; EMPLOYEE is the id.

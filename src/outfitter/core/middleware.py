@@ -270,6 +270,31 @@ _ONLY_BRACKETS_AND_QUOTES = bytes(byte for byte in range(256) if byte not in b'[
 _BRACES_AS_BRACKETS = bytes.maketrans(b"{}", b"[]")
 
 
+NON_JSON_NUMBER_MESSAGE = (
+    "The request body is not valid JSON: NaN, Infinity and -Infinity are not JSON numbers."
+)
+
+
+class _NonJsonNumber(Exception):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonJsonNumber(name)
+
+
+def _holds_non_json_number(body: bytes) -> bool:
+    """Whether the body holds NaN or Infinity as a value (not inside a string): Python's parser
+    takes them, RFC 8259 does not. Only parsed when the bytes appear (a search at C speed)."""
+    try:
+        json.loads(body, parse_constant=_refuse_constant)
+    except _NonJsonNumber:
+        return True
+    except ValueError:  # not JSON at all: the endpoint answers 400 itself
+        return False
+    return False
+
+
 def _may_hold_unstorable(body: bytes) -> bool:
     """Whether a JSON body may carry unstorable text. Three byte searches first: C speed, ten times
     the regex's on a 200 KB body, and most bodies hold none of the three."""
@@ -335,6 +360,7 @@ class InputGuardMiddleware:
     - a NUL character or a lone surrogate, which no text column stores: in the path (404: no record
       has such an id), in query parameters and in JSON strings and keys (422 naming each field);
     - a JSON body nested more than MAX_JSON_DEPTH levels (422), which would overflow a parser;
+    - NaN or Infinity as a JSON value (400): not JSON, though Python's parser reads them;
     - more than one Authorization header (400): which one counts would be a guess.
 
     Only JSON can carry a lone surrogate: percent-decoding (path, query, urlencoded forms) replaces
@@ -372,6 +398,9 @@ class InputGuardMiddleware:
         if _is_json(scope):
             if nested_too_deep(body):
                 await send_validation_error(scope, send, {"body": [DEPTH_MESSAGE]})
+                return
+            if (b"NaN" in body or b"Infinity" in body) and _holds_non_json_number(body):
+                await send_error(scope, send, 400, NON_JSON_NUMBER_MESSAGE, [])
                 return
             if _may_hold_unstorable(body):  # only then is it worth parsing here
                 try:
