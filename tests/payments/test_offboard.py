@@ -259,7 +259,8 @@ def test_refusals_name_the_problem_and_write_nothing(api: Api, other_api: Api, d
     # Named by a Pending transaction (Card, unpaid): reserved, 409 for any second initiate.
     pending = api.post(INITIATE, offboard_body(ada, [str(adas)], "Card"))
     assert pending.status_code == 200, pending.text
-    assert_error(api.post(INITIATE, offboard_body(ada, [str(adas)])), 409, "already reserved")
+    second = assert_error(api.post(INITIATE, offboard_body(ada, [str(adas)])), 409, "already reserved")
+    assert f"({adas}), by {pending.json()['data']['tx_ref']}. It cannot be given again" in second["message"]
     assert count(db, Transaction) == 1 and count(db, EquipmentReservation) == 1
     # Another company cannot see it at all.
     refused = assert_error(other_api.post(INITIATE, offboard_body(ada, [str(adas)])), 422)

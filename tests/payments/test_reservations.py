@@ -91,6 +91,9 @@ def test_every_move_of_a_reserved_device_is_409_naming_the_transaction(api: Api,
     assert onboarding in bulk["errors"]["equipment_ids.0"][0]
     assert offboarding in bulk["errors"]["equipment_ids.1"][0]
     assert {device: state(db, device) for device in (held, stored)} == before
+    # A second initiate for a reserved device names the transaction holding it too.
+    again = assert_error(api.post(STORAGE, card(other, [stored])), 409, onboarding)
+    assert f"Stored laptop ({stored}), by {onboarding}" in again["message"]
 
     # An edit that moves nothing is not a move: allowed while reserved.
     edited = api.patch(f"/client/equipment/{held}", {"description": "Scratched lid"})

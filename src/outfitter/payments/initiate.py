@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
@@ -26,6 +26,7 @@ from outfitter.core.errors import Conflict, DomainError, ValidationFailed
 from outfitter.core.tenancy import parse_uuid
 from outfitter.core.unit_of_work import ClientWork
 from outfitter.db.base import utcnow
+from outfitter.equipment.repository import EquipmentRepository
 from outfitter.models import (
     AssetStatus,
     Country,
@@ -46,7 +47,6 @@ from outfitter.payments.events import record_transaction_event
 from outfitter.payments.fees import Charges, compute_charges, schedule_for
 from outfitter.payments.fulfilment import settle
 from outfitter.payments.gateways import CheckoutRequest, GatewayError, GatewayPayment, GatewayRegistry
-from outfitter.payments.repository import reserved_equipment_ids
 from outfitter.payments.schemas import InitiateRequest, StorageInitiateRequest
 from outfitter.payments.wallet import debit_wallet
 
@@ -267,9 +267,8 @@ def reserve_devices(session: Session, transaction: Transaction, devices: dict[uu
                 for equipment_id in devices
             )
     except IntegrityError:  # another initiate reserved one of them first
-        raise Conflict(
-            _reserved_message(devices, reserved_equipment_ids(session, list(devices)) or set(devices))
-        ) from None
+        reserving = EquipmentRepository(session).reserving_transactions(list(devices))
+        raise Conflict(_reserved_message(devices, reserving or dict.fromkeys(devices))) from None
 
 
 def _storage_devices(session: Session, ids: set[uuid.UUID], *, lock: bool) -> dict[uuid.UUID, Equipment]:
@@ -285,22 +284,27 @@ def _check_storage_devices(session: Session, devices: dict[uuid.UUID, Equipment]
             raise Conflict(
                 f"Equipment {equipment.title} ({equipment.id}) is {equipment.status}, not In_Storage."
             )
-    reserved = reserved_equipment_ids(session, list(devices))
-    if reserved:
-        raise Conflict(_reserved_message(devices, reserved))
+    reserving = EquipmentRepository(session).reserving_transactions(list(devices))
+    if reserving:
+        raise Conflict(_reserved_message(devices, reserving))
 
 
 def _ttl(gateways: GatewayRegistry) -> timedelta:
     return timedelta(hours=gateways.settings.transaction_ttl_hours)
 
 
-def _reserved_message(devices: dict[uuid.UUID, Equipment], reserved: set[uuid.UUID]) -> str:
-    names = ", ".join(
-        f"{devices[equipment_id].title} ({equipment_id})"
-        for equipment_id in sorted(reserved)
+def _reserved_message(devices: dict[uuid.UUID, Equipment], reserving: Mapping[uuid.UUID, str | None]) -> str:
+    """409 naming each device taken and, when known, the transaction holding it (`reserving`:
+    device id to tx_ref; None when a racing initiate's reservation is not visible yet)."""
+    names = "; ".join(
+        f"{devices[equipment_id].title} ({equipment_id})" + (f", by {tx_ref}" if tx_ref else "")
+        for equipment_id, tx_ref in sorted(reserving.items())
         if equipment_id in devices
     )
-    return f"Equipment already reserved by a pending transaction: {names}."
+    return (
+        f"Equipment already reserved by a pending transaction: {names}. It cannot be given again "
+        "until that transaction is paid, fails or expires."
+    )
 
 
 def _register_with_gateway(work: ClientWork, draft: _Draft, gateways: GatewayRegistry) -> None:

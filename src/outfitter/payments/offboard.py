@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from outfitter.catalog.reference import resolve_country
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.unit_of_work import ClientWork
+from outfitter.equipment.repository import EquipmentRepository
 from outfitter.models import (
     Employee,
     Equipment,
@@ -40,7 +41,7 @@ from outfitter.payments.initiate import (
     _write,
     reserve_devices,
 )
-from outfitter.payments.repository import open_retrieval_equipment_ids, reserved_equipment_ids
+from outfitter.payments.repository import open_retrieval_equipment_ids
 from outfitter.payments.schemas import OffboardInitiateRequest
 
 
@@ -111,9 +112,9 @@ def _check_held_devices(
                 f"Equipment {equipment.title} ({equipment.id}) is not assigned to {holder.full_name}: "
                 "name each device under the employee who holds it."
             )
-    reserved = reserved_equipment_ids(session, list(devices))
-    if reserved:
-        raise Conflict(_reserved_message(devices, reserved))
+    reserving = EquipmentRepository(session).reserving_transactions(list(devices))
+    if reserving:
+        raise Conflict(_reserved_message(devices, reserving))
     returning = open_retrieval_equipment_ids(session, list(devices))
     if returning:
         names = ", ".join(
