@@ -105,6 +105,25 @@ def test_prices_in_two_currencies_unknown_pricing_and_bad_values_are_422(api: Ap
     assert count(db, Transaction) == 0
 
 
+def test_an_unknown_employee_or_device_is_named_as_everywhere_else(api: Api, db: Session) -> None:
+    """The same words as every other place that takes an employee's or a device's id."""
+    stranger, device = uuid.uuid4(), uuid.uuid4()
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    bought = assert_error(api.post("/client/transactions/initiate", card_body(stranger, pricing)), 422)
+    assert bought["errors"][f"orders.{stranger}"] == [
+        "Unknown employee: give the id of one of your employees."
+    ]
+    employee = add_employee(db, api.company_id)
+    storage = {
+        "payment_method": "Card",
+        "employee_country_id": "NG",
+        "orders": {str(employee): [str(device)]},
+    }
+    onboarded = assert_error(api.post("/client/transactions/onboard-from-storage/initiate", storage), 422)
+    assert list(onboarded["errors"].values()) == [["Unknown equipment: give the id of one of your devices."]]
+    assert count(db, Transaction) == 0
+
+
 def test_credit_initiate_debits_the_wallet_and_is_fulfilled_at_once(api: Api, db: Session) -> None:
     employee = add_employee(db, api.company_id)
     pricing = prices(api)[0]["asset_pricing"]["id"]

@@ -112,6 +112,7 @@ def test_unknown_members_are_named_by_position(api: Api, db: Session) -> None:
     body = {"name": "Ops", "member_ids": [member["id"], member["id"], str(uuid.uuid4()), "junk"]}
     errors = assert_error(api.post("/client/departments", body), 422)["errors"]
     assert set(errors) == {"member_ids.2", "member_ids.3"}
+    assert errors["member_ids.2"] == ["Unknown employee: give the id of one of your employees."]
     assert db.scalars(select(Department)).first() is None
 
 

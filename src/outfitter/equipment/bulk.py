@@ -30,16 +30,15 @@ from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
 from outfitter.equipment import lifecycle, presenters, service
 from outfitter.equipment.events import answered_events, record_equipment_events, status_event
-from outfitter.equipment.repository import EquipmentRepository
+from outfitter.equipment.repository import UNKNOWN_DEVICE, EquipmentRepository
 from outfitter.equipment.schemas import EquipmentBulkMove, EquipmentCreate, EquipmentOut
 from outfitter.models import Country, Currency, Employee, Equipment, EquipmentHistory, EquipmentStatus, Event
 from outfitter.models.events import EventType
 from outfitter.models.webhooks import WebhookDelivery
 from outfitter.people.bulk import BatchCountries
+from outfitter.people.repository import UNKNOWN_EMPLOYEE
 
 MAX_BULK_EQUIPMENT = 1000
-UNKNOWN_EMPLOYEE = "Unknown employee: give the id of one of your employees."
-UNKNOWN_DEVICE = "Unknown equipment: give the id of one of your devices."
 
 
 class SerialNumberTaken(Exception):

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.db.base import utcnow
 from outfitter.models import Employee, Equipment, EquipmentEvent, EquipmentHistory, EquipmentStatus
+from outfitter.people.repository import UNKNOWN_EMPLOYEE
 
 ALLOWED_MOVES: dict[EquipmentStatus, frozenset[EquipmentStatus]] = {
     EquipmentStatus.UNASSIGNED: frozenset(
@@ -146,7 +147,7 @@ def move(
         if assignee is None:
             raise ValidationFailed.field("assignee_id", "Assigned equipment needs an assignee.")
         if assignee.company_id != equipment.company_id:
-            raise ValidationFailed.field("assignee_id", "Unknown employee.")
+            raise ValidationFailed.field("assignee_id", UNKNOWN_EMPLOYEE)
     equipment.status = to_status
     equipment.assignee_id = assignee.id if to_status == EquipmentStatus.ASSIGNED and assignee else None
     equipment.status_changed_at = utcnow()

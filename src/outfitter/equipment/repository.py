@@ -163,6 +163,10 @@ def _device_created(
     return statement
 
 
+# Every place that takes a device's id answers an unknown one (or another company's) alike.
+UNKNOWN_DEVICE = "Unknown equipment: give the id of one of your devices."
+
+
 class EquipmentRepository(CompanyRepository[Equipment]):
     model = Equipment
     label = LABEL

@@ -47,6 +47,7 @@ from outfitter.models import (
     fold_spec,
 )
 from outfitter.models.events import EventType
+from outfitter.people.repository import UNKNOWN_EMPLOYEE
 
 MAX_SERIAL_FILTER = 100
 # Plain columns a client edits as given (title, references and specs have their own rules).
@@ -326,7 +327,7 @@ def _resolve_references(session: Session, body: EquipmentFields, fields: set[str
 def _employee(repository: EquipmentRepository, employee_id: uuid.UUID) -> Employee:
     employee = repository.employee(employee_id)
     if employee is None:
-        raise ValidationFailed.field("assignee_id", "Unknown employee: give the id of one of your employees.")
+        raise ValidationFailed.field("assignee_id", UNKNOWN_EMPLOYEE)
     return employee
 
 

@@ -26,7 +26,7 @@ from outfitter.core.errors import Conflict, DomainError, ValidationFailed
 from outfitter.core.tenancy import parse_uuid
 from outfitter.core.unit_of_work import ClientWork
 from outfitter.db.base import utcnow
-from outfitter.equipment.repository import EquipmentRepository
+from outfitter.equipment.repository import UNKNOWN_DEVICE, EquipmentRepository
 from outfitter.models import (
     AssetStatus,
     Country,
@@ -49,6 +49,7 @@ from outfitter.payments.fulfilment import settle
 from outfitter.payments.gateways import CheckoutRequest, GatewayError, GatewayPayment, GatewayRegistry
 from outfitter.payments.schemas import InitiateRequest, StorageInitiateRequest
 from outfitter.payments.wallet import debit_wallet
+from outfitter.people.repository import UNKNOWN_EMPLOYEE
 
 MAX_DEVICES = 1000
 
@@ -77,7 +78,7 @@ def _employees_of(
     for key, employee_id in parsed.items():
         employee = found.get(employee_id) if employee_id else None
         if employee is None:
-            errors.setdefault(f"orders.{key}", []).append("Unknown employee: not one of this company's.")
+            errors.setdefault(f"orders.{key}", []).append(UNKNOWN_EMPLOYEE)
         elif employee.country_id != country.id:
             errors.setdefault(f"orders.{key}", []).append(
                 f"{employee.full_name} lives in {employee.country.name}, not {country.name}: "
@@ -204,7 +205,7 @@ def _named_devices(
     devices = _storage_devices(session, seen, lock=False)
     for path, equipment_id in wanted.items():
         if (equipment_id is None or equipment_id not in devices) and path not in errors:
-            errors.setdefault(path, []).append("Unknown equipment: not one of this company's.")
+            errors.setdefault(path, []).append(UNKNOWN_DEVICE)
     return devices
 
 

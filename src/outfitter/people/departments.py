@@ -17,7 +17,7 @@ from outfitter.core.tenancy import parse_uuid
 from outfitter.db.base import utcnow
 from outfitter.models import Department, Employee, UserDepartment
 from outfitter.models.events import EventType
-from outfitter.people.repository import DepartmentRepository, EmployeeRepository
+from outfitter.people.repository import UNKNOWN_EMPLOYEE, DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import (
     CompanyBrief,
     DepartmentChange,
@@ -28,8 +28,6 @@ from outfitter.people.schemas import (
     MemberOut,
     UserDepartmentOut,
 )
-
-UNKNOWN_EMPLOYEE = "Unknown employee: give the id of one of this company's employees."
 
 
 def name_taken(name: str) -> str:

@@ -52,6 +52,10 @@ def _employee_created(columns: tuple[str, ...], event_columns: tuple[str, ...], 
     return statement
 
 
+# Every place that takes an employee's id answers an unknown one (or another company's) alike.
+UNKNOWN_EMPLOYEE = "Unknown employee: give the id of one of your employees."
+
+
 class EmployeeRepository(CompanyRepository[Employee]):
     model = Employee
     label = "Employee"
