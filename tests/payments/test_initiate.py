@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from outfitter.models import (
@@ -18,6 +18,7 @@ from outfitter.models import (
     Wallet,
     WalletEntry,
 )
+from outfitter.payments import initiate
 from tests.factories import Api, assert_error
 from tests.payments.conftest import add_credit, add_employee, add_storage_device, card_body, count, prices
 
@@ -46,6 +47,32 @@ def test_card_initiate_answers_a_pending_transaction_with_numbers_and_a_link(api
     assert data["link"] == f"http://testserver/sandbox/checkout/{data['tx_ref']}"
     assert data["order_id"] is None
     assert count(db, Order) == 0
+
+
+@pytest.mark.usefixtures("postgres_only")
+def test_a_card_transaction_is_stamped_within_its_database_transaction(
+    api: Api, db: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Card initiate ends its reads before it calls the gateway, and writes in a new database
+    transaction: its stamp must not be older than that transaction's start, or an `updated_since`
+    walk, whose horizon is the oldest transaction in flight, could pass it while it is uncommitted
+    and never return it (a black-box probe lost 10 of 6,000 this way)."""
+    started: list[object] = []
+    original = initiate._write
+
+    def written(session: Session, *args: object) -> Transaction:
+        transaction = original(session, *args)
+        started.append(session.scalar(select(func.now())))  # the database transaction's start
+        return transaction
+
+    monkeypatch.setattr(initiate, "_write", written)
+    employee = add_employee(db, api.company_id)
+    response = api.post(
+        "/client/transactions/initiate", card_body(employee, prices(api)[0]["asset_pricing"]["id"])
+    )
+    assert response.status_code == 200, response.text
+    stamped = db.scalars(select(Transaction.updated_at)).one()
+    assert started and stamped >= started[0]
 
 
 def test_flat_list_orders_are_accepted(api: Api, db: Session) -> None:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import Depends, Query, Request
-from sqlalchemy import ColumnElement, Select, bindparam, func, select, tuple_
+from sqlalchemy import ColumnElement, Select, bindparam, func, literal, select, tuple_
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.types import Enum, Uuid
@@ -27,7 +27,7 @@ from sqlalchemy.types import Enum, Uuid
 from outfitter.core.cursors import OTHER_QUERY, decode_cursor, encode_cursor, query_fingerprint
 from outfitter.core.errors import ValidationFailed
 from outfitter.core.schemas import DateTimeText, NotNull, as_utc
-from outfitter.db.base import UTCDateTime
+from outfitter.db.base import UTCDateTime, utcnow
 
 DEFAULT_PER_PAGE = 15
 MAX_PER_PAGE = 100
@@ -338,6 +338,18 @@ def _horizon_on_postgresql(_element: _SyncHorizon, _compiler: Any, **_kw: Any) -
 @compiles(_SyncHorizon)
 def _no_horizon(_element: _SyncHorizon, _compiler: Any, **_kw: Any) -> str:
     return "NULL"
+
+
+def change_time(session: Session) -> datetime:
+    """The time to stamp a change with, taken once the session's transaction has begun in the
+    database. The horizon trusts that no change still uncommitted is stamped before its
+    transaction's start; a transaction begins at its first statement, so a request that ended its
+    reads to call another system (`ClientWork.end_reads`) begins its next one here first."""
+    session.execute(_TRANSACTION_BEGUN)
+    return utcnow()
+
+
+_TRANSACTION_BEGUN = select(literal(1))
 
 
 # Read in a statement of its own BEFORE the page: a transaction that commits between the two is

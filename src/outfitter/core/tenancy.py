@@ -690,8 +690,8 @@ class CompanyRepository(Generic[ModelT]):
         if parsed is None:
             return None
         statement = self.select(*options).where(self.model.id == parsed)
-        if for_update:
-            statement = statement.with_for_update()
+        if for_update:  # the record's row only, not those its options join; read afresh
+            statement = statement.with_for_update(of=self.model).execution_options(populate_existing=True)
         return self.session.scalars(statement).unique().one_or_none()
 
     def get(self, record_id: uuid.UUID | str, *options: ORMOption, for_update: bool = False) -> ModelT:

@@ -52,6 +52,7 @@ from outfitter.models import (
     EquipmentReservation,
     Transaction,
 )
+from outfitter.people.repository import EmployeeRepository
 
 __all__ = [
     "EquipmentFilters",
@@ -237,22 +238,18 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         return self.session.scalar(statement.limit(1)) is not None
 
     def employee(self, employee_id: uuid.UUID) -> Employee | None:
-        """An employee of this company, or None (unknown or another company's)."""
-        statement = select(Employee).where(Employee.id == employee_id)
-        return self.session.scalars(statement).one_or_none()
+        """An employee of this company to assign a device to, or None (unknown or another
+        company's): held as `EmployeeRepository.referenced` holds it."""
+        return self.employees({employee_id}).get(employee_id)
 
     def serials_taken(self, serial_numbers: Collection[str]) -> set[str]:
         """Which of `serial_numbers` the company's devices already carry: one statement."""
         return values_taken(self.session, Equipment.serial_number, serial_numbers)
 
     def employees(self, employee_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
-        """The company's employees among `employee_ids` (another company's are simply absent)."""
-        if not employee_ids:
-            return {}
-        return {
-            employee.id: employee
-            for employee in self.session.scalars(select(Employee).where(Employee.id.in_(employee_ids)))
-        }
+        """The company's employees among `employee_ids` (another company's are simply absent), to
+        assign devices to: held as `EmployeeRepository.referenced` holds them."""
+        return EmployeeRepository(self.session).referenced(employee_ids)
 
     def for_move(self, equipment_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Equipment]:
         """The company's devices among `equipment_ids`, locked for the move (FOR UPDATE on

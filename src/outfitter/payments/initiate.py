@@ -23,9 +23,9 @@ from outfitter.catalog.reference import resolve_country
 from outfitter.catalog.repository import CatalogRepository
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, DomainError, ValidationFailed
+from outfitter.core.pagination import change_time
 from outfitter.core.tenancy import parse_uuid
 from outfitter.core.unit_of_work import ClientWork
-from outfitter.db.base import utcnow
 from outfitter.equipment.repository import UNKNOWN_DEVICE, EquipmentRepository
 from outfitter.models import (
     AssetStatus,
@@ -335,7 +335,7 @@ def _register_with_gateway(work: ClientWork, draft: _Draft, gateways: GatewayReg
 
 
 def _write(session: Session, auth: AuthContext, draft: _Draft, ttl: timedelta) -> Transaction:
-    now = utcnow()
+    now = change_time(session)  # a Card initiate's reads ended before the gateway was called
     charges = draft.charges
     transaction = Transaction(
         id=uuid.uuid4(),

@@ -79,7 +79,8 @@ def _department_out(
 def _head(session: Session, head_id: str | None) -> Employee | None:
     if head_id is None:
         return None
-    head = EmployeeRepository(session).find(head_id)
+    parsed = parse_uuid(head_id)
+    head = EmployeeRepository(session).referenced({parsed}).get(parsed) if parsed is not None else None
     if head is None:
         raise ValidationFailed.field("head_id", UNKNOWN_EMPLOYEE)
     return head
@@ -88,7 +89,7 @@ def _head(session: Session, head_id: str | None) -> Employee | None:
 def _members(session: Session, member_ids: Sequence[str]) -> list[uuid.UUID]:
     """The distinct employees named, in order; unknown or another company's: 422 at their position."""
     parsed = [parse_uuid(value) for value in member_ids]
-    found = EmployeeRepository(session).by_ids({value for value in parsed if value is not None})
+    found = EmployeeRepository(session).referenced({value for value in parsed if value is not None})
     errors = {
         f"member_ids.{position}": [UNKNOWN_EMPLOYEE]
         for position, value in enumerate(parsed)
@@ -107,8 +108,10 @@ def _record(session: Session, auth: AuthContext, type: EventType, department: De
 def _flush_name(session: Session, name: str) -> None:
     try:
         session.flush()
-    except IntegrityError:  # a concurrent request took the name after our check
-        raise Conflict(name_taken(name)) from None
+    except IntegrityError as error:
+        if "active_name" not in str(error.orig):
+            raise
+        raise Conflict(name_taken(name)) from None  # a concurrent request took the name after our check
 
 
 def list_departments(
@@ -156,14 +159,18 @@ def update_department(
     session: Session, auth: AuthContext, department_id: str, body: DepartmentPatch
 ) -> DepartmentOut:
     repository = DepartmentRepository(session)
-    department = _live(repository, department_id, for_update=True)
+    _live(repository, department_id)  # an unknown department is 404 before anything else
     sent = body.model_fields_set
     if "name" in sent and body.name is None:
         raise ValidationFailed.field("name", "May not be null or empty.")
     if "member_ids" in sent and body.member_ids is None:
         raise ValidationFailed.field("member_ids", "Give the full list of members; [] removes them all.")
-    head = _head(session, body.head_id) if "head_id" in sent else department.head
+    # The employees named are held before the department is locked: an employee's delete holds
+    # the employee, then the departments it changes, so both lock in that order and never deadlock.
+    named_head = _head(session, body.head_id) if "head_id" in sent else None
     members = _members(session, body.member_ids) if body.member_ids is not None else None
+    department = _live(repository, department_id, for_update=True)
+    head = named_head if "head_id" in sent else department.head
     if body.name is not None and repository.name_taken(body.name, except_id=department.id):
         raise Conflict(name_taken(body.name))
 

@@ -93,8 +93,10 @@ class EmployeeRepository(CompanyRepository[Employee]):
             )
         return list(self.session.scalars(listing.limit(limit)).unique())
 
-    def get_with_country(self, record_id: uuid.UUID | str) -> Employee:
-        return self.get(record_id, joinedload(Employee.country))
+    def get_with_country(self, record_id: uuid.UUID | str, *, for_update: bool = False) -> Employee:
+        """`for_update`: locked for a change or the delete, which then wait for one another (and a
+        delete waits for every write that references the employee: `referenced`)."""
+        return self.get(record_id, joinedload(Employee.country), for_update=for_update)
 
     def insert_unless_taken(self, row: dict[str, Any]) -> bool:
         """Insert one employee's row unless the company has its email already: whether it did."""
@@ -124,11 +126,16 @@ class EmployeeRepository(CompanyRepository[Employee]):
         company_id = company_of(self.session)
         insert_rows(self.session, Employee, [{**row, "company_id": company_id} for row in rows])
 
-    def by_ids(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
+    def referenced(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
+        """The company's employees among `ids`, for a write that will reference them (an assignee,
+        a head, a member): each row held FOR KEY SHARE, as the foreign key's own check holds it,
+        but from the read on. A concurrent delete (`get_with_country(for_update=True)`) then either
+        waits for this write and counts what it assigned (409), or has committed first, and the
+        employee is unknown here (422) rather than a broken key at the write (500)."""
         if not ids:
             return {}
-        records = self.session.scalars(self.select().where(Employee.id.in_(ids)))
-        return {record.id: record for record in records}
+        statement = self.select().where(Employee.id.in_(ids)).with_for_update(key_share=True)
+        return {record.id: record for record in self.session.scalars(statement)}
 
     def assigned_count(self, employee_id: uuid.UUID) -> int:
         return (
@@ -245,7 +252,8 @@ class DepartmentRepository(CompanyRepository[Department]):
             return None
         statement = self.live().where(Department.id == parsed)
         if for_update:
-            statement = statement.with_for_update(of=Department)
+            # read afresh: the department may have been read, unlocked, earlier in the request
+            statement = statement.with_for_update(of=Department).execution_options(populate_existing=True)
         return self.session.scalars(statement).unique().one_or_none()
 
     def name_taken(self, name: str, except_id: uuid.UUID | None = None) -> bool:

@@ -228,7 +228,7 @@ def update_employee(
     session: Session, user_id: str, body: EmployeePatch, actor: str | None = None
 ) -> EmployeeOut:
     repository = EmployeeRepository(session)
-    employee = repository.get_with_country(user_id)
+    employee = repository.get_with_country(user_id, for_update=True)  # a racing delete: 404
     changes = {name: getattr(body, name) for name in body.model_fields_set}
     missing = {
         name: ["May not be null or empty."]
@@ -254,7 +254,7 @@ def update_employee(
 def delete_employee(session: Session, user_id: str, actor: str | None = None) -> EmployeeOut:
     """Offboard: refused while the employee holds Assigned equipment; answers the record as it was."""
     repository = EmployeeRepository(session)
-    employee = repository.get_with_country(user_id)
+    employee = repository.get_with_country(user_id, for_update=True)
     held = repository.assigned_count(employee.id)
     if held:
         raise Conflict(
