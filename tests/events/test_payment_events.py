@@ -63,7 +63,9 @@ def test_a_credit_purchase_records_its_whole_story(api: Api, db: Session) -> Non
     verified = _data(api.get(f"/client/transactions/{initiated['tx_ref']}/verify"))
     transaction_id = only(api, "transaction.fulfilled")["subject_id"]
     assert_event(only(api, "transaction.fulfilled"), "transaction.fulfilled", transaction_id, verified)
-    pending = {**verified, "status": "Pending", "order_id": None}
+    # as initiated: Pending, no order yet, last changed when it was made
+    pending = {**verified, "status": "Pending", "order_id": None, "updated_at": verified["created_at"]}
+    assert verified["updated_at"] > verified["created_at"]  # fulfilled since
     assert_event(only(api, "transaction.initiated"), "transaction.initiated", transaction_id, pending)
 
     order = _data(api.get(f"/client/orders/{verified['order_id']}"))

@@ -83,3 +83,6 @@ def test_updated_since_gives_exactly_what_changed(
     assert changed_orders[0] == api.get(f"/client/orders/{first_order}").json()["data"]
     changed_transactions = walk_cursor(api, "/client/transactions", updated_since=since)
     assert [transaction["tx_ref"] for transaction in changed_transactions] == [new["tx_ref"]]
+    # A client resumes from the last record's own updated_at (inclusive: that record comes again).
+    resumed = walk_cursor(api, "/client/transactions", updated_since=changed_transactions[-1]["updated_at"])
+    assert [transaction["tx_ref"] for transaction in resumed] == [new["tx_ref"]]

@@ -41,6 +41,7 @@ EMPLOYEE_FIELDS = {
     "orders",
     "open_retrievals",
     "created_at",
+    "updated_at",
 }
 
 

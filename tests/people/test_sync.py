@@ -49,9 +49,14 @@ def test_employees_changed_since(api: Api, db: Session) -> None:
 
     changed = walk_cursor(api, "/client/employees", updated_since=since, limit=2)
     assert _names(changed) == ["Bola", "Ada", "Chidi", "Efe"]
+    # Each carries its updated_at, where the next walk resumes (inclusive: the last comes again).
+    assert [record["updated_at"] for record in changed] == sorted(record["updated_at"] for record in changed)
+    resumed = walk_cursor(api, "/client/employees", updated_since=changed[-1]["updated_at"])
+    assert _names(resumed) == ["Efe"]
     assert [record["deleted"] for record in changed] == [False, True, False, False]
     # The offboarded one as it was when it left; the others as the list shows them now.
-    assert changed[1] == offboarded | {"deleted": True}
+    assert changed[1] == offboarded | {"deleted": True, "updated_at": changed[1]["updated_at"]}
+    assert changed[1]["updated_at"] > offboarded["updated_at"]  # when it was offboarded
     now = {record["id"]: record for record in api.get("/client/employees").json()["data"]["data"]}
     assert changed[0] == now[bola["id"]] | {"deleted": False} and changed[0]["job_title"] == "CTO"
     # Filters narrow the live records; an offboarding is reported whatever the filters.

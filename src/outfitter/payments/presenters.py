@@ -37,6 +37,7 @@ def transaction_fields(transaction: Transaction, order_id: uuid.UUID | None) -> 
         "link": transaction.link,
         "order_id": order_id,
         "created_at": transaction.created_at,
+        "updated_at": transaction.updated_at,
         "expires_at": transaction.expires_at,
     }
 

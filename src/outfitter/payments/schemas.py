@@ -285,6 +285,9 @@ class _TransactionBase(Schema):
     status: TransactionStatus
     order_id: uuid.UUID | None = None
     created_at: Timestamp
+    updated_at: Timestamp = Field(
+        description="When the transaction last changed (its status): where an `updated_since` sync resumes"
+    )
     expires_at: Timestamp
 
 

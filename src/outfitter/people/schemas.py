@@ -261,6 +261,9 @@ class EmployeeOut(Schema):
     orders: list[OrderBrief]
     open_retrievals: list[OpenRetrieval]
     created_at: Timestamp
+    updated_at: Timestamp = Field(
+        description="When the employee's own fields last changed: where an `updated_since` sync resumes"
+    )
 
 
 class CompanyBrief(Schema):

@@ -100,6 +100,7 @@ def employee_out(
             for item in retrievals
         ],
         created_at=employee.created_at,
+        updated_at=employee.updated_at,
     )
 
 
@@ -192,7 +193,8 @@ def list_employees(
     records: list[EmployeeOut] = [
         EmployeeChange(**next(presented).model_dump())
         if isinstance(item, Employee)
-        else EmployeeChange.model_validate({**item.data, "deleted": True})
+        # as it was when it left; it last changed then (the offboarding), where a sync resumes
+        else EmployeeChange.model_validate({**item.data, "updated_at": item.updated_at, "deleted": True})
         for item in page.items
     ]
     return records, page
