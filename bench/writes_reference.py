@@ -338,6 +338,7 @@ async def create_employee(request: Request) -> Response:
                     "orders": [],
                     "open_retrievals": [],
                     "created_at": ts(now),
+                    "updated_at": ts(now),
                 }
                 await record_event(
                     conn, company, "employee.created", "employee", employee_id, token["name"], data
