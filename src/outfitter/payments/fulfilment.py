@@ -249,12 +249,14 @@ def _record_unavailable(
 
 
 def _employees(session: Session, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Employee]:
+    """The employees the devices go to, held FOR KEY SHARE as `EmployeeRepository.referenced`
+    holds them: an employee's DELETE then waits for the assignment (and answers 409), or has
+    committed first and the employee is absent here (its devices stay Unassigned)."""
     wanted = set(ids)
     if not wanted:
         return {}
-    return {
-        employee.id: employee for employee in session.scalars(select(Employee).where(Employee.id.in_(wanted)))
-    }
+    statement = select(Employee).where(Employee.id.in_(wanted)).with_for_update(key_share=True)
+    return {employee.id: employee for employee in session.scalars(statement)}
 
 
 def _create_catalog_equipment(
