@@ -111,6 +111,20 @@ def test_pay_sends_the_webhook_then_redirects_and_the_order_exists(
     assert count(db, Order) == 1 and count(db, Equipment) == 2
 
 
+def test_devices_paid_for_an_employee_deleted_meanwhile_stay_unassigned(
+    api: Api, db: Session, client: TestClient, sandbox: SandboxGateway
+) -> None:
+    """The payment still makes its order and its devices; they wait, Unassigned, for someone."""
+    data, employee, _ = start(api, db)
+    assert api.delete(f"/client/employees/{employee}").status_code == 200  # holds nothing yet
+    assert client.post(f"{data['link']}/pay", follow_redirects=False).status_code == 303
+    order = api.get("/client/orders").json()["data"]["data"][0]
+    assert order["tx_ref"] == data["tx_ref"] and order["items"][0]["employee"]["id"] is None
+    device = api.get(f"/client/equipment/{order['items'][0]['equipment_id']}").json()["data"]
+    assert device["status"] == "Unassigned" and device["assignee"] is None
+    assert api.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]["status"] == "Fulfilled"
+
+
 def test_the_done_page_shows_the_real_status_not_the_query_string(
     api: Api, db: Session, client: TestClient, sandbox: SandboxGateway
 ) -> None:
