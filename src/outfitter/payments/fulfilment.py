@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
 
@@ -55,6 +55,7 @@ from outfitter.payments.repository import (
     lock_transaction,
     release_reservations,
 )
+from outfitter.people.repository import EmployeeRepository
 
 logger = logging.getLogger("outfitter.payments")
 
@@ -194,7 +195,11 @@ def fulfil(
     session.add(order)
     session.flush()  # the unique transaction_id refuses a second order here
     items = items_of(session, transaction.id)
-    employees = _employees(session, [item.employee_id for item in items if item.employee_id])
+    # Held as every write naming an employee holds them: a DELETE racing this waits for it (and
+    # answers 409), or committed first and the employee is absent (the devices stay Unassigned).
+    employees = EmployeeRepository(session).referenced(
+        {item.employee_id for item in items if item.employee_id}
+    )
     history_actor = transaction.actor or lifecycle.SYSTEM_ACTOR
     unavailable: list[uuid.UUID | None] = []
     if transaction.kind == TransactionKind.STORAGE:
@@ -246,17 +251,6 @@ def _record_unavailable(
     share = (transaction.total_amount * gone / devices).quantize(Decimal(1).scaleb(-(minor_units or 0)))
     detail = f" (devices {', '.join(str(equipment_id) for equipment_id in equipment_ids)})"
     _record_anomaly(session, transaction, PaymentAnomalyKind.DEVICE_UNAVAILABLE, share, payment, detail)
-
-
-def _employees(session: Session, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Employee]:
-    """The employees the devices go to, held FOR KEY SHARE as `EmployeeRepository.referenced`
-    holds them: an employee's DELETE then waits for the assignment (and answers 409), or has
-    committed first and the employee is absent here (its devices stay Unassigned)."""
-    wanted = set(ids)
-    if not wanted:
-        return {}
-    statement = select(Employee).where(Employee.id.in_(wanted)).with_for_update(key_share=True)
-    return {employee.id: employee for employee in session.scalars(statement)}
 
 
 def _create_catalog_equipment(

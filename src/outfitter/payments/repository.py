@@ -102,16 +102,6 @@ def items_of(session: Session, transaction_id: uuid.UUID) -> Sequence[Transactio
     ).all()
 
 
-def reserved_equipment_ids(session: Session, equipment_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
-    return set(
-        session.scalars(
-            select(EquipmentReservation.equipment_id).where(
-                EquipmentReservation.equipment_id.in_(equipment_ids)
-            )
-        )
-    )
-
-
 def release_reservations(session: Session, transaction_id: uuid.UUID) -> None:
     session.execute(delete(EquipmentReservation).where(EquipmentReservation.transaction_id == transaction_id))
 

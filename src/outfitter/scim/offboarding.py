@@ -14,11 +14,12 @@ import uuid
 
 from outfitter.core.errors import DomainError
 from outfitter.core.unit_of_work import ClientWork
+from outfitter.equipment.repository import EquipmentRepository
 from outfitter.models import Employee, PaymentMethod
 from outfitter.models.events import EventType
 from outfitter.payments.gateways import GatewayRegistry
 from outfitter.payments.offboard import initiate_offboard
-from outfitter.payments.repository import open_retrieval_equipment_ids, reserved_equipment_ids
+from outfitter.payments.repository import open_retrieval_equipment_ids
 from outfitter.payments.schemas import OffboardInitiateRequest
 from outfitter.people.provisioning import record_change
 from outfitter.people.repository import EmployeeRepository
@@ -59,5 +60,6 @@ def _retrievable_devices(work: ClientWork, employee_id: uuid.UUID) -> list[uuid.
     """The Assigned devices the employee holds that no Pending transaction or retrieval already names."""
     session = work.session
     held = [device.id for device in EmployeeRepository(session).equipment_of([employee_id])[employee_id]]
-    busy = reserved_equipment_ids(session, held) | open_retrieval_equipment_ids(session, held)
+    reserved = EquipmentRepository(session).reserving_transactions(held).keys()
+    busy = reserved | open_retrieval_equipment_ids(session, held)
     return sorted(device for device in held if device not in busy)
