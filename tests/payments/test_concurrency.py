@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from decimal import Decimal
@@ -202,3 +203,50 @@ def test_sandbox_pay_over_http_sends_its_webhook_after_the_redirect(
         assert db.scalars(select(WebhookEvent.outcome)).one() == "fulfilled"
         db.commit()
         assert client.get("/client/orders").json()["data"]["total"] == 1
+
+
+def test_a_payments_fulfilment_racing_its_employees_delete_never_leaves_a_device_assigned_to_no_one(
+    postgres_only: None, api: Api, db: Session, live_server: LiveServer
+) -> None:
+    """The gateway's notice and the employee's DELETE at once: fulfilment holds the employee it
+    equips, so either it commits first (the devices Assigned to them, the DELETE a 409) or the DELETE
+    does (the order still made, its devices Unassigned). Always one order, never a 500. The DELETE
+    leaves a little later each round, so that some rounds land while fulfilment is under way."""
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    webhook_url = f"{live_server.url}/api/v2/webhooks/payments/sandbox"
+    with live_server.api(api.token) as client:
+        for round_number in range(12):
+            employee = add_employee(db, api.company_id, first=f"Racer{round_number}")
+            data = client.post(
+                "/client/transactions/initiate", json=card_body(employee, pricing, quantity=2)
+            ).json()["data"]
+            record_sandbox_payment(db, data["tx_ref"], f"{data['total_amount']:.2f}", "NGN")
+            body, headers = signed(
+                sandbox_gateway(live_server.app), notice(data["tx_ref"]), f"m{round_number}"
+            )
+
+            def notify(body: bytes = body, headers: dict[str, str] = headers) -> httpx.Response:
+                return httpx.post(webhook_url, content=body, headers=headers, timeout=60)
+
+            def delete(employee: uuid.UUID = employee, delay: float = round_number * 0.006) -> httpx.Response:
+                time.sleep(delay)
+                return client.delete(f"/client/employees/{employee}")
+
+            notified, deleted = race([notify, delete])
+            assert notified.status_code == 200 and notified.json()["data"]["outcome"] == "fulfilled"
+            listed = client.get("/client/orders", params={"per_page": 100}).json()["data"]["data"]
+            order = [made for made in listed if made["tx_ref"] == data["tx_ref"]]
+            assert len(order) == 1, order
+            devices = [
+                client.get(f"/client/equipment/{item['equipment_id']}").json()["data"]
+                for item in order[0]["items"]
+            ]
+            states = {(device["status"], (device["assignee"] or {}).get("id")) for device in devices}
+            states |= {("item", (item["employee"] or {}).get("id")) for item in order[0]["items"]}
+            if deleted.status_code == 409:  # fulfilment first: the employee holds both devices
+                assert "still holds 2 Assigned" in deleted.text, deleted.text
+                assert states == {("Assigned", str(employee)), ("item", str(employee))}
+            else:  # the DELETE first: the devices wait for someone
+                assert deleted.status_code == 200, deleted.text
+                assert states == {("Unassigned", None), ("item", None)}
+    assert count(db, Order) == 12

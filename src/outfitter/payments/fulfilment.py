@@ -209,7 +209,7 @@ def fulfil(
     elif transaction.kind == TransactionKind.OFFBOARD:
         # The devices stay Assigned, with their employee, until their item reaches `received`.
         unavailable = _devices_not_held(session, items)
-        session.add_all(_order_item(order, item, item.equipment_id) for item in items)
+        session.add_all(_order_item(order, item, item.equipment_id, employees) for item in items)
         changes = []
     else:
         changes = _create_catalog_equipment(session, transaction, order, items, employees, history_actor, now)
@@ -283,7 +283,7 @@ def _create_catalog_equipment(
                 session, equipment, EquipmentStatus.ASSIGNED, actor, assignee, {"tx_ref": transaction.tx_ref}
             )
             changes.append((EventType.EQUIPMENT_ASSIGNED, equipment))
-        session.add(_order_item(order, item, equipment.id))
+        session.add(_order_item(order, item, equipment.id, employees))
     return changes
 
 
@@ -349,13 +349,17 @@ def _assign_storage_equipment(
             changes.append((EventType.EQUIPMENT_ASSIGNED, equipment))
         else:  # paid for, but the device left storage or the employee left meanwhile: kept for an operator
             unavailable.append(item.equipment_id)
-        session.add(_order_item(order, item, item.equipment_id))
+        session.add(_order_item(order, item, item.equipment_id, employees))
     return changes, unavailable
 
 
-def _order_item(order: Order, item: TransactionItem, equipment_id: uuid.UUID | None) -> OrderItem:
+def _order_item(
+    order: Order, item: TransactionItem, equipment_id: uuid.UUID | None, employees: dict[uuid.UUID, Employee]
+) -> OrderItem:
     """The item at its kind's first stage (purchases and onboardings: `order_placed`; retrievals:
-    `retrieval_scheduled`)."""
+    `retrieval_scheduled`), for its employee if they are still there (`employees`, held): one
+    deleted since the transaction's items were read is named only by `employee_name`, as the
+    foreign key's SET NULL leaves the items of one deleted before."""
     first = STAGES[order.kind][0]
     return OrderItem(
         destination=item.destination,
@@ -363,7 +367,7 @@ def _order_item(order: Order, item: TransactionItem, equipment_id: uuid.UUID | N
         stages=[stage_entry(first, utcnow(), None)],
         company_id=order.company_id,
         order_id=order.id,
-        employee_id=item.employee_id,
+        employee_id=item.employee_id if item.employee_id in employees else None,
         employee_name=item.employee_name,
         asset_spec_id=item.asset_spec_id,
         asset_pricing_id=item.asset_pricing_id,
