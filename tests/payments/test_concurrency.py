@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -250,3 +251,41 @@ def test_a_payments_fulfilment_racing_its_employees_delete_never_leaves_a_device
                 assert deleted.status_code == 200, deleted.text
                 assert states == {("Unassigned", None), ("item", None)}
     assert count(db, Order) == 12
+
+
+@pytest.mark.parametrize("method", ["Card", "Credit"])
+def test_an_initiate_racing_its_employees_delete_either_names_them_or_finds_them_gone(
+    postgres_only: None, api: Api, db: Session, live_server: LiveServer, method: str
+) -> None:
+    """An initiate holds the employees it names, as every write naming one does: it lands first (a
+    Card transaction Pending for them and the DELETE then removes them; a Credit one fulfilled, its
+    device Assigned, and the DELETE a 409), or the DELETE does and the initiate answers 422. Never a
+    500 from the transaction's items naming an employee deleted meanwhile."""
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    add_credit(db, api.company_id, "NGN", "100000000")
+    with live_server.api(api.token) as client:
+        for round_number in range(12):
+            employee = add_employee(db, api.company_id, first=f"Buyer{round_number}")
+            body = card_body(employee, pricing, payment_method=method)
+
+            def initiate(body: dict[str, Any] = body) -> httpx.Response:
+                return client.post("/client/transactions/initiate", json=body)
+
+            def delete(employee: uuid.UUID = employee, delay: float = round_number * 0.003) -> httpx.Response:
+                time.sleep(delay)
+                return client.delete(f"/client/employees/{employee}")
+
+            initiated, deleted = race([initiate, delete])
+            if initiated.status_code == 422:  # the DELETE first
+                assert deleted.status_code == 200, deleted.text
+                assert initiated.json()["errors"] == {
+                    f"orders.{employee}": ["Unknown employee: give the id of one of your employees."]
+                }
+                continue
+            assert initiated.status_code == 200, initiated.text
+            if method == "Credit":  # paid and fulfilled at once: the employee holds the device
+                assert initiated.json()["data"]["status"] == "Fulfilled"
+                assert deleted.status_code == 409 and "still holds 1 Assigned" in deleted.text
+            else:
+                assert initiated.json()["data"]["status"] == "Pending"
+                assert deleted.status_code == 200, deleted.text

@@ -49,7 +49,7 @@ from outfitter.payments.fulfilment import settle
 from outfitter.payments.gateways import CheckoutRequest, GatewayError, GatewayPayment, GatewayRegistry
 from outfitter.payments.schemas import InitiateRequest, StorageInitiateRequest
 from outfitter.payments.wallet import debit_wallet
-from outfitter.people.repository import UNKNOWN_EMPLOYEE
+from outfitter.people.repository import UNKNOWN_EMPLOYEE, EmployeeRepository
 
 MAX_DEVICES = 1000
 
@@ -65,15 +65,12 @@ def new_tx_ref() -> str:
 def _employees_of(
     session: Session, keys: Sequence[str], country: Country, errors: dict[str, list[str]]
 ) -> dict[str, Employee]:
-    """The company's employees named by `keys`, each living in `country`; problems go to `errors`."""
+    """The company's employees named by `keys`, each living in `country`; problems go to `errors`.
+    Held as every write naming an employee holds them (`EmployeeRepository.referenced`): a DELETE
+    racing the initiate waits for it, or committed first and the employee is unknown here."""
     parsed = {key: parse_uuid(key) for key in keys}
     ids = {value for value in parsed.values() if value is not None}
-    found = {
-        employee.id: employee
-        for employee in session.scalars(
-            select(Employee).where(Employee.id.in_(ids)).options(joinedload(Employee.country))
-        )
-    }
+    found = EmployeeRepository(session).referenced(ids, joinedload(Employee.country))
     employees: dict[str, Employee] = {}
     for key, employee_id in parsed.items():
         employee = found.get(employee_id) if employee_id else None
@@ -105,6 +102,7 @@ class _Draft:
     charges: Charges
     rows: list[TransactionItem]
     description: str
+    employees: dict[str, Employee]  # by the key the request named them with
     tx_ref: str = field(default_factory=lambda: new_tx_ref())
     gateway: str | None = None
     link: str | None = None
@@ -180,6 +178,7 @@ def initiate_catalog(work: ClientWork, body: InitiateRequest, gateways: GatewayR
         charges=compute_charges(schedule, currency.minor_units, amount, devices, body.payment_method),
         rows=rows,
         description=f"{devices} device(s) for employees in {country.name}",
+        employees=employees,
     )
     _register_with_gateway(work, draft, gateways)
     return _pay(work, _write(session, work.auth, draft, _ttl(gateways)))
@@ -248,6 +247,7 @@ def initiate_storage(
         charges=compute_charges(schedule, currency.minor_units, Decimal(0), len(rows), body.payment_method),
         rows=rows,
         description=f"Onboarding of {len(rows)} device(s) from storage",
+        employees=employees,
     )
     _register_with_gateway(work, draft, gateways)
     # Locked in id order, so two initiates naming the same devices queue instead of deadlocking;
@@ -336,6 +336,7 @@ def _register_with_gateway(work: ClientWork, draft: _Draft, gateways: GatewayReg
 
 def _write(session: Session, auth: AuthContext, draft: _Draft, ttl: timedelta) -> Transaction:
     now = change_time(session)  # a Card initiate's reads ended before the gateway was called
+    _hold_employees(session, draft)
     charges = draft.charges
     transaction = Transaction(
         id=uuid.uuid4(),
@@ -370,6 +371,20 @@ def _write(session: Session, auth: AuthContext, draft: _Draft, ttl: timedelta) -
     session.flush()
     record_transaction_event(session, EventType.TRANSACTION_INITIATED, transaction, auth.actor)
     return transaction
+
+
+def _hold_employees(session: Session, draft: _Draft) -> None:
+    """Hold the draft's employees until the transaction is written, as every write naming one
+    does; 422 for any deleted since they were read (a Card initiate's reads ended before the
+    gateway call): their items would name no one."""
+    held = EmployeeRepository(session).referenced({employee.id for employee in draft.employees.values()})
+    gone = {
+        f"orders.{key}": [UNKNOWN_EMPLOYEE]
+        for key, employee in draft.employees.items()
+        if employee.id not in held
+    }
+    if gone:
+        raise ValidationFailed.fields(gone)
 
 
 def _pay(work: ClientWork, transaction: Transaction) -> Transaction:

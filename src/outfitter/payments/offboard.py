@@ -86,6 +86,7 @@ def initiate_offboard(
         ),
         rows=rows,
         description=f"Retrieval of {len(rows)} device(s) from employees in {country.name}",
+        employees=employees,
     )
     _register_with_gateway(work, draft, gateways)
     # Locked in id order and checked again: the gateway call gave others time to move or reserve them.

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Insert, Select, Table, and_, distinct, func, insert, or_, select, update
 from sqlalchemy.orm import Session, contains_eager, joinedload
+from sqlalchemy.orm.interfaces import ORMOption
 
 from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
 from outfitter.core.driver_statements import driver_rows
@@ -126,7 +127,7 @@ class EmployeeRepository(CompanyRepository[Employee]):
         company_id = company_of(self.session)
         insert_rows(self.session, Employee, [{**row, "company_id": company_id} for row in rows])
 
-    def referenced(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
+    def referenced(self, ids: Collection[uuid.UUID], *options: ORMOption) -> dict[uuid.UUID, Employee]:
         """The company's employees among `ids`, for a write that will reference them (an assignee,
         a head, a member): each row held FOR KEY SHARE, as the foreign key's own check holds it,
         but from the read on. A concurrent delete (`get_with_country(for_update=True)`) then either
@@ -134,7 +135,9 @@ class EmployeeRepository(CompanyRepository[Employee]):
         employee is unknown here (422) rather than a broken key at the write (500)."""
         if not ids:
             return {}
-        statement = self.select().where(Employee.id.in_(ids)).with_for_update(key_share=True)
+        statement = (
+            self.select(*options).where(Employee.id.in_(ids)).with_for_update(key_share=True, of=Employee)
+        )
         return {record.id: record for record in self.session.scalars(statement)}
 
     def assigned_count(self, employee_id: uuid.UUID) -> int:
