@@ -95,6 +95,34 @@ def test_fifty_webhook_deliveries_racing_verify_make_one_order(
     db.commit()
 
 
+def test_notices_of_one_payment_with_distinct_ids_racing_say_fulfilled_once(
+    postgres_only: None, api: Api, db: Session, live_server: LiveServer
+) -> None:
+    """A gateway may send several notices for one payment (each its own webhook-id): all are
+    recorded, one order is made, and only the notice that made it answers and stores `fulfilled`."""
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    with live_server.api(api.token) as client:
+        data = client.post("/client/transactions/initiate", json=card_body(employee, pricing)).json()["data"]
+    record_sandbox_payment(db, data["tx_ref"], f"{data['total_amount']:.2f}", "NGN")
+    gateway = sandbox_gateway(live_server.app)
+    webhook_url = f"{live_server.url}/api/v2/webhooks/payments/sandbox"
+    notices = [signed(gateway, notice(data["tx_ref"]), f"msg_{index}") for index in range(20)]
+    responses = race(
+        [
+            lambda body=body, headers=headers: httpx.post(
+                webhook_url, content=body, headers=headers, timeout=60
+            )
+            for body, headers in notices
+        ]
+    )
+    answered = Counter(response.json()["data"]["outcome"] for response in responses)
+    assert answered == {"fulfilled": 1, "already_settled": 19}, answered
+    stored = Counter(db.scalars(select(WebhookEvent.outcome)).all())
+    db.commit()
+    assert stored == answered and count(db, Order) == 1
+
+
 def test_hundred_credit_initiates_never_overdraw_the_wallet(
     postgres_only: None, api: Api, db: Session, live_server: LiveServer
 ) -> None:

@@ -32,7 +32,13 @@ from outfitter.payments.fulfilment import settle
 from outfitter.payments.gateways import GatewayError, GatewayPayment, GatewayRegistry, InvalidSignature
 from outfitter.payments.initiate import GatewayUnavailable
 from outfitter.payments.presenters import order_out, transaction_fields
-from outfitter.payments.repository import OrderRepository, TransactionRepository, find_by_ref, order_id_of
+from outfitter.payments.repository import (
+    OrderRepository,
+    TransactionRepository,
+    find_by_ref,
+    lock_transaction,
+    order_id_of,
+)
 from outfitter.payments.schemas import (
     OrderOut,
     TransactionInitiatedOut,
@@ -145,7 +151,8 @@ def receive_webhook(
         outcome = WebhookOutcome.UNKNOWN_TX_REF
     else:
         bind_company(session, transaction.company_id)  # from here on it acts as that company
-        was_pending = transaction.status == TransactionStatus.PENDING
+        # Read under the lock settle takes: of notices racing, only the one that settles it says so.
+        was_pending = lock_transaction(session, transaction.id).status == TransactionStatus.PENDING
         # Also when it left Pending: settle records a payment that no order accounts for.
         settled = settle(session, transaction.id, payment)
         outcome = WebhookOutcome.settled_as(settled.status) if was_pending else WebhookOutcome.ALREADY_SETTLED
