@@ -159,6 +159,11 @@ def test_hundred_credit_initiates_never_overdraw_the_wallet(
     assert sorted(debits) == sorted(funded - cost * step for step in range(1, affordable + 1))
     assert count(db, Transaction) == affordable and count(db, Order) == affordable
     assert count(db, WalletEntry) == affordable + 2
+    # Stamped once locked: the entries' times follow the chain, and the balance's is its last entry's.
+    chain = db.scalars(select(WalletEntry).order_by(WalletEntry.created_at)).all()
+    assert [entry.balance_after for entry in chain[2:]] == sorted(debits, reverse=True)
+    assert db.scalars(select(Wallet.updated_at)).one() == chain[-1].created_at
+    db.commit()
 
 
 def test_two_initiates_naming_one_storage_device_one_wins(

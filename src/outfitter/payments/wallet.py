@@ -48,11 +48,15 @@ def _change(
     transaction_id: uuid.UUID | None,
 ) -> WalletEntry | None:
     """Add `amount` (negative to debit) to the wallet; None when a debit would overdraw it or a
-    credit would take the balance past what can be stored (core.money.MAX_AMOUNT)."""
+    credit would take the balance past what can be stored (core.money.MAX_AMOUNT). The wallet is
+    locked before the change is stamped, so its `updated_at` and the entry's `created_at` are one
+    time, taken after any wait for a concurrent change: the order of the balance's chain."""
+    session.execute(select(Wallet.id).where(Wallet.currency_code == currency_code).with_for_update())
+    now = utcnow()
     statement = (
         update(Wallet)
         .where(Wallet.currency_code == currency_code)
-        .values(balance=Wallet.balance + amount, updated_at=utcnow())
+        .values(balance=Wallet.balance + amount, updated_at=now)
         .returning(Wallet.id, Wallet.balance)
     )
     if amount < 0:
@@ -70,6 +74,7 @@ def _change(
         kind=kind,
         transaction_id=transaction_id,
         description=description[:500],
+        created_at=now,
     )
     session.add(entry)
     session.flush()
