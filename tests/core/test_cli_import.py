@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
@@ -95,3 +95,38 @@ def test_the_catalog_import_reports_progress_per_asset(engine: Engine, demo_cata
     assert steps == [1] * len(catalog.assets) and steps
     code, out, _ = run("catalog", "import", str(demo_catalog_path))
     assert code == 0 and "assets created: 0" in out
+
+
+def test_a_catalog_price_finer_than_its_currency_is_refused_and_nothing_is_imported(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A price listed rounded to its currency but charged at its exact figure would make the items
+    shown disagree with the total: 0.5 JPY (no minor unit) is refused; 1999.000000 USD is 1999.00."""
+    asset = {
+        "name": "Odd Phone",
+        "make": "Odd",
+        "model": "One",
+        "year": "2024",
+        "category": "Phones",
+        "asset_code": "ODD-1",
+        "specifications": [
+            {
+                "spec": {"RAM": "8GB"},
+                "prices": [
+                    {"country": "NG", "currency": "USD", "amount": "1999.000000"},
+                    {"country": "JP", "currency": "JPY", "amount": "0.5"},
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"assets": [asset]}))
+    code, out, err = run("catalog", "import", str(path))
+    assert code != 0, out
+    assert "assets.0.specifications.0.prices.1: 0.5 has more decimal places than JPY amounts have (0)" in err
+    with Session(engine) as session:
+        assert session.scalar(text("SELECT count(*) FROM assets WHERE asset_code = 'ODD-1'")) == 0
+    asset["specifications"][0]["prices"].pop()  # type: ignore[index]
+    path.write_text(json.dumps({"assets": [asset]}))
+    code, out, err = run("catalog", "import", str(path))
+    assert code == 0, err

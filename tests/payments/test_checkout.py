@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.db.base import utcnow
 from outfitter.models import (
+    Currency,
     Equipment,
     EquipmentHistory,
     EquipmentReservation,
@@ -50,6 +51,25 @@ def test_the_checkout_page_shows_amount_items_and_two_forms(
     assert f"{data['total_amount']:,.2f}" in html and "NGN" in html and str(listed["name"]) in html
     assert 'action="/sandbox/checkout/' in html and "/pay" in html and "/decline" in html
     assert client.get("/sandbox/checkout/OTF-NOPE").status_code == 404
+
+
+@pytest.mark.parametrize(("minor_units", "shown"), [(0, "1,234,568"), (3, "1,234,567.890")])
+def test_the_checkout_page_writes_amounts_at_their_currencys_minor_unit(
+    api: Api, db: Session, client: TestClient, minor_units: int, shown: str
+) -> None:
+    """JPY has no minor unit and KWD three: the page writes 15,227 and 35.400, never 15,227.00."""
+    data, _, _ = start(api, db)
+    transaction = db.scalars(select(Transaction).where(Transaction.tx_ref == data["tx_ref"])).one()
+    transaction.total_amount = Decimal("1234567.890")
+    ngn = db.scalars(select(Currency).where(Currency.code == "NGN")).one()
+    kept, ngn.minor_units = ngn.minor_units, minor_units
+    db.commit()
+    try:
+        page = client.get(str(data["link"])).text
+    finally:
+        ngn.minor_units = kept
+        db.commit()
+    assert f'<span id="total">{shown}</span>' in page
 
 
 def test_pay_sends_the_webhook_then_redirects_and_the_order_exists(

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from outfitter.models import (
+    AssetPricing,
     Equipment,
     EquipmentHistory,
     EquipmentReservation,
     EquipmentStatus,
     Order,
     Transaction,
+    TransactionItem,
     Wallet,
     WalletEntry,
 )
@@ -47,6 +50,27 @@ def test_card_initiate_answers_a_pending_transaction_with_numbers_and_a_link(api
     assert data["link"] == f"http://testserver/sandbox/checkout/{data['tx_ref']}"
     assert data["order_id"] is None
     assert count(db, Order) == 0
+
+
+def test_a_price_finer_than_its_currency_is_charged_as_listed(api: Api, db: Session) -> None:
+    """A price stored finer than the currency's unit (imported before the import refused them) is
+    charged as /client/assets lists it: unit price x quantity, not the rounded exact product."""
+    employee = add_employee(db, api.company_id)
+    listed = prices(api)[0]["asset_pricing"]
+    db.execute(
+        update(AssetPricing).where(AssetPricing.id == uuid.UUID(listed["id"])).values(amount="1000.005")
+    )
+    db.commit()
+    shown = next(record for record in prices(api) if record["asset_pricing"]["id"] == listed["id"])
+    assert shown["asset_pricing"]["amount"] == "1000.01"
+    data = api.post("/client/transactions/initiate", card_body(employee, listed["id"], quantity=3)).json()[
+        "data"
+    ]
+    assert data["amount"] == 3000.03  # 3 x 1000.01; 3 x 1000.005 would round to 3000.02
+    unit_prices = db.scalars(
+        select(TransactionItem.unit_price).join(Transaction).where(Transaction.tx_ref == data["tx_ref"])
+    ).all()
+    assert unit_prices == [Decimal("1000.01")]
 
 
 @pytest.mark.usefixtures("postgres_only")

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import find_country, find_currency
+from outfitter.core.money import round_money
 from outfitter.models import Asset, AssetModel, AssetPricing, AssetSpecification, AssetStatus, Category
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -171,6 +172,11 @@ def _import_specification(
         if country is None or currency is None:
             unknown = price_in.country if country is None else price_in.currency
             raise CatalogImportError(f"{where}.prices.{price_index}: unknown country or currency {unknown!r}")
+        if round_money(price_in.amount, currency.minor_units) != price_in.amount:
+            raise CatalogImportError(
+                f"{where}.prices.{price_index}: {price_in.amount} has more decimal places than "
+                f"{currency.code} amounts have ({currency.minor_units})"
+            )
         pricing = session.scalars(
             select(AssetPricing).where(
                 AssetPricing.specification_id == spec.id,

@@ -23,6 +23,7 @@ from outfitter.catalog.reference import resolve_country
 from outfitter.catalog.repository import CatalogRepository
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, DomainError, ValidationFailed
+from outfitter.core.money import round_money
 from outfitter.core.pagination import change_time
 from outfitter.core.tenancy import parse_uuid
 from outfitter.core.unit_of_work import ClientWork
@@ -165,7 +166,8 @@ def initiate_catalog(work: ClientWork, body: InitiateRequest, gateways: GatewayR
                     asset_pricing_id=pricing.id,
                     asset_spec_id=pricing.specification_id,
                     quantity=item.quantity,
-                    unit_price=pricing.amount,
+                    # as /client/assets shows it: unit price x quantity is what is charged
+                    unit_price=round_money(pricing.amount, currency.minor_units),
                 )
             )
     amount = sum((row.unit_price * row.quantity for row in rows), Decimal(0))

@@ -9,6 +9,7 @@ real gateway's notice arrives on its own time, so the page the payer lands on ve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -22,12 +23,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.background import BackgroundTask
 
+from outfitter.core.money import round_money
 from outfitter.core.tenancy import across_companies
 from outfitter.db.base import utcnow
 from outfitter.models import (
     Asset,
     AssetPricing,
     AssetSpecification,
+    Currency,
     Equipment,
     GatewayPaymentStatus,
     SandboxPayment,
@@ -44,12 +47,13 @@ templates = Environment(
 )
 
 
-def _money(value: Decimal) -> str:
-    return f"{value:,.2f}" if value == value.quantize(Decimal("0.01")) else f"{value:,f}"
+def _money_of(minor_units: int) -> Callable[[Decimal], str]:
+    """How the pages write an amount of a currency: grouped, at its minor unit (JPY 15,227; KWD 35.400)."""
+    return lambda value: f"{round_money(value, minor_units):,}"
 
 
 def _html(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    body = templates.get_template(template).render(money=_money, **context)
+    body = templates.get_template(template).render(**context)
     return HTMLResponse(body, status_code=status_code)
 
 
@@ -111,6 +115,11 @@ def checkout_page(tx_ref: str, request: Request) -> Response:
         return _html(
             "checkout.html",
             tx=transaction,
+            money=_money_of(
+                session.scalars(
+                    select(Currency.minor_units).where(Currency.code == transaction.currency_code)
+                ).one()
+            ),
             items=_lines(session, transaction),
             payable=reason is None,
             reason=reason,
