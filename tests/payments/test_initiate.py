@@ -110,6 +110,10 @@ def test_flat_list_orders_are_accepted(api: Api, db: Session) -> None:
     response = api.post("/client/transactions/initiate", body)
     assert response.status_code == 200, response.text
     assert response.json()["data"]["onboarding_fee"] == 45000.0  # 3 devices x 15,000 NGN
+    for line in (5, {"asset_pricing_id": pricing}):  # a line that names no employee
+        refused = assert_error(api.post("/client/transactions/initiate", {**body, "orders": [line]}), 422)
+        assert list(refused["errors"]) == ["orders"]
+        assert refused["errors"]["orders"][0].startswith("Line 0 of the list needs an employee_id")
 
 
 def test_other_company_employee_is_422_naming_it_and_nothing_is_written(
@@ -248,6 +252,20 @@ def test_storage_initiate_charges_device_fees_only_and_reserves(api: Api, db: Se
     assert count(db, EquipmentReservation) == 2
     again = api.post("/client/transactions/onboard-from-storage/initiate", storage_body(employee, second))
     assert_error(again, 409, "reserved")
+
+
+def test_a_malformed_storage_device_is_named_at_its_path(api: Api, db: Session) -> None:
+    """An id or `{"equipment_id"}`: anything else is named once, at its own path."""
+    employee = add_employee(db, api.company_id)
+    for item, path, message in [
+        ({"foo": 1}, "0.foo", "Extra inputs are not permitted"),
+        ({"foo": 1}, "0.equipment_id", "Field required"),
+        (5, "0.equipment_id", "valid string"),
+    ]:
+        body = {**storage_body(employee), "orders": {str(employee): [item]}}
+        refused = assert_error(api.post("/client/transactions/onboard-from-storage/initiate", body), 422)
+        assert message in refused["errors"][f"orders.{employee}.{path}"][0], refused
+        assert all(key.startswith(f"orders.{employee}.0.") for key in refused["errors"]), refused
 
 
 def test_storage_checks_ownership_status_and_duplicates(api: Api, other_api: Api, db: Session) -> None:

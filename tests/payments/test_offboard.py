@@ -250,8 +250,18 @@ def test_refusals_name_the_problem_and_write_nothing(api: Api, other_api: Api, d
     assert f"orders.{stranger}" in refused["errors"]
     refused = assert_error(api.post(INITIATE, offboard_body(ada, [str(adas), str(adas)])), 422)
     assert f"orders.{ada}.1" in refused["errors"]
-    refused = assert_error(
-        api.post(INITIATE, offboard_body(ada, [{"equipment_id": str(adas), "destination": "moon"}])), 422
+    # A malformed device is named at its own path, once: not once per form it could have taken.
+    for item, path, message in [
+        ({"equipment_id": str(adas), "destination": "moon"}, "0.destination", "'storage' or 'office'"),
+        (5, "0.equipment_id", "valid string"),
+        ({"destination": "office"}, "0.equipment_id", "Field required"),
+    ]:
+        refused = assert_error(api.post(INITIATE, offboard_body(ada, [item])), 422)
+        assert list(refused["errors"]) == [f"orders.{ada}.{path}"], refused
+        assert message in refused["errors"][f"orders.{ada}.{path}"][0]
+    both = {**offboard_body(ada, [str(adas)]), "country_id": "NG"}
+    assert_error(
+        api.post(INITIATE, both), 422, "Give employee_country_id or country_id (the same field), not both."
     )
     refused = assert_error(api.post(INITIATE, offboard_body(ada, [])), 422)
     assert count(db, Transaction) == 0 and count(db, Event) == arranged

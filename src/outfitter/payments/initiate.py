@@ -217,10 +217,9 @@ def initiate_storage(
     country = resolve_country(session, body.employee_country_id, "employee_country_id")
     errors: dict[str, list[str]] = {}
     employees = _employees_of(session, list(body.orders), country, errors)
+    device_ids = body.device_ids()
     named = [
-        (f"orders.{key}.{index}", value)
-        for key, ids in body.orders.items()
-        for index, value in enumerate(ids)
+        (f"orders.{key}.{index}", value) for key, ids in device_ids.items() for index, value in enumerate(ids)
     ]
     devices = _named_devices(session, named, errors)
     if errors:
@@ -237,7 +236,7 @@ def initiate_storage(
             quantity=1,
             unit_price=Decimal(0),
         )
-        for key, ids in body.orders.items()
+        for key, ids in device_ids.items()
         for value in ids
     ]
     draft = _Draft(

@@ -126,19 +126,22 @@ class InitiateRequest(BaseModel):
     redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
     orders: Annotated[dict[str, list[PricingOrder]], PRICING_ORDERS] = Field(min_length=1)
 
-    @model_validator(mode="before")
+    @field_validator("orders", mode="before")
     @classmethod
-    def _flat_orders(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not isinstance(data.get("orders"), list):
-            return data
-        rows = data["orders"]
-        if not all(isinstance(row, dict) and isinstance(row.get("employee_id"), str) for row in rows):
-            return data  # let the map validation name what is wrong
+    def _flat_orders(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
         grouped: dict[str, list[dict[str, Any]]] = {}
-        for row in rows:
-            item = {key: value for key, value in row.items() if key != "employee_id"}
+        for index, row in enumerate(value):
+            if not isinstance(row, dict) or not isinstance(row.get("employee_id"), str):
+                raise ValueError(
+                    f"Line {index} of the list needs an employee_id: each line is "
+                    '{"employee_id", "asset_pricing_id", "quantity"} (or give orders as a map of '
+                    "employee ids to their lines)."
+                )
+            item = {key: cell for key, cell in row.items() if key != "employee_id"}
             grouped.setdefault(row["employee_id"], []).append(item)
-        return {**data, "orders": grouped}
+        return grouped
 
     @field_validator("orders")
     @classmethod
@@ -153,6 +156,20 @@ class InitiateRequest(BaseModel):
         return value
 
     _redirect = field_validator("redirect_url")(_check_redirect_url)
+
+
+def _devices_as_objects(cls: Any, value: Any) -> Any:
+    """A device named by its id alone is read as the object form (`{"equipment_id": id}`): each
+    item is checked as one shape, its errors at its own path (`orders.<employee>.0.destination`)
+    rather than once per form the item could have taken."""
+    if not isinstance(value, dict):
+        return value
+    return {
+        key: [item if isinstance(item, dict) else {"equipment_id": item} for item in items]
+        if isinstance(items, list)
+        else items
+        for key, items in value.items()
+    }
 
 
 class StorageInitiateRequest(BaseModel):
@@ -177,23 +194,16 @@ class StorageInitiateRequest(BaseModel):
     employee_country_id: str = Field(max_length=100)
     redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
     orders: Annotated[
-        dict[str, list[UuidText]], STORAGE_ORDERS, EMPLOYEE_KEYS, Documented(minProperties=1)
+        dict[str, list[StorageDevice]], STORAGE_ORDERS, EMPLOYEE_KEYS, Documented(minProperties=1)
     ] = Field(min_length=1)
 
-    @field_validator("orders", mode="before")
-    @classmethod
-    def _ids_from_objects(cls, value: Any) -> Any:
-        # Also accept [{"equipment_id": "..."}] per employee (StorageDevice: that key alone).
-        if isinstance(value, dict):
-            return {
-                key: [_storage_device_id(item) for item in items] if isinstance(items, list) else items
-                for key, items in value.items()
-            }
-        return value
+    _ids_as_objects = field_validator("orders", mode="before")(_devices_as_objects)
 
     @field_validator("orders")
     @classmethod
-    def _each_employee_gets_something(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+    def _each_employee_gets_something(
+        cls, value: dict[str, list[StorageDevice]]
+    ) -> dict[str, list[StorageDevice]]:
         for employee_id, items in value.items():
             if not items:
                 raise ValueError(f"Employee {employee_id} receives nothing: give at least one equipment id.")
@@ -201,10 +211,9 @@ class StorageInitiateRequest(BaseModel):
 
     _redirect = field_validator("redirect_url")(_check_redirect_url)
 
-
-def _storage_device_id(item: Any) -> Any:
-    """A StorageDevice's id; anything else as it is, for the id's validation to judge."""
-    return item["equipment_id"] if isinstance(item, dict) and item.keys() == {"equipment_id"} else item
+    def device_ids(self) -> dict[str, list[str]]:
+        """The equipment ids each employee receives, by the key the request named them with."""
+        return {key: [device.equipment_id for device in devices] for key, devices in self.orders.items()}
 
 
 class OffboardDevice(BaseModel):
@@ -240,27 +249,35 @@ class OffboardInitiateRequest(BaseModel):
     employee_country_id: str = Field(max_length=100)
     redirect_url: RedirectUrl | None = Field(default=None, max_length=2000)
     orders: Annotated[
-        dict[
-            str,
-            Annotated[
-                list[OffboardDevice | Annotated[UuidText, Field(max_length=100)]], Documented(minItems=1)
-            ],
-        ],
+        dict[str, list[OffboardDevice]],
+        DocumentedAs(
+            dict[
+                str,
+                Annotated[
+                    list[OffboardDevice | Annotated[UuidText, Field(max_length=100)]], Documented(minItems=1)
+                ],
+            ]
+        ),
         EMPLOYEE_KEYS,
+        Documented(minProperties=1),
     ] = Field(min_length=1)
+
+    _ids_as_objects = field_validator("orders", mode="before")(_devices_as_objects)
 
     @model_validator(mode="before")
     @classmethod
     def _country_alias(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "country_id" in data and "employee_country_id" not in data:
+        if isinstance(data, dict) and "country_id" in data:
+            if "employee_country_id" in data:
+                raise ValueError("Give employee_country_id or country_id (the same field), not both.")
             data = {("employee_country_id" if key == "country_id" else key): v for key, v in data.items()}
         return data
 
     @field_validator("orders")
     @classmethod
     def _each_employee_returns_something(
-        cls, value: dict[str, list[OffboardDevice | str]]
-    ) -> dict[str, list[OffboardDevice | str]]:
+        cls, value: dict[str, list[OffboardDevice]]
+    ) -> dict[str, list[OffboardDevice]]:
         for employee_id, items in value.items():
             if not items:
                 raise ValueError(f"Employee {employee_id} returns nothing: give at least one equipment id.")
@@ -268,11 +285,7 @@ class OffboardInitiateRequest(BaseModel):
 
     def devices(self) -> list[tuple[str, int, OffboardDevice]]:
         """(employee key, position, device) of every device named, plain ids read as storage."""
-        return [
-            (key, index, item if isinstance(item, OffboardDevice) else OffboardDevice(equipment_id=item))
-            for key, items in self.orders.items()
-            for index, item in enumerate(items)
-        ]
+        return [(key, index, item) for key, items in self.orders.items() for index, item in enumerate(items)]
 
     _redirect = field_validator("redirect_url")(_check_redirect_url)
 
