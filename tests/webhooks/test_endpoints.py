@@ -313,3 +313,41 @@ def test_the_endpoint_cap_holds_under_concurrent_creates(
     refused = next(response for response in responses if response.status_code == 409)
     assert f"at most {MAX_ENDPOINTS_PER_COMPANY} webhook endpoints" in refused.json()["message"]
     assert count(db, WebhookEndpoint) == MAX_ENDPOINTS_PER_COMPANY
+
+
+def test_writes_racing_an_endpoints_delete_all_succeed(
+    postgres_only: None, api: Api, engine: Engine, db: Session, live_server: LiveServer
+) -> None:
+    """Every write queues a delivery per endpoint; an endpoint deleted meanwhile must not fail it.
+    The fan-out holds the endpoints it reads (FOR KEY SHARE): the DELETE waits for the write and
+    takes its deliveries with it, or came first and the write queues none for it. A black-box probe
+    had 120 of 400 creates answer 500 (a broken foreign key) while 5 endpoints were deleted."""
+    from tests.people.helpers import employee_body
+
+    for round_number in range(4):
+        with TenantSession(engine) as session, session.begin():
+            bind_company(session, api.company_id)
+            endpoints = [
+                WebhookEndpoint(
+                    company_id=api.company_id, url=f"https://8.8.8.8/{n}", event_types=[], secret="whsec_x"
+                )
+                for n in range(3)
+            ]
+            session.add_all(endpoints)
+            session.flush()
+            ids = [endpoint.id for endpoint in endpoints]
+        with live_server.api(api.token) as client:
+            devices = [
+                {"title": f"Bulk {round_number}.{n}", "serial_number": f"R{round_number}-{n}"}
+                for n in range(20)
+            ]
+            writes = [lambda: client.post("/client/employees", json=employee_body()) for _ in range(12)]
+            writes.append(
+                lambda devices=devices: client.post("/client/equipment/bulk", json={"equipment": devices})
+            )
+            deletes = [lambda id=id: client.delete(f"/client/webhook-endpoints/{id}") for id in ids]
+            responses = race(writes + deletes)
+        assert [response.status_code for response in responses] == [201] * 13 + [200] * 3, [
+            response.text for response in responses if response.status_code >= 500
+        ]
+    assert count(db, WebhookEndpoint) == 0 and count(db, WebhookDelivery) == 0
