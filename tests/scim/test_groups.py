@@ -78,7 +78,18 @@ def test_group_conflicts_and_bad_members(scim: Scim, api: Api) -> None:
     nested = _group("Sales")
     nested["members"] = [{"value": "x", "type": "Group"}]
     assert_scim_error(scim.post("/Groups", nested), 400, "invalidValue")
-    assert api.get("/client/departments").json()["data"]["total"] == 1
+    long_id = "g" * 256  # a User's limit too; it was a 500 from the column's length
+    refused = assert_scim_error(
+        scim.post("/Groups", _group("Sales", externalId=long_id)), 400, "invalidValue"
+    )
+    assert refused["detail"] == "externalId is longer than 255 characters."
+    group = scim.get("/Groups").json()["Resources"][0]
+    patched = scim.patch(
+        f"/Groups/{group['id']}", [{"op": "replace", "path": "externalId", "value": long_id}]
+    )
+    assert_scim_error(patched, 400, "invalidValue")
+    assert scim.post("/Groups", _group("Sales", externalId="g" * 255)).status_code == 201
+    assert api.get("/client/departments").json()["data"]["total"] == 2
 
 
 def test_delete_group_deletes_the_department(scim: Scim, api: Api) -> None:

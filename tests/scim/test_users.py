@@ -372,3 +372,99 @@ def test_a_lone_surrogate_or_a_deep_body_is_refused_never_a_500(scim: Scim, api:
     answer = scim.request("POST", "/Users", headers={"Content-Type": SCIM_MEDIA_TYPE}, content=deep)
     assert_scim_error(answer, 400, "invalidSyntax")
     assert api.get("/client/employees").json()["data"]["total"] == 0
+
+
+def test_a_typed_email_path_reaches_its_own_email_never_the_work_one(scim: Scim, api: Api) -> None:
+    """Outfitter keeps a work email (the employee's identity) and a personal one. A filter on
+    `type` names the work one for `work` (or `primary eq true`) and the personal one for any other
+    type: replacing, adding or removing a home address never rewrites the work email."""
+    user = _create(scim, "ada@acme.example")
+    path = f"/Users/{user['id']}"
+
+    def emails() -> tuple[str, str | None]:
+        employee = api.get(f"/client/employees/{user['id']}").json()["data"]
+        return employee["email"], employee["personal_email"]
+
+    added = scim.patch(
+        path, [{"op": "add", "path": 'emails[type eq "home"].value', "value": "ada@home.example"}]
+    )
+    assert added.status_code == 200, added.text
+    assert emails() == ("ada@acme.example", "ada@home.example")
+    replaced = scim.patch(
+        path, [{"op": "replace", "path": 'emails[type eq "other"].value', "value": "a@b.example"}]
+    )
+    assert replaced.status_code == 200, replaced.text
+    assert emails() == ("ada@acme.example", "a@b.example")
+    whole = {"value": "ada@elsewhere.example", "type": "home"}
+    assert (
+        scim.patch(path, [{"op": "replace", "path": 'emails[type eq "home"]', "value": whole}]).status_code
+        == 200
+    )
+    assert emails() == ("ada@acme.example", "ada@elsewhere.example")
+    removed = scim.patch(path, [{"op": "remove", "path": 'emails[type eq "home"]'}])
+    assert removed.status_code == 200, removed.text
+    assert emails() == ("ada@acme.example", None)
+    again = scim.patch(path, [{"op": "replace", "path": 'emails[type eq "home"]', "value": whole}])
+    assert again.status_code == 200 and emails() == ("ada@acme.example", "ada@elsewhere.example")
+    primary = scim.patch(
+        path, [{"op": "replace", "path": "emails[primary eq true].value", "value": "ada@new.example"}]
+    )
+    assert primary.status_code == 200, primary.text
+    assert emails() == ("ada@new.example", "ada@elsewhere.example")
+    work = scim.patch(
+        path, [{"op": "replace", "path": 'emails[type eq "work"].value', "value": "ada@acme.example"}]
+    )
+    assert work.status_code == 200 and emails() == ("ada@acme.example", "ada@elsewhere.example")
+
+
+def test_patches_the_api_would_refuse_are_scim_errors_in_plain_words(scim: Scim, api: Api) -> None:
+    """What would leave an employee the REST API calls invalid, or a value of the wrong type, is
+    refused with the attribute's SCIM name and no validator's internals; nothing is written."""
+    user = _create(scim, "ada@acme.example")
+    path = f"/Users/{user['id']}"
+    manager = f"{ENTERPRISE_URN}:manager"
+    refusals = [
+        ({"op": "remove", "path": "name"}, "mutability", "name cannot be removed"),
+        ({"op": "remove", "path": "name.givenName"}, "mutability", "name.givenName cannot be removed"),
+        (
+            {"op": "replace", "path": "active", "value": "maybe"},
+            "invalidValue",
+            "active: Input should be a valid boolean",
+        ),
+        (
+            {"op": "replace", "path": "name.givenName", "value": 5},
+            "invalidValue",
+            "givenName: Input should be a valid string",
+        ),
+        (
+            {"op": "replace", "path": "displayName", "value": 5},
+            "invalidValue",
+            "displayName: Input should be a valid string",
+        ),
+        ({"op": "replace", "path": 5, "value": "x"}, "invalidSyntax", "An operation's path is a text"),
+        (
+            {"op": "replace", "path": "phoneNumbers", "value": [{"value": "call me maybe"}]},
+            "invalidValue",
+            "Not a valid phone number",
+        ),
+        (
+            {"op": "replace", "path": manager, "value": {"displayName": "Boss"}},
+            "invalidValue",
+            'id as its "value"',
+        ),
+    ]
+    before = api.get(f"/client/employees/{user['id']}").json()["data"]
+    for operation, scim_type, detail in refusals:
+        error = assert_scim_error(scim.patch(path, [operation]), 400, scim_type)
+        assert detail in error["detail"], (operation, error)
+        assert "pydantic" not in error["detail"] and "validation error for" not in error["detail"]
+    assert api.get(f"/client/employees/{user['id']}").json()["data"] == before
+    refused = scim.post("/Users", user_body("grace@acme.example", phoneNumbers=[{"value": "call me maybe"}]))
+    assert "Not a valid phone number" in assert_scim_error(refused, 400, "invalidValue")["detail"]
+    family_only = {**user_body("linus@acme.example"), "name": {"familyName": "Torvalds"}}
+    created = scim.post("/Users", family_only).json()
+    # The API needs a first name: the display name's first word, else the userName's local part.
+    assert created["name"] == {"givenName": "Ada", "familyName": "Torvalds"}
+    del family_only["displayName"]
+    family_only["userName"] = family_only["emails"][0]["value"] = "grace@acme.example"
+    assert scim.post("/Users", family_only).json()["name"] == {"givenName": "grace", "familyName": "Torvalds"}

@@ -7,9 +7,12 @@ into what the RFC says they mean:
   i.e. `members[value eq "ID"]` for each;
 - a path-less operation whose value names attributes by a value path, e.g.
   `{"emails[type eq \\"work\\"].value": "x"}` (Entra): one operation per such key;
-- `attr[type eq "work"].sub` when no value has that type (Entra, for emails, phoneNumbers and
-  addresses, which Outfitter keeps one of each, untyped): the primary (else first) value takes the
-  type first, or a new value is added when there is none;
+- `attr[type eq "work"].sub` when no value has that type (Entra, for phoneNumbers and addresses,
+  which Outfitter keeps one of each, untyped): the primary (else first) value takes the type
+  first, or a new value is added when there is none;
+- emails, of which Outfitter keeps two, are read typed for the patch: the work email `work` and
+  primary, the personal one `home`. A filter on another type names the personal one (or adds it):
+  `emails[type eq "other"].value` never reaches the work email, the employee's identity;
 - the manager as its bare id, or a list of one `{value}` (Entra): `{value, $ref}`;
 - `"active": "False"` strings (Entra): pydantic reads them as booleans already.
 """
@@ -20,13 +23,22 @@ import re
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
-from scim2_models import Context, InvalidSyntaxException, PatchOp, Resource
+from scim2_models import (
+    Context,
+    InvalidSyntaxException,
+    InvalidValueException,
+    MutabilityException,
+    PatchOp,
+    Resource,
+    SCIMException,
+)
 
 from outfitter.scim.users import ENTERPRISE_URN, TOLERANT, invalid
 
 ResourceT = TypeVar("ResourceT", bound=Resource[Any])
 
 PATCH_URN = "urn:ietf:params:scim:api:messages:2.0:PatchOp"
+_REQUIRED = frozenset({"name", "name.givenname"})  # removable by no operation (userName: scim2-models)
 _TYPED_PATH = re.compile(
     r'^(?P<attr>[\w:.$-]*?)\[\s*type\s+eq\s+"(?P<type>[^"]*)"\s*\](?:\.(?P<sub>[\w$]+))?$', re.I
 )
@@ -51,6 +63,10 @@ def _rewrite(operation: dict[str, Any]) -> list[dict[str, Any]]:
     kind = str(op.get("op", "")).lower()
     path = op.get("path")
     value = op.get("value")
+    if path is not None and not isinstance(path, str):
+        raise InvalidSyntaxException(detail='An operation\'s path is a text, such as "name.givenName".')
+    if kind == "remove" and str(path).lower() in _REQUIRED:
+        raise MutabilityException(detail=f"{path} cannot be removed: every employee has a first name.")
     if kind == "remove" and isinstance(path, str) and "[" not in path and isinstance(value, list):
         removals = [item.get("value") for item in value if isinstance(item, dict) and item.get("value")]
         if removals:
@@ -70,7 +86,11 @@ def _manager(value: Any) -> Any:
     if isinstance(value, list):
         value = value[0] if value else None
     if isinstance(value, dict):
-        value = value.get("value")
+        if not any(key.lower() == "value" for key in value):
+            raise InvalidValueException(detail='manager: give the manager\'s id as its "value".')
+        value = next(item for key, item in value.items() if key.lower() == "value")
+    if value is not None and not isinstance(value, str):
+        raise InvalidValueException(detail="manager: the manager's id is a text.")
     if not value:
         return None
     return {"value": str(value), "$ref": f"Users/{value}"}
@@ -79,6 +99,7 @@ def _manager(value: Any) -> Any:
 def apply(resource: ResourceT, operations: list[dict[str, Any]]) -> ResourceT:
     """Apply `operations` to `resource` (in place), one at a time, as scim2-models reads them."""
     patch_type: Any = PatchOp[type(resource)]  # type: ignore[misc]
+    _type_emails(resource)
     for operation in operations:
         _make_typed_target(resource, operation)
         try:
@@ -90,12 +111,25 @@ def apply(resource: ResourceT, operations: list[dict[str, Any]]) -> ResourceT:
             patch.patch(resource)
         except ValidationError as exc:
             raise invalid(exc) from None
+        except SCIMException as exc:  # scim2-models words a value's validation as pydantic prints it
+            if isinstance(exc.__cause__, ValidationError):
+                raise invalid(exc.__cause__) from None
+            raise
     return resource
+
+
+def _type_emails(resource: Any) -> None:
+    """The work email (rendered first) as `work` and primary, the personal one as `home`."""
+    emails = list(getattr(resource, "emails", None) or [])
+    for position, email in enumerate(emails[:2]):
+        email.type, email.primary = ("work", True) if position == 0 else ("home", None)
+    if emails:
+        resource.emails = emails
 
 
 def _make_typed_target(resource: Any, operation: dict[str, Any]) -> None:
     path = operation.get("path")
-    if operation.get("op") not in ("add", "replace") or not isinstance(path, str):
+    if not isinstance(path, str):
         return
     match = _TYPED_PATH.match(path)
     if match is None:
@@ -106,6 +140,21 @@ def _make_typed_target(resource: Any, operation: dict[str, Any]) -> None:
     values = list(getattr(resource, field) or [])
     wanted = match["type"]
     if any(str(getattr(item, "type", None) or "").lower() == wanted.lower() for item in values):
+        return
+    if field == "emails":  # any type but work is the personal email
+        if len(values) > 1:
+            values[1].type = wanted
+            resource.emails = values
+        elif operation.get("op") in ("add", "replace"):  # no personal email yet: it is added
+            value = operation.get("value")
+            if match["sub"]:
+                added: dict[str, Any] | None = {"type": wanted, match["sub"]: value}
+            else:
+                added = {**value, "type": wanted} if isinstance(value, dict) else None
+            if added is not None:
+                operation["path"], operation["op"], operation["value"] = match["attr"], "add", [added]
+        return
+    if operation.get("op") not in ("add", "replace"):
         return
     if values:
         target = next((item for item in values if getattr(item, "primary", False)), values[0])

@@ -279,6 +279,10 @@ def _members(session: Session, group: Group) -> list[str]:
 def _check_group_external_id(session: Session, group: Group, department: Department | None) -> None:
     if not group.external_id:
         return
+    if len(group.external_id) > users.LIMITS["externalId"]:  # a User's and a Group's alike
+        raise InvalidValueException(
+            detail=f"externalId is longer than {users.LIMITS['externalId']} characters."
+        )
     statement = select(Department.id).where(
         Department.external_id == group.external_id, Department.deleted_at.is_(None)
     )

@@ -46,6 +46,7 @@ from outfitter.people.provisioning import (
     known_as,
     user_name_of,
 )
+from outfitter.people.schemas import PHONE_MESSAGE, is_phone
 from outfitter.scim.filters import Attribute, bool_attribute, compare_text
 from outfitter.scim.responses import with_meta
 
@@ -145,8 +146,18 @@ def parse(body: Any, context: Context) -> ScimUser:
 
 def invalid(exc: ValidationError) -> SCIMException:
     """The first of a validation's errors as the SCIM exception it stands for (invalidValue,
-    invalidSyntax, mutability...), naming the attribute."""
-    return SCIMException.from_error(Error.from_validation_errors(exc)[0])
+    invalidSyntax, mutability...), naming the attribute as SCIM does (`name.givenName`, not the
+    model's `given_name`)."""
+    error = Error.from_validation_errors(exc)[0]
+    first = exc.errors()[0]
+    where = ".".join(_scim_name(str(part)) for part in first["loc"] if not isinstance(part, int))
+    error.detail = f"{where}: {first['msg']}" if where else first["msg"]
+    return SCIMException.from_error(error)
+
+
+def _scim_name(field: str) -> str:
+    head, *rest = field.split("_")
+    return head + "".join(word.title() for word in rest)
 
 
 def _with_manager_refs(body: dict[str, Any]) -> dict[str, Any]:
@@ -207,7 +218,7 @@ def to_provisioned(
         last_name=_limited(last, "name.familyName"),
         country_id=_country_id(session, address.country if address else None, current, default_country),
         external_id=_limited(user.external_id, "externalId") or None,
-        phone=_limited(str(phone.value) if phone else "", "phoneNumbers.value"),
+        phone=_phone(_limited(str(phone.value) if phone else "", "phoneNumbers.value")),
         address=_limited(_formatted(address), "addresses"),
         job_title=_limited(user.title, "title") or None,
         department_name=_limited(enterprise.department if enterprise else None, "department") or None,
@@ -232,16 +243,22 @@ def _limited(value: str | None, field: str) -> str:
 
 
 def _names(user: ScimUser, user_name: str) -> tuple[str, str]:
-    given = user.name.given_name if user.name else None
-    family = user.name.family_name if user.name else None
-    if given or family:
-        return given or "", family or ""
-    # Neither sent: the display name, else the userName's local part, so the employee has a name.
+    given = (user.name.given_name if user.name else None) or ""
+    family = (user.name.family_name if user.name else None) or ""
+    if given.strip():
+        return given, family
+    # No given name (none sent, or removed): the display name, else the userName's local part, so
+    # the employee keeps a first name, as the API requires of every employee.
     shown = (user.display_name or (user.name.formatted if user.name else None) or "").strip()
-    if shown:
-        first, _, rest = shown.partition(" ")
-        return first, rest.strip()
-    return user_name.partition("@")[0], ""
+    first, _, rest = shown.partition(" ") if shown else (user_name.partition("@")[0], "", "")
+    return first, family or rest.strip()
+
+
+def _phone(value: str) -> str:
+    """A phone number as the API takes one (people.schemas), or none."""
+    if value and not is_phone(value):
+        raise InvalidValueException(detail=f"phoneNumbers.value: {value!r}: {PHONE_MESSAGE}")
+    return value
 
 
 def _formatted(address: Any) -> str:
