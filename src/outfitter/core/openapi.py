@@ -8,8 +8,9 @@ in front of it, so that no status the server can answer is missing from the docu
 - 422 is always the error envelope (`core.handlers` never sends FastAPI's `{"detail": [...]}`);
   any operation can answer it, if only for a NUL character in a query parameter.
 - 404 on operations with a path parameter (a malformed id is 404, never 422).
-- 400 (malformed JSON or Content-Length), 413 (too large) and 415 (not JSON) on operations that
-  take a body; on a POST also 409 (an Idempotency-Key reused with another body).
+- 400 everywhere (a request line or headers that cannot be read, several Authorization headers;
+  with a body, malformed JSON or Content-Length); 413 (too large) and 415 (not JSON) on
+  operations that take a body; on a POST also 409 (an Idempotency-Key reused with another body).
 - 401, 403 and 429 on operations that need a bearer token.
 - 500 and 503 (the database is out of reach) everywhere.
 - The `Idempotency-Key` header on every POST that needs a token (`core.idempotency` keys those),
@@ -254,11 +255,11 @@ def _complete_operation(method: str, operation: dict[str, Any]) -> None:
         for code, answer in operation.get("responses", {}).items():
             if code.startswith("2"):
                 answer.setdefault("headers", {})["Idempotent-Replayed"] = _REPLAYED
-    codes = {422, 500, 503}
+    codes = {400, 422, 500, 503}
     if any(parameter["in"] == "path" for parameter in parameters):
         codes.add(404)
     if method in _BODY_METHODS:
-        codes |= {400, 413, 415}
+        codes |= {413, 415}
     if method == "post":
         codes.add(409)
     if operation.get("security"):

@@ -329,7 +329,7 @@ def rendered_ok(data: bytes | Sequence[bytes], message: str) -> Rendered:
 
 
 ERROR_DESCRIPTIONS = {
-    400: "Malformed JSON",
+    400: "A request that cannot be read: malformed JSON or framing, several Authorization headers",
     401: "Missing, unknown, expired or revoked token",
     402: "Not enough wallet credit",
     403: "The token lacks the scope",

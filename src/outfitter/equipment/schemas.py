@@ -15,6 +15,7 @@ from outfitter.core.schemas import (
     CursorPage,
     Documented,
     Money,
+    NotNull,
     OneOf,
     Page,
     Schema,
@@ -314,7 +315,9 @@ class EquipmentPatch(EquipmentFields):
         }
     )
 
-    title: Annotated[str, NOT_BLANK] | None = Field(default=None, min_length=1, max_length=300)
+    title: Annotated[Annotated[str, NOT_BLANK] | None, NotNull()] = Field(
+        default=None, min_length=1, max_length=300
+    )
     status: EquipmentStatus | None = None
 
 

@@ -149,7 +149,10 @@ class EmployeeBulkCreate(Body):
 
     # Typed in the document; checked item by item by `bulk.create_employees`, which reports every
     # item's errors at its path.
-    employees: Annotated[list[Any], DocumentedAs(list[list[EmployeeCreate]] | list[EmployeeCreate])] = Field(
+    employees: Annotated[
+        list[Any],
+        DocumentedAs(list[Annotated[list[EmployeeCreate], Documented(minItems=1)]] | list[EmployeeCreate]),
+    ] = Field(
         json_schema_extra={"minItems": 1},
         description="An array holding arrays of employees (the shape older clients send), or a flat array; "
         "at most 1,000 employees in all",
@@ -202,10 +205,10 @@ class DepartmentCreate(Body):
 class DepartmentPatch(Body):
     model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Platform Engineering"}]})
 
-    name: DepartmentName | None = None
+    name: Annotated[DepartmentName | None, NotNull()] = None
     head_id: UuidText | None = Field(None, description="An employee of the company, or null to clear")
-    member_ids: list[UuidText] | None = Field(
-        None, max_length=1000, description="The full set of members; replaces it"
+    member_ids: Annotated[list[UuidText] | None, NotNull()] = Field(
+        None, max_length=1000, description="The full set of members; replaces it ([] removes them all)"
     )
 
 
