@@ -37,29 +37,38 @@ MAX_IMPORT_COLUMNS = 200
 MAX_HEADER_PROBLEMS = 20  # listed one by one; the rest are counted
 MAX_CELL_NESTING = 32  # arrays and objects inside a JSON cell (`other_details`)
 UPLOAD_FIELD = "file"
-CSV_REQUEST_BODY: dict[str, Any] = {
-    "requestBody": {
-        "required": True,
-        "description": (
-            "A CSV file (UTF-8, comma or semicolon) whose header names the create body's fields: "
-            f"the body itself (text/csv), or a form upload in the field `{UPLOAD_FIELD}`"
-        ),
-        "content": {
-            # A file: generated clients take it as bytes (openapi-python-client's File).
-            "text/csv": {"schema": {"type": "string", "format": "binary"}},
-            # The form every HTTP client and generator knows (openapi-python-client keeps it).
-            "multipart/form-data": {
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        UPLOAD_FIELD: {"type": "string", "format": "binary", "description": "The CSV file"}
-                    },
-                    "required": [UPLOAD_FIELD],
-                }
+
+
+def csv_request_body(example: str) -> dict[str, Any]:
+    """The import's body in the OpenAPI document, with `example`, a file the import accepts."""
+    return {
+        "requestBody": {
+            "required": True,
+            "description": (
+                "A CSV file (UTF-8, comma or semicolon) whose header names the create body's fields: "
+                f"the body itself (text/csv), or a form upload in the field `{UPLOAD_FIELD}`"
+            ),
+            "content": {
+                # A file: generated clients take it as bytes (openapi-python-client's File).
+                "text/csv": {"schema": {"type": "string", "format": "binary"}, "example": example},
+                # The form every HTTP client and generator knows (openapi-python-client keeps it).
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            UPLOAD_FIELD: {
+                                "type": "string",
+                                "format": "binary",
+                                "description": "The CSV file",
+                            }
+                        },
+                        "required": [UPLOAD_FIELD],
+                    }
+                },
             },
-        },
+        }
     }
-}
+
 
 ModelT = TypeVar("ModelT")
 

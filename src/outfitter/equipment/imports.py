@@ -28,6 +28,12 @@ COLUMNS = (
     *(f"specs.{name}" for name in SpecsIn.model_fields),
 )
 _ROW = TypeAdapter(EquipmentCreate)
+# A file the import takes, for the OpenAPI document.
+EXAMPLE = (
+    "title,serial_number,type,country,currency,purchase_price,specs.memory,status\n"
+    "MacBook Pro 14,C02XK0ABJGH5,Laptop,NG,USD,1999.00,16GB,Unassigned\n"
+    "iPhone 15,F2LZK1ABN72Q,Phones,Kenya,USD,799.00,,In_Storage\n"
+)
 
 
 def _other_details(fields: dict[str, Any]) -> str | None:

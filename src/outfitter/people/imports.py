@@ -15,6 +15,12 @@ from outfitter.people.schemas import EmployeeCreate
 
 COLUMNS = tuple(EmployeeCreate.model_fields)
 _ROW = TypeAdapter(EmployeeCreate)
+# A file the import takes, for the OpenAPI document.
+EXAMPLE = (
+    "first_name,last_name,email,country_id,phone,address\n"
+    "Ada,Obi,ada.obi@example.com,NG,+234 801 234 5678,1 Marina\n"
+    "Wanjiru,Kamau,wanjiru.kamau@example.com,Kenya,+254 700 000000,2 Moi Avenue\n"
+)
 
 
 def import_employees(

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
 from outfitter.core.csv_export import CSV_RESPONSE, csv_response
-from outfitter.core.csv_import import CSV_REQUEST_BODY, CsvBody, DryRun, ImportResult, import_message
+from outfitter.core.csv_import import CsvBody, DryRun, ImportResult, csv_request_body, import_message
 from outfitter.core.openapi import id_path
 from outfitter.core.pagination import SyncListing
 from outfitter.core.schemas import Envelope, UuidText, counted, error_responses, list_envelope, ok
@@ -212,7 +212,7 @@ def delete_department(department_id: DepartmentId, client: WriteAccess) -> dict[
     "/employees/import",
     response_model=Envelope[ImportResult],
     responses=error_responses(409, 422),
-    openapi_extra=CSV_REQUEST_BODY,
+    openapi_extra=csv_request_body(imports.EXAMPLE),
     summary="Create employees from a CSV file (up to 10 MiB and 10,000 rows), all or nothing",
 )
 def import_employees(client: WriteAccess, data: CsvBody, dry_run: DryRun = False) -> dict[str, Any]:
