@@ -358,6 +358,13 @@ def test_unknown_endpoints_and_methods_answer_scim_errors(scim: Scim) -> None:
     assert_scim_error(scim.get("/Devices"), 404)
     assert_scim_error(scim.request("PATCH", "/Users", {"Operations": []}), 405)
     assert_scim_error(scim.post("/.search", {"filter": 'userName eq "x"'}), 501)
+    trailing = scim.client.get("/scim/v2/Users/", follow_redirects=False)  # no token: no redirect either
+    assert "Location" not in trailing.headers
+    assert_scim_error(trailing, 404)
+    as_text = scim.request(
+        "POST", "/Users", headers={"Content-Type": "text/plain"}, content=json.dumps(user_body("a@b.example"))
+    )
+    assert "Content-Type: application/scim+json" in assert_scim_error(as_text, 400, "invalidSyntax")["detail"]
     unauthenticated = scim.request("GET", "/Users", headers={"Authorization": "Bearer otf_nope"})
     assert_scim_error(unauthenticated, 401)
     assert unauthenticated.headers["WWW-Authenticate"].startswith("Bearer")

@@ -30,7 +30,8 @@ _SCIM_TYPES = {400: "invalidValue", 409: "uniqueness", 422: "invalidValue"}
 
 def create_scim_app(state: State) -> FastAPI:
     """The SCIM sub-application, sharing `state` (engine, sessions, rate limits) with the API's."""
-    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    # No redirect for a trailing slash (as the API's): a 404 SCIM Error, before any token is read.
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, redirect_slashes=False)
     app.state = state
     app.include_router(router)
     app.add_exception_handler(SCIMException, _scim_error)

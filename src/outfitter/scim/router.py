@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Query, Request
-from scim2_models import InvalidValueException, NotImplementedException
+from scim2_models import InvalidSyntaxException, InvalidValueException, NotImplementedException
 from starlette.responses import Response
 
 from outfitter.core.auth import bearer_token
@@ -55,8 +55,13 @@ Gateways = Annotated[GatewayRegistry, Depends(_gateways)]
 IfMatch = Annotated[str | None, Header(alias="If-Match")]
 
 
-async def _json_body(body: Annotated[Any, Body()]) -> Any:
+async def _json_body(request: Request, body: Annotated[Any, Body()]) -> Any:
     """The request's JSON; text no database column can hold (a NUL, a lone surrogate) is a 400."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if not media_type.endswith(("/json", "+json")):  # FastAPI left the body unread as JSON
+        raise InvalidSyntaxException(
+            detail="Send the body as JSON, with Content-Type: application/scim+json (or application/json)."
+        )
     found = unstorable_fields(body)
     if found:
         field, (problem, *_) = next(iter(found.items()))
