@@ -388,40 +388,33 @@ def test_a_typed_email_path_reaches_its_own_email_never_the_work_one(scim: Scim,
     user = _create(scim, "ada@acme.example")
     path = f"/Users/{user['id']}"
 
-    def emails() -> tuple[str, str | None]:
+    home, elsewhere = 'emails[type eq "home"]', {"value": "ada@elsewhere.example", "type": "home"}
+    steps = [  # (operation, the work email and the personal one after it)
+        (
+            {"op": "add", "path": f"{home}.value", "value": "ada@home.example"},
+            ("ada@acme.example", "ada@home.example"),
+        ),
+        (
+            {"op": "replace", "path": 'emails[type eq "other"].value', "value": "a@b.example"},
+            ("ada@acme.example", "a@b.example"),
+        ),
+        ({"op": "replace", "path": home, "value": elsewhere}, ("ada@acme.example", "ada@elsewhere.example")),
+        ({"op": "remove", "path": home}, ("ada@acme.example", None)),
+        ({"op": "replace", "path": home, "value": elsewhere}, ("ada@acme.example", "ada@elsewhere.example")),
+        (
+            {"op": "replace", "path": "emails[primary eq true].value", "value": "ada@new.example"},
+            ("ada@new.example", "ada@elsewhere.example"),
+        ),
+        (
+            {"op": "replace", "path": 'emails[type eq "work"].value', "value": "ada@acme.example"},
+            ("ada@acme.example", "ada@elsewhere.example"),
+        ),
+    ]
+    for operation, expected in steps:
+        answer = scim.patch(path, [operation])
+        assert answer.status_code == 200, (operation, answer.text)
         employee = api.get(f"/client/employees/{user['id']}").json()["data"]
-        return employee["email"], employee["personal_email"]
-
-    added = scim.patch(
-        path, [{"op": "add", "path": 'emails[type eq "home"].value', "value": "ada@home.example"}]
-    )
-    assert added.status_code == 200, added.text
-    assert emails() == ("ada@acme.example", "ada@home.example")
-    replaced = scim.patch(
-        path, [{"op": "replace", "path": 'emails[type eq "other"].value', "value": "a@b.example"}]
-    )
-    assert replaced.status_code == 200, replaced.text
-    assert emails() == ("ada@acme.example", "a@b.example")
-    whole = {"value": "ada@elsewhere.example", "type": "home"}
-    assert (
-        scim.patch(path, [{"op": "replace", "path": 'emails[type eq "home"]', "value": whole}]).status_code
-        == 200
-    )
-    assert emails() == ("ada@acme.example", "ada@elsewhere.example")
-    removed = scim.patch(path, [{"op": "remove", "path": 'emails[type eq "home"]'}])
-    assert removed.status_code == 200, removed.text
-    assert emails() == ("ada@acme.example", None)
-    again = scim.patch(path, [{"op": "replace", "path": 'emails[type eq "home"]', "value": whole}])
-    assert again.status_code == 200 and emails() == ("ada@acme.example", "ada@elsewhere.example")
-    primary = scim.patch(
-        path, [{"op": "replace", "path": "emails[primary eq true].value", "value": "ada@new.example"}]
-    )
-    assert primary.status_code == 200, primary.text
-    assert emails() == ("ada@new.example", "ada@elsewhere.example")
-    work = scim.patch(
-        path, [{"op": "replace", "path": 'emails[type eq "work"].value', "value": "ada@acme.example"}]
-    )
-    assert work.status_code == 200 and emails() == ("ada@acme.example", "ada@elsewhere.example")
+        assert (employee["email"], employee["personal_email"]) == expected, operation
 
 
 def test_patches_the_api_would_refuse_are_scim_errors_in_plain_words(scim: Scim, api: Api) -> None:
