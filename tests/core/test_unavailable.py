@@ -18,7 +18,7 @@ from sqlalchemy.pool import QueuePool
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED
+from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED, WRITES_CROSSED
 from tests.factories import CompanyFactory, assert_error
 
 ANY_TOKEN = {"Authorization": "Bearer otf_" + "x" * 43}
@@ -113,11 +113,18 @@ def _orig() -> Exception:
     return Exception("the driver's message\nand a second line")
 
 
+class _Deadlock(Exception):
+    """As psycopg raises PostgreSQL's deadlock_detected."""
+
+    sqlstate = "40P01"
+
+
 RAISED = {
     "pool-timeout": sa_exc.TimeoutError("QueuePool limit of size 1 overflow 0 reached"),
     "operational": sa_exc.OperationalError("SELECT 1", {}, _orig()),
     "interface": sa_exc.InterfaceError("SELECT 1", {}, _orig()),
     "invalidated": sa_exc.DBAPIError("SELECT 1", {}, _orig(), connection_invalidated=True),
+    "deadlock": sa_exc.OperationalError("SELECT ... FOR UPDATE", {}, _Deadlock("deadlock detected")),
     "dbapi": sa_exc.DBAPIError("SELECT 1", {}, _orig()),
     "integrity": sa_exc.IntegrityError("INSERT ...", {}, _orig()),
     "programming": sa_exc.ProgrammingError("SELECT nonsense", {}, _orig()),
@@ -143,6 +150,7 @@ def raising_app(tmp_path_factory: pytest.TempPathFactory) -> FastAPI:
         ("operational", DATABASE_UNAVAILABLE),
         ("interface", DATABASE_UNAVAILABLE),
         ("invalidated", DATABASE_UNAVAILABLE),
+        ("deadlock", WRITES_CROSSED),  # not an outage: the same request again goes through
     ],
 )
 def test_outages_are_503(raising_app: FastAPI, kind: str, message: str) -> None:

@@ -138,3 +138,35 @@ def test_department_writes_and_a_patch_racing_the_delete_answer_404_or_422(
         members: list[Any] = http.get(f"/client/departments/{department}").json()["data"]["members"]
         for member in members:
             assert http.get(f"/client/employees/{member['id']}").status_code == 200
+
+
+def test_writes_naming_the_same_employees_at_once_all_succeed(live_server: LiveServer, api: Api) -> None:
+    """Writes that reference employees hold them FOR KEY SHARE, a lock that does not conflict with
+    itself: they run side by side. It was FOR NO KEY UPDATE (SQLAlchemy's `key_share=True` alone),
+    which made them queue and, crossing in two orders, deadlock (a black-box probe: 181 of 240
+    department PATCHes answered 503)."""
+    with live_server.api(api.token) as http:
+        people = [_employee(http) for _ in range(4)]
+        departments = [
+            http.post("/client/departments", json={"name": f"Team {n}"}).json()["data"]["id"]
+            for n in range(4)
+        ]
+
+    def patch(round_: int) -> list[int]:
+        with live_server.api(api.token) as client:
+            statuses = []
+            for step in range(6):
+                head = people[(round_ + step) % 4]
+                members = [people[(round_ + step + shift) % 4] for shift in (1, 2, 3)][
+                    :: 1 if step % 2 else -1
+                ]
+                department = departments[(round_ * 3 + step) % 4]
+                answer = client.patch(
+                    f"/client/departments/{department}", json={"head_id": head, "member_ids": members}
+                )
+                statuses.append(answer.status_code if answer.status_code == 200 else answer.text)
+            return statuses
+
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = [status for statuses in pool.map(patch, range(8)) for status in statuses]
+    assert outcomes == [200] * 48, [outcome for outcome in outcomes if outcome != 200][:3]

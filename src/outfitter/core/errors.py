@@ -28,6 +28,10 @@ class DomainError(Exception):
 RETRY_AFTER_SECONDS = 2
 DATABASE_UNAVAILABLE = "The database is unavailable right now; retry in a few seconds."
 POOL_EXHAUSTED = "Every database connection is busy right now; retry in a few seconds."
+WRITES_CROSSED = (
+    "This request and a concurrent one each waited on the other; this one was undone and nothing "
+    "was written: send it again."
+)
 
 
 class BadRequest(DomainError):

@@ -156,7 +156,7 @@ def event_rows(
 _ENABLED_ENDPOINTS = (
     select(WebhookEndpoint.id, WebhookEndpoint.event_types)
     .where(WebhookEndpoint.company_id == bindparam("company"), WebhookEndpoint.enabled.is_(True))
-    .with_for_update(key_share=True)
+    .with_for_update(read=True, key_share=True)
 )
 
 
@@ -350,7 +350,7 @@ def _deliveries_select(prefix: str, dialect: str, gate: CTE | None) -> Select[An
     # these deliveries with it (ON DELETE CASCADE); one committed first leaves no row here to hold.
     # Unheld, the read found an endpoint whose DELETE then committed, and the deliveries' foreign
     # key failed the write. SQLite's writers run one at a time and have no such lock.
-    rows = rows.with_for_update(key_share=True, of=endpoint)
+    rows = rows.with_for_update(read=True, key_share=True, of=endpoint)
     # The gate is one row or none: joined on true, each endpoint's row is kept or none is.
     return rows if gate is None else rows.select_from(endpoint.join(gate, true()))
 

@@ -22,6 +22,7 @@ from outfitter.core.errors import (
     DATABASE_UNAVAILABLE,
     POOL_EXHAUSTED,
     RETRY_AFTER_SECONDS,
+    WRITES_CROSSED,
     DomainError,
     error_body,
     validation_message,
@@ -163,8 +164,14 @@ def _unavailable(request: Request, exc: Exception, message: str) -> JSONResponse
     )
 
 
+# PostgreSQL's deadlock_detected and serialization_failure: the transaction was undone for a
+# concurrent one, and the same request sent again goes through.
+_TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})
+
+
 def outage_message(exc: BaseException) -> str | None:
-    """What to tell a client when `exc` means the database is out of reach, else None.
+    """What to tell a client (with a 503 and Retry-After) when `exc` is passing, else None: the
+    database out of reach, or this transaction undone for a concurrent one (a deadlock).
 
     Out of reach: the pool found no free connection within OUTFITTER_DB_POOL_TIMEOUT;
     OperationalError and InterfaceError (connection refused or lost, server shutting down, SQLite's
@@ -173,6 +180,8 @@ def outage_message(exc: BaseException) -> str | None:
     DataError...) is a bug or a conflict, not an outage."""
     if isinstance(exc, sa_exc.TimeoutError):
         return POOL_EXHAUSTED
+    if getattr(getattr(exc, "orig", None), "sqlstate", None) in _TRANSIENT_SQLSTATES:
+        return WRITES_CROSSED  # the database is fine: a retry succeeds
     if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError) or (
         isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
     ):

@@ -136,7 +136,9 @@ class EmployeeRepository(CompanyRepository[Employee]):
         if not ids:
             return {}
         statement = (
-            self.select(*options).where(Employee.id.in_(ids)).with_for_update(key_share=True, of=Employee)
+            self.select(*options)
+            .where(Employee.id.in_(ids))
+            .with_for_update(read=True, key_share=True, of=Employee)
         )
         return {record.id: record for record in self.session.scalars(statement)}
 
