@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import insert
+from sqlalchemy import Engine, insert, text
 from sqlalchemy.orm import Session
 
 from outfitter.models.events import Event, EventType
@@ -197,3 +197,26 @@ def test_a_page_costs_a_fixed_number_of_statements(
         assert _page(api, **params)["data"]
         costs.append(len(statements))
     assert len(set(costs)) == 1 and costs[0] > 0, costs  # counted where the app sends them
+
+
+def test_following_with_since_waits_for_transactions_in_flight(
+    postgres_only: None, api: Api, db: Session, engine: Engine
+) -> None:
+    """A follower polls `since=<the newest event it saw>`. An event stamped at t1 by a transaction
+    that commits after one stamped at t2 > t1 was shown would never be seen (a black-box probe
+    missed 6,000 of 56,368 events this way). With `since` the window ends at the start of the
+    oldest transaction in flight, as an `updated_since` walk does."""
+    since = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+    slow = engine.connect()
+    slow.begin()
+    slow.execute(text("SELECT 1"))  # a transaction in flight, as a slow write's would be
+    try:
+        assert api.post("/client/departments", {"name": "Quick"}).status_code == 201
+        followed = api.get("/client/events", since=since).json()["data"]["data"]
+        assert followed == []  # the quick event waits behind the slow transaction's start
+        everything = api.get("/client/events").json()["data"]["data"]
+        assert [event["type"] for event in everything] == ["department.created"]  # no since: as it was
+    finally:
+        slow.close()
+    followed = api.get("/client/events", since=since).json()["data"]["data"]
+    assert [event["type"] for event in followed] == ["department.created"]

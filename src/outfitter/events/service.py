@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import ValidationFailed
-from outfitter.core.pagination import CursorParams, ListParams, ListResult
+from outfitter.core.pagination import NO_HORIZON, SYNC_HORIZON, CursorParams, ListParams, ListResult
 from outfitter.core.schemas import as_utc
 from outfitter.events.repository import EventFilters, EventRepository
 from outfitter.models.events import Event, EventType
@@ -69,6 +69,13 @@ def list_events(
     start, end = _utc(since, "since"), _utc(until, "until")
     if start is not None and end is not None and end < start:
         raise ValidationFailed.field("query.until", "Must not be earlier than since.")
+    if start is not None:
+        # A follower asks for what came since the newest event it saw. An event is stamped when it
+        # is written and seen once its transaction commits, so the window ends at the horizon (the
+        # start of the oldest transaction in flight, as an `updated_since` walk's): what a slower
+        # transaction stamps earlier than an event already shown is never passed by.
+        horizon = session.scalar(SYNC_HORIZON) or NO_HORIZON
+        end = horizon if end is None else min(end, horizon)
     filters = EventFilters(types=parse_types(type), subject_id=subject_id, since=start, until=end)
     if isinstance(params, CursorParams):
         return EventRepository(session).cursor_page(filters, params)
