@@ -86,6 +86,23 @@ def test_nan_and_infinity_inside_strings_are_text(api: Api) -> None:
     assert created.status_code == 201 and created.json()["data"]["name"] == "NaN Infinity"
 
 
+def test_an_integer_longer_than_python_reads_is_a_400_before_the_token(api: Api, client: TestClient) -> None:
+    """5,000 digits is valid JSON but more than Python parses (4,300): it was FastAPI's vague "There
+    was an error parsing the body", with or without a token. A run of digits in a string is text."""
+    body = '{"first_name": ' + "9" * 5000 + "}"
+    message = "The request body holds a number of more than 4,300 digits; no field takes one."
+    for answer in (
+        api.request("POST", "/client/employees", content=body, headers=JSON),
+        client.post("/api/v2/client/employees", content=body, headers=JSON),  # no token
+        api.request(
+            "POST", "/client/equipment/bulk-move", content='{"status": -' + "1" * 4301 + "}", headers=JSON
+        ),
+    ):
+        assert assert_error(answer, 400)["message"] == message
+    as_text = api.post("/client/departments", {"name": "9" * 5000})  # a string: judged as text, 422
+    assert "name" in assert_error(as_text, 422)["errors"]
+
+
 # (path, body, the field the error names) for each of the three initiates; EMPLOYEE is the id.
 INITIATES = [
     (

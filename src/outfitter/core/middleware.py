@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -275,6 +276,15 @@ NON_JSON_NUMBER_MESSAGE = (
 )
 
 
+# Python reads an integer of at most this many digits (sys.get_int_max_str_digits, 4,300 by
+# default); a longer one, valid JSON, made the endpoint's parser fail with a vague 400.
+_MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+LONG_NUMBER_MESSAGE = (
+    f"The request body holds a number of more than {_MAX_INT_DIGITS:,} digits; no field takes one."
+)
+_LONG_DIGIT_RUN = re.compile(rb"[0-9]{%d}" % (_MAX_INT_DIGITS + 1))
+
+
 class _NonJsonNumber(Exception):
     pass
 
@@ -283,11 +293,27 @@ def _refuse_constant(name: str) -> Any:
     raise _NonJsonNumber(name)
 
 
+def _refuse_long_integer(digits: str) -> int:
+    if len(digits.lstrip("-")) > _MAX_INT_DIGITS:
+        raise _NonJsonNumber(digits[:20])
+    return int(digits)
+
+
 def _holds_non_json_number(body: bytes) -> bool:
     """Whether the body holds NaN or Infinity as a value (not inside a string): Python's parser
     takes them, RFC 8259 does not. Only parsed when the bytes appear (a search at C speed)."""
+    return _parse_refusing(body, parse_constant=_refuse_constant)
+
+
+def _holds_long_integer(body: bytes) -> bool:
+    """Whether the body holds an integer too long for Python to read (not a run of digits inside
+    a string, which is text). Only parsed when such a run appears."""
+    return _LONG_DIGIT_RUN.search(body) is not None and _parse_refusing(body, parse_int=_refuse_long_integer)
+
+
+def _parse_refusing(body: bytes, **hooks: Any) -> bool:
     try:
-        json.loads(body, parse_constant=_refuse_constant)
+        json.loads(body, **hooks)
     except _NonJsonNumber:
         return True
     except ValueError:  # not JSON at all: the endpoint answers 400 itself
@@ -360,7 +386,8 @@ class InputGuardMiddleware:
     - a NUL character or a lone surrogate, which no text column stores: in the path (404: no record
       has such an id), in query parameters and in JSON strings and keys (422 naming each field);
     - a JSON body nested more than MAX_JSON_DEPTH levels (422), which would overflow a parser;
-    - NaN or Infinity as a JSON value (400): not JSON, though Python's parser reads them;
+    - NaN or Infinity as a JSON value (400): not JSON, though Python's parser reads them; an
+      integer longer than Python reads (400);
     - more than one Authorization header (400): which one counts would be a guess.
 
     Only JSON can carry a lone surrogate: percent-decoding (path, query, urlencoded forms) replaces
@@ -401,6 +428,9 @@ class InputGuardMiddleware:
                 return
             if (b"NaN" in body or b"Infinity" in body) and _holds_non_json_number(body):
                 await send_error(scope, send, 400, NON_JSON_NUMBER_MESSAGE, [])
+                return
+            if _holds_long_integer(body):
+                await send_error(scope, send, 400, LONG_NUMBER_MESSAGE, [])
                 return
             if _may_hold_unstorable(body):  # only then is it worth parsing here
                 try:
