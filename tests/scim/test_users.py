@@ -365,6 +365,12 @@ def test_unknown_endpoints_and_methods_answer_scim_errors(scim: Scim) -> None:
         "POST", "/Users", headers={"Content-Type": "text/plain"}, content=json.dumps(user_body("a@b.example"))
     )
     assert "Content-Type: application/scim+json" in assert_scim_error(as_text, 400, "invalidSyntax")["detail"]
+    untyped = scim.client.post(  # no Content-Type at all: not read as JSON either
+        "/scim/v2/Users",
+        headers={"Authorization": scim.headers["Authorization"]},
+        content=json.dumps(user_body("c@d.example")),
+    )
+    assert "Content-Type: application/scim+json" in assert_scim_error(untyped, 400, "invalidSyntax")["detail"]
     unauthenticated = scim.request("GET", "/Users", headers={"Authorization": "Bearer otf_nope"})
     assert_scim_error(unauthenticated, 401)
     assert unauthenticated.headers["WWW-Authenticate"].startswith("Bearer")
