@@ -39,11 +39,6 @@ def _email(value: str) -> str:
         raise ValueError(f"Not a valid email address: {error}") from None
 
 
-def is_phone(value: str) -> bool:
-    """Whether a stripped text is a phone number as every way in (API, CSV, SCIM) takes one."""
-    return 4 <= len(value) <= 50 and _PHONE.match(value) is not None
-
-
 def _phone(value: str) -> str:
     if not _PHONE.match(value):
         raise ValueError(PHONE_MESSAGE)

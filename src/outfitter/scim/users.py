@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from email_validator import EmailNotValidError, validate_email
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from scim2_models import (
     Context,
     EnterpriseUser,
@@ -38,6 +38,7 @@ from sqlalchemy import func
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import find_country
+from outfitter.core.errors import validation_message
 from outfitter.models import EMPLOYEE_OFFBOARDED, Employee
 from outfitter.people.provisioning import (
     ProvisionedEmployee,
@@ -46,11 +47,12 @@ from outfitter.people.provisioning import (
     known_as,
     user_name_of,
 )
-from outfitter.people.schemas import PHONE_MESSAGE, is_phone
+from outfitter.people.schemas import Phone
 from outfitter.scim.filters import Attribute, bool_attribute, compare_text
 from outfitter.scim.responses import with_meta
 
 ScimUser = User[EnterpriseUser]
+_PHONE = TypeAdapter(Phone)  # the REST API's own rule for a phone number
 CORE_URN = str(User.__schema__)
 ENTERPRISE_URN = str(EnterpriseUser.__schema__)
 # Requests may carry attributes Outfitter does not keep (locale, ims, an IdP's own extension...):
@@ -255,10 +257,14 @@ def _names(user: ScimUser, user_name: str) -> tuple[str, str]:
 
 
 def _phone(value: str) -> str:
-    """A phone number as the API takes one (people.schemas), or none."""
-    if value and not is_phone(value):
-        raise InvalidValueException(detail=f"phoneNumbers.value: {value!r}: {PHONE_MESSAGE}")
-    return value
+    """A phone number as the API takes one (its `Phone` type), or none."""
+    if not value:
+        return value
+    try:
+        return _PHONE.validate_python(value)
+    except ValidationError as exc:
+        problem = validation_message(exc.errors()[0])
+        raise InvalidValueException(detail=f"phoneNumbers.value: {value!r}: {problem}") from None
 
 
 def _formatted(address: Any) -> str:
