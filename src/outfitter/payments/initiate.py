@@ -310,7 +310,8 @@ def _reserved_message(devices: dict[uuid.UUID, Equipment], reserving: Mapping[uu
 
 
 def _register_with_gateway(work: ClientWork, draft: _Draft, gateways: GatewayRegistry) -> None:
-    """Card: end the read-only transaction, then ask the gateway for the checkout link."""
+    """Card: end the read-only transaction, then ask the gateway for the checkout link; then hold
+    the employees again, since the reads that held them have ended."""
     if draft.payment_method != PaymentMethod.CARD:
         return
     gateway = gateways.get(gateways.default_name)
@@ -333,11 +334,11 @@ def _register_with_gateway(work: ClientWork, draft: _Draft, gateways: GatewayReg
     except GatewayError as exc:
         raise GatewayUnavailable(f"The payment gateway could not start the payment: {exc}") from exc
     draft.gateway = gateway.name
+    _hold_employees(work.session, draft)
 
 
 def _write(session: Session, auth: AuthContext, draft: _Draft, ttl: timedelta) -> Transaction:
     now = change_time(session)  # a Card initiate's reads ended before the gateway was called
-    _hold_employees(session, draft)
     charges = draft.charges
     transaction = Transaction(
         id=uuid.uuid4(),
@@ -375,9 +376,9 @@ def _write(session: Session, auth: AuthContext, draft: _Draft, ttl: timedelta) -
 
 
 def _hold_employees(session: Session, draft: _Draft) -> None:
-    """Hold the draft's employees until the transaction is written, as every write naming one
-    does; 422 for any deleted since they were read (a Card initiate's reads ended before the
-    gateway call): their items would name no one."""
+    """Hold the draft's employees again until the transaction is written, as every write naming
+    one does (a Credit initiate still holds them from `_employees_of`); 422 for any deleted since
+    they were read: their items would name no one."""
     held = EmployeeRepository(session).referenced({employee.id for employee in draft.employees.values()})
     gone = {
         f"orders.{key}": [UNKNOWN_EMPLOYEE]
