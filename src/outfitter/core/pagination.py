@@ -359,6 +359,11 @@ SYNC_HORIZON = select(_SyncHorizon().label("horizon"))
 NO_HORIZON = datetime(9999, 12, 31, tzinfo=UTC)
 
 
+def sync_horizon(session: Session) -> datetime:
+    """The horizon now, in a statement of its own (see SYNC_HORIZON); far in the future on SQLite."""
+    return session.scalar(SYNC_HORIZON) or NO_HORIZON
+
+
 @dataclass(frozen=True)
 class ListOrder:
     """A list's order and the conditions it adds; `horizon` only for an `updated_since` walk."""
@@ -374,7 +379,7 @@ def list_order(session: Session, model: Any, params: ListParams) -> ListOrder:
     since = syncing(params)
     if since is None:
         return ListOrder(newest_first(model), [])
-    horizon = session.scalar(SYNC_HORIZON) or NO_HORIZON
+    horizon = sync_horizon(session)
     keyset = Keyset((model.updated_at, model.id), descending=False)
     return ListOrder(keyset, [model.updated_at >= since, model.updated_at < horizon], horizon)
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import ValidationFailed
-from outfitter.core.pagination import NO_HORIZON, SYNC_HORIZON, CursorParams, ListParams, ListResult
+from outfitter.core.pagination import CursorParams, ListParams, ListResult, sync_horizon
 from outfitter.core.schemas import as_utc
 from outfitter.events.repository import EventFilters, EventRepository
 from outfitter.models.events import Event, EventType
@@ -74,7 +74,7 @@ def list_events(
         # is written and seen once its transaction commits, so the window ends at the horizon (the
         # start of the oldest transaction in flight, as an `updated_since` walk's): what a slower
         # transaction stamps earlier than an event already shown is never passed by.
-        horizon = session.scalar(SYNC_HORIZON) or NO_HORIZON
+        horizon = sync_horizon(session)
         end = horizon if end is None else min(end, horizon)
     filters = EventFilters(types=parse_types(type), subject_id=subject_id, since=start, until=end)
     if isinstance(params, CursorParams):
