@@ -286,6 +286,42 @@ def test_a_companys_slow_endpoints_do_not_hold_up_another_company(
         assert not thread.is_alive()
 
 
+def test_a_companys_slow_endpoints_do_not_hold_up_its_healthy_one(
+    api: Api, private_ok: Settings, engine: Engine, db: Session
+) -> None:
+    """Company A has three endpoints on a receiver that never answers (each send ends at the
+    attempt's 2 s deadline, and is retried at once) and one that answers at once; every event goes
+    to all four. Once an endpoint is known to be slow, its company's slow endpoints send in half of
+    its places, and the healthy endpoint is claimed for and started in the others."""
+    from tests.webhooks.receiver import running_receiver
+
+    settings = private_ok.model_copy(update={"webhook_timeout_seconds": 2})
+    with running_receiver() as slow, running_receiver() as fast:
+        slow.hold = threading.Event()
+        for path in ("/1", "/2", "/3"):
+            register(api, slow.url + path, event_types=["employee.created"])
+        register(api, fast.url, event_types=["employee.created"])
+        emit(engine, api.company_id, *[EventType.EMPLOYEE_CREATED] * 6)  # 24 deliveries, 6 healthy
+        runner = make_worker(engine, settings, concurrency=4)  # A: 2 sends at once, 1 per endpoint
+        thread = threading.Thread(target=runner.run_forever)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 60
+            while len(fast.received) < 6 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            slow_sends = len(slow.received)
+            assert len(fast.received) == 6
+            # Each slow endpoint's first send (unknown to be slow until it lasts a second), and
+            # in each of those rounds of 2 s at most one more, in the slow half of the company's
+            # places: 6. Before, the three endpoints' whole backlog went first (18 sends).
+            assert slow_sends <= 6, slow_sends
+        finally:
+            runner.stop()
+            slow.hold.set()
+            thread.join(timeout=30)
+        assert not thread.is_alive()
+
+
 def count_attempts(db: Session, company_id: uuid.UUID) -> int:
     value = db.scalar(select(func.count()).where(WebhookAttempt.company_id == company_id)) or 0
     db.commit()

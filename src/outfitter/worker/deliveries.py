@@ -2,10 +2,18 @@
 
 Fairness: up to `concurrency` sends at once; a company has at most half of them (`company_share`)
 and each of its endpoints at most half of the company's (`endpoint_share`). A freed place goes to
-the company with the fewest sends in flight. So a company whose receivers are slow holds its share
-and no more, and another company's delivery starts at once, never behind those slow sends. Claims
-keep the same proportions: a company or endpoint that has its share (times CLAIM_AHEAD) in this
-worker's hands is left out of the next claim, so the room goes to the others.
+the company with the fewest sends in flight, and within it to the endpoint with the fewest (one
+that is not slow first, then the oldest claim). So a company whose receivers are slow holds its
+share and no more, and another company's delivery starts at once, never behind those slow sends;
+inside the company, a healthy endpoint takes the first place a slow send frees and keeps it.
+Claims keep the same proportions: a company or endpoint that has its share (times CLAIM_AHEAD) in
+this worker's hands is left out of the next claim, so the room goes to the others.
+
+Slow endpoints: one with a send in flight for SLOW_AFTER seconds is slow until a send to it ends
+sooner. Its sends in flight do not count against its company's room for claims (they hold places,
+not supply), it holds at most one delivery waiting (the rest is released when it turns slow), and
+a company's slow endpoints together wait with at most half its room. So a company whose endpoints
+are mostly slow still has deliveries claimed for its healthy ones.
 
 Leases: a claimed delivery starts only while 1.5 attempt deadlines of its lease remain (what waited
 longer is released, for any worker to claim again); with the deadline on the whole attempt
@@ -37,6 +45,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("outfitter.worker")
 # Deliveries held (claimed, waiting or sending) per place to send: keeps the sends busy between claims.
 CLAIM_AHEAD = 2
+# A send in flight this long makes its endpoint slow (see above); receivers answer in milliseconds.
+SLOW_AFTER = 1.0
 T = TypeVar("T")
 
 
@@ -61,7 +71,8 @@ class DeliveryRun:
         self.lease = lease_seconds(worker.settings)
         # Claimed, not started, per company (oldest claim first); the dict's order is the turn.
         self.waiting: dict[uuid.UUID, deque[Held]] = {}
-        self.sending: dict[asyncio.Task[None], Outgoing] = {}
+        self.sending: dict[asyncio.Task[None], tuple[Outgoing, float]] = {}  # and its start (monotonic)
+        self.slow: dict[uuid.UUID, uuid.UUID] = {}  # slow endpoint -> its company
         self.held_by_company: Counter[uuid.UUID] = Counter()  # waiting or sending
         self.held_by_endpoint: Counter[uuid.UUID] = Counter()
         self.sending_by_company: Counter[uuid.UUID] = Counter()
@@ -97,8 +108,8 @@ class DeliveryRun:
             self.worker.start_jobs_if_due()
             if exhausted:  # nothing more is due: look again after the poll interval
                 await _wait_for(self.stopped, poll)
-            elif not found:  # no room: look again when a send ends
-                await _wait_for(self.send_finished, poll)
+            elif not found:  # no room: look again when a send ends, or turns slow (and frees room)
+                await _wait_for(self.send_finished, min(poll, self.until_a_send_turns_slow()))
         await self.shut_down()
 
     async def drain(self) -> int:
@@ -123,18 +134,18 @@ class DeliveryRun:
         """Claim into the free room; answers how many were claimed and whether the due ones ran out."""
         self.send_finished.clear()
         worker = self.worker
-        room = worker.concurrency * CLAIM_AHEAD - self.held_by_company.total()
+        self.note_slow_sends()
+        supply = self.supply_by_company()
+        room = worker.concurrency * CLAIM_AHEAD - supply.total()
         if room < worker.concurrency:
             return 0, False  # claim in batches, when half the room is free: fewer transactions
-        company_room = worker.company_share * CLAIM_AHEAD
-        endpoint_room = worker.endpoint_share * CLAIM_AHEAD
-        full_companies = [company for company, held in self.held_by_company.items() if held >= company_room]
+        full_companies = [company for company in supply if self._company_full(company, supply)]
         full_endpoints = [
-            endpoint for endpoint, held in self.held_by_endpoint.items() if held >= endpoint_room
+            endpoint for endpoint in {*self.held_by_endpoint, *self.slow} if self._endpoint_full(endpoint)
         ]
         # No more than one endpoint's room at once: what a claim brings beyond a company's or an
         # endpoint's room goes straight back (below), and a big claim would mostly go back.
-        limit = min(room, endpoint_room)
+        limit = min(room, worker.endpoint_share * CLAIM_AHEAD)
         claimed_at = time.monotonic()
         try:
             claimed = await self.in_thread(
@@ -151,20 +162,86 @@ class DeliveryRun:
             return 0, True
         for outgoing in claimed:
             # One claim can bring more of a company or endpoint than its share: the rest goes back.
-            if (
-                self.held_by_company[outgoing.company_id] >= company_room
-                or self.held_by_endpoint[outgoing.endpoint_id] >= endpoint_room
-            ):
+            if self._company_full(outgoing.company_id, supply) or self._endpoint_full(outgoing.endpoint_id):
                 self.to_release.append(outgoing.delivery_id)
                 continue
             self.waiting.setdefault(outgoing.company_id, deque()).append(Held(claimed_at, outgoing))
             self.held_by_company[outgoing.company_id] += 1
             self.held_by_endpoint[outgoing.endpoint_id] += 1
+            supply[outgoing.company_id] += 1
         self.start_sends()
         # Ran out only if nothing was left out: with a full endpoint or company excluded, more may
         # be due for it as soon as one of its sends ends.
         left_out = full_companies or full_endpoints or self.gone
         return len(claimed), len(claimed) < limit and not left_out
+
+    def supply_by_company(self) -> Counter[uuid.UUID]:
+        """What each company holds here, less its slow endpoints' sends in flight: the deliveries
+        that keep its sends going, which its room for claims bounds."""
+        supply = Counter(self.held_by_company)
+        for outgoing, _started in self.sending.values():
+            if outgoing.endpoint_id in self.slow:
+                supply[outgoing.company_id] -= 1
+        return supply
+
+    def _company_full(self, company: uuid.UUID, supply: Counter[uuid.UUID]) -> bool:
+        return supply[company] >= self.worker.company_share * CLAIM_AHEAD
+
+    def _endpoint_full(self, endpoint: uuid.UUID) -> bool:
+        if self.held_by_endpoint[endpoint] >= self.worker.endpoint_share * CLAIM_AHEAD:
+            return True
+        company = self.slow.get(endpoint)
+        if company is None:
+            return False
+        # A slow endpoint: one delivery waiting at most, and its company's slow ones half its room.
+        if self._waiting_for(endpoint):
+            return True
+        slow_waiting = sum(1 for slow, of in self.slow.items() if of == company and self._waiting_for(slow))
+        return slow_waiting >= self.worker.company_share * CLAIM_AHEAD // 2
+
+    def _slow_sends_of(self, company: uuid.UUID) -> int:
+        return sum(
+            1
+            for outgoing, _started in self.sending.values()
+            if outgoing.company_id == company and outgoing.endpoint_id in self.slow
+        )
+
+    def _waiting_for(self, endpoint: uuid.UUID) -> int:
+        return self.held_by_endpoint[endpoint] - self.sending_by_endpoint[endpoint]
+
+    def until_a_send_turns_slow(self) -> float:
+        now = time.monotonic()
+        return min(
+            (
+                started + SLOW_AFTER - now
+                for outgoing, started in self.sending.values()
+                if outgoing.endpoint_id not in self.slow
+            ),
+            default=SLOW_AFTER,
+        )
+
+    def note_slow_sends(self) -> None:
+        """Mark the endpoints of sends in flight for SLOW_AFTER as slow, and release what each holds
+        waiting beyond its oldest delivery: that could not start before its slow sends end."""
+        now = time.monotonic()
+        newly = {
+            outgoing.endpoint_id: outgoing.company_id
+            for outgoing, started in self.sending.values()
+            if now - started >= SLOW_AFTER and outgoing.endpoint_id not in self.slow
+        }
+        if not newly:
+            return
+        self.slow.update(newly)
+        kept: set[uuid.UUID] = set()
+
+        def beyond_the_oldest(held: Held) -> bool:
+            endpoint = held.outgoing.endpoint_id
+            if endpoint not in newly or endpoint not in kept:
+                kept.add(endpoint)
+                return False
+            return True
+
+        self._drop_waiting(beyond_the_oldest)
 
     def start_sends(self) -> None:
         """Fill the free places: each to the company with the fewest sends in flight that has a
@@ -188,17 +265,32 @@ class DeliveryRun:
                 del self.waiting[started]
 
     def _start_one_of(self, company: uuid.UUID) -> bool:
+        """Start the company's delivery whose endpoint has the fewest sends in flight (below its
+        share), one that is not slow first, then the oldest claim (`min` keeps the first of equals)."""
         queue = self.waiting[company]
-        for held in queue:
-            if self.sending_by_endpoint[held.outgoing.endpoint_id] < self.worker.endpoint_share:
-                queue.remove(held)
-                outgoing = held.outgoing
-                task = asyncio.create_task(self.deliver(outgoing))
-                self.sending[task] = outgoing
-                self.sending_by_company[outgoing.company_id] += 1
-                self.sending_by_endpoint[outgoing.endpoint_id] += 1
-                return True
-        return False
+        slow_lane_full = self._slow_sends_of(company) >= self.worker.slow_share
+        startable = [
+            held
+            for held in queue
+            if self.sending_by_endpoint[held.outgoing.endpoint_id] < self.worker.endpoint_share
+            and not (slow_lane_full and held.outgoing.endpoint_id in self.slow)
+        ]
+        if not startable:
+            return False
+        held = min(
+            startable,
+            key=lambda held: (
+                self.sending_by_endpoint[held.outgoing.endpoint_id],
+                held.outgoing.endpoint_id in self.slow,
+            ),
+        )
+        queue.remove(held)
+        outgoing = held.outgoing
+        task = asyncio.create_task(self.deliver(outgoing))
+        self.sending[task] = (outgoing, time.monotonic())
+        self.sending_by_company[outgoing.company_id] += 1
+        self.sending_by_endpoint[outgoing.endpoint_id] += 1
+        return True
 
     def expire_waiting(self) -> None:
         """Release what has waited so long that its lease could end under its send."""
@@ -251,8 +343,12 @@ class DeliveryRun:
 
     def _ended(self, outgoing: Outgoing) -> None:
         task = asyncio.current_task()
-        if task is not None:
-            self.sending.pop(task, None)
+        if task in self.sending:
+            _outgoing, started = self.sending.pop(task)
+            if time.monotonic() - started < SLOW_AFTER:
+                self.slow.pop(outgoing.endpoint_id, None)  # it answers (or fails) quickly again
+            else:
+                self.slow[outgoing.endpoint_id] = outgoing.company_id
         _less(self.sending_by_company, outgoing.company_id)
         _less(self.sending_by_endpoint, outgoing.endpoint_id)
         self._let_go(outgoing)
