@@ -441,3 +441,21 @@ def test_a_running_worker_records_every_outcome_without_more_sends_to_come(
     assert [(row.status, row.attempts, row.claimed_by) for row in rows] == [
         (DeliveryStatus.SUCCEEDED, 1, None)
     ] * 20
+
+
+def test_slow_marks_are_forgotten_only_when_idle_for_a_lease() -> None:
+    """The worker's marks of slow endpoints stay as few as the endpoints slow lately: one with
+    nothing held is forgotten after a lease's time, one with deliveries held is kept."""
+    from outfitter.worker.deliveries import SlowEndpoints
+
+    company, held, idle = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    marks = SlowEndpoints()
+    marks.mark(held, company)
+    marks.mark(idle, company)
+    marks.forget_idle({held}, after=60)  # marked just now: both kept
+    assert held in marks and idle in marks
+    marks.forget_idle({held}, after=0)  # a lease has passed
+    assert held in marks and idle not in marks
+    assert marks.of_companies({company}) == [held]
+    marks.clear(held)  # a send to it ended quickly
+    assert held not in marks and marks.company_of(held) is None

@@ -31,7 +31,7 @@ import logging
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -59,6 +59,43 @@ class Held:
     outgoing: Outgoing
 
 
+class SlowEndpoints:
+    """The endpoints this worker knows to be slow, each with its company: one is slow once a send
+    to it has been in flight SLOW_AFTER, until a send to it ends sooner. A mark neither renewed
+    (by another slow send) nor needed (nothing held for it) for a lease's time is forgotten, so
+    the marks stay as few as the endpoints slow lately."""
+
+    def __init__(self) -> None:
+        self._marks: dict[uuid.UUID, tuple[uuid.UUID, float]] = {}  # endpoint -> company, when
+        self._swept = time.monotonic()
+
+    def __contains__(self, endpoint: uuid.UUID) -> bool:
+        return endpoint in self._marks
+
+    def mark(self, endpoint: uuid.UUID, company: uuid.UUID) -> None:
+        self._marks[endpoint] = (company, time.monotonic())
+
+    def clear(self, endpoint: uuid.UUID) -> None:
+        self._marks.pop(endpoint, None)
+
+    def company_of(self, endpoint: uuid.UUID) -> uuid.UUID | None:
+        mark = self._marks.get(endpoint)
+        return mark[0] if mark else None
+
+    def of_companies(self, companies: Collection[uuid.UUID]) -> list[uuid.UUID]:
+        return [endpoint for endpoint, (company, _) in self._marks.items() if company in companies]
+
+    def forget_idle(self, held: Collection[uuid.UUID], after: float) -> None:
+        now = time.monotonic()
+        if now - self._swept >= after:  # a sweep per lease: the marks' size, not a claim's
+            self._swept = now
+            self._marks = {
+                endpoint: mark
+                for endpoint, mark in self._marks.items()
+                if endpoint in held or now - mark[1] < after
+            }
+
+
 class DeliveryRun:
     """One run of the event loop (run_once's or run_forever's): what this worker holds, sends and
     has yet to record. Everything here runs on the loop's thread."""
@@ -72,7 +109,7 @@ class DeliveryRun:
         # Claimed, not started, per company (oldest claim first); the dict's order is the turn.
         self.waiting: dict[uuid.UUID, deque[Held]] = {}
         self.sending: dict[asyncio.Task[None], tuple[Outgoing, float]] = {}  # and its start (monotonic)
-        self.slow: dict[uuid.UUID, uuid.UUID] = {}  # slow endpoint -> its company
+        self.slow = SlowEndpoints()
         self.held_by_company: Counter[uuid.UUID] = Counter()  # waiting or sending
         self.held_by_endpoint: Counter[uuid.UUID] = Counter()
         self.sending_by_company: Counter[uuid.UUID] = Counter()
@@ -140,9 +177,14 @@ class DeliveryRun:
         if room < worker.concurrency:
             return 0, False  # claim in batches, when half the room is free: fewer transactions
         full_companies = [company for company in supply if self._company_full(company, supply)]
+        slow_waiting = self.slow_waiting_by_company()
         full_endpoints = [
-            endpoint for endpoint in {*self.held_by_endpoint, *self.slow} if self._endpoint_full(endpoint)
+            endpoint for endpoint in self.held_by_endpoint if self._endpoint_full(endpoint, slow_waiting)
         ]
+        # The slow endpoints of a company whose slow ones hold their half, held here or not.
+        full_endpoints += self.slow.of_companies(
+            {company for company, waiting in slow_waiting.items() if waiting >= self._slow_room}
+        )
         # No more than one endpoint's room at once: what a claim brings beyond a company's or an
         # endpoint's room goes straight back (below), and a big claim would mostly go back.
         limit = min(room, worker.endpoint_share * CLAIM_AHEAD)
@@ -162,13 +204,17 @@ class DeliveryRun:
             return 0, True
         for outgoing in claimed:
             # One claim can bring more of a company or endpoint than its share: the rest goes back.
-            if self._company_full(outgoing.company_id, supply) or self._endpoint_full(outgoing.endpoint_id):
+            if self._company_full(outgoing.company_id, supply) or self._endpoint_full(
+                outgoing.endpoint_id, slow_waiting
+            ):
                 self.to_release.append(outgoing.delivery_id)
                 continue
             self.waiting.setdefault(outgoing.company_id, deque()).append(Held(claimed_at, outgoing))
             self.held_by_company[outgoing.company_id] += 1
             self.held_by_endpoint[outgoing.endpoint_id] += 1
             supply[outgoing.company_id] += 1
+            if outgoing.endpoint_id in self.slow:  # it had none waiting (else it was full)
+                slow_waiting[outgoing.company_id] += 1
         self.start_sends()
         # Ran out only if nothing was left out: with a full endpoint or company excluded, more may
         # be due for it as soon as one of its sends ends.
@@ -187,17 +233,26 @@ class DeliveryRun:
     def _company_full(self, company: uuid.UUID, supply: Counter[uuid.UUID]) -> bool:
         return supply[company] >= self.worker.company_share * CLAIM_AHEAD
 
-    def _endpoint_full(self, endpoint: uuid.UUID) -> bool:
+    def _endpoint_full(self, endpoint: uuid.UUID, slow_waiting: Counter[uuid.UUID]) -> bool:
         if self.held_by_endpoint[endpoint] >= self.worker.endpoint_share * CLAIM_AHEAD:
             return True
-        company = self.slow.get(endpoint)
+        company = self.slow.company_of(endpoint)
         if company is None:
             return False
         # A slow endpoint: one delivery waiting at most, and its company's slow ones half its room.
-        if self._waiting_for(endpoint):
-            return True
-        slow_waiting = sum(1 for slow, of in self.slow.items() if of == company and self._waiting_for(slow))
-        return slow_waiting >= self.worker.company_share * CLAIM_AHEAD // 2
+        return bool(self._waiting_for(endpoint)) or slow_waiting[company] >= self._slow_room
+
+    @property
+    def _slow_room(self) -> int:
+        return self.worker.company_share * CLAIM_AHEAD // 2
+
+    def slow_waiting_by_company(self) -> Counter[uuid.UUID]:
+        """Per company, its slow endpoints that have a delivery waiting here."""
+        return Counter(
+            company
+            for endpoint in self.held_by_endpoint
+            if self._waiting_for(endpoint) and (company := self.slow.company_of(endpoint)) is not None
+        )
 
     def _slow_sends_of(self, company: uuid.UUID) -> int:
         return sum(
@@ -229,17 +284,21 @@ class DeliveryRun:
             for outgoing, started in self.sending.values()
             if now - started >= SLOW_AFTER and outgoing.endpoint_id not in self.slow
         }
+        self.slow.forget_idle(self.held_by_endpoint, self.lease)
         if not newly:
             return
-        self.slow.update(newly)
+        for endpoint, company in newly.items():
+            self.slow.mark(endpoint, company)
         kept: set[uuid.UUID] = set()
 
         def beyond_the_oldest(held: Held) -> bool:
             endpoint = held.outgoing.endpoint_id
-            if endpoint not in newly or endpoint not in kept:
-                kept.add(endpoint)
+            if endpoint not in newly:
                 return False
-            return True
+            if endpoint in kept:
+                return True
+            kept.add(endpoint)
+            return False
 
         self._drop_waiting(beyond_the_oldest)
 
@@ -346,9 +405,9 @@ class DeliveryRun:
         if task in self.sending:
             _outgoing, started = self.sending.pop(task)
             if time.monotonic() - started < SLOW_AFTER:
-                self.slow.pop(outgoing.endpoint_id, None)  # it answers (or fails) quickly again
+                self.slow.clear(outgoing.endpoint_id)  # it answers (or fails) quickly again
             else:
-                self.slow[outgoing.endpoint_id] = outgoing.company_id
+                self.slow.mark(outgoing.endpoint_id, outgoing.company_id)
         _less(self.sending_by_company, outgoing.company_id)
         _less(self.sending_by_endpoint, outgoing.endpoint_id)
         self._let_go(outgoing)
