@@ -11,6 +11,8 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import Engine, func, select, update
@@ -212,18 +214,9 @@ def test_a_slow_receiver_does_not_hold_up_the_others(
         register(api, fast.url, event_types=["employee.updated"])
         emit(engine, api.company_id, *[EventType.EMPLOYEE_CREATED] * 6, *[EventType.EMPLOYEE_UPDATED] * 3)
         runner = make_worker(engine, private_ok, concurrency=4)  # one send per endpoint at most
-        thread = threading.Thread(target=runner.run_forever)
-        thread.start()
-        try:
-            deadline = time.monotonic() + 20
-            while len(fast.received) < 3 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert len(fast.received) == 3
+        with serving(runner, receiver.hold):
+            assert received(fast, 3, seconds=20) == 3
             assert len(receiver.received) == 1  # the slow one holds one send, not the company's two
-        finally:
-            runner.stop()
-            receiver.hold.set()
-            thread.join(timeout=30)
 
 
 def test_the_reconcile_job_settles_a_paid_card_payment(
@@ -270,20 +263,10 @@ def test_a_companys_slow_endpoints_do_not_hold_up_another_company(
         emit(engine, api.company_id, *[EventType.EMPLOYEE_CREATED] * 8)  # 16 deliveries, the oldest
         emit(engine, other_api.company_id, *[EventType.EMPLOYEE_UPDATED] * 3)
         runner = make_worker(engine, private_ok, concurrency=4)
-        thread = threading.Thread(target=runner.run_forever)
-        thread.start()
-        try:
-            deadline = time.monotonic() + 30
-            while len(fast.received) < 3 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert len(fast.received) == 3  # all of B's, while A's sends are all still held:
+        with serving(runner, slow.hold):
+            assert received(fast, 3, seconds=30) == 3  # all of B's, while A's sends are all still held:
             assert not slow.hold.is_set() and count_attempts(db, api.company_id) == 0  # none of A's ended
             assert 1 <= len(slow.received) <= 2  # A holds half of the 4 sends at most
-        finally:
-            runner.stop()
-            slow.hold.set()
-            thread.join(timeout=30)
-        assert not thread.is_alive()
 
 
 def test_a_companys_slow_endpoints_do_not_hold_up_its_healthy_one(
@@ -303,23 +286,35 @@ def test_a_companys_slow_endpoints_do_not_hold_up_its_healthy_one(
         register(api, fast.url, event_types=["employee.created"])
         emit(engine, api.company_id, *[EventType.EMPLOYEE_CREATED] * 6)  # 24 deliveries, 6 healthy
         runner = make_worker(engine, settings, concurrency=4)  # A: 2 sends at once, 1 per endpoint
-        thread = threading.Thread(target=runner.run_forever)
-        thread.start()
-        try:
-            deadline = time.monotonic() + 60
-            while len(fast.received) < 6 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            slow_sends = len(slow.received)
-            assert len(fast.received) == 6
+        with serving(runner, slow.hold):
+            assert received(fast, 6, seconds=60) == 6
             # Each slow endpoint's first send (unknown to be slow until it lasts a second), and
             # in each of those rounds of 2 s at most one more, in the slow half of the company's
             # places: 6. Before, the three endpoints' whole backlog went first (18 sends).
-            assert slow_sends <= 6, slow_sends
-        finally:
-            runner.stop()
-            slow.hold.set()
-            thread.join(timeout=30)
-        assert not thread.is_alive()
+            assert len(slow.received) <= 6, len(slow.received)
+
+
+@contextmanager
+def serving(runner: Worker, hold: threading.Event) -> Iterator[None]:
+    """The worker serving in a thread; at the end it stops, the held receiver is let go, and the
+    thread must end."""
+    thread = threading.Thread(target=runner.run_forever)
+    thread.start()
+    try:
+        yield
+    finally:
+        runner.stop()
+        hold.set()
+        thread.join(timeout=30)
+    assert not thread.is_alive()
+
+
+def received(receiver: Receiver, count: int, *, seconds: float) -> int:
+    """How many requests `receiver` has had once it has `count`, or once `seconds` have passed."""
+    deadline = time.monotonic() + seconds
+    while len(receiver.received) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return len(receiver.received)
 
 
 def count_attempts(db: Session, company_id: uuid.UUID) -> int:
