@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 
 import swagger_ui
@@ -161,7 +162,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(sandbox_router)
     _add_docs(app)
     _add_health_checks(app)
-    install_contract(app, add_webhooks)
+    install_contract(app, partial(add_webhooks, timeout_seconds=settings.webhook_timeout_seconds))
     return app
 
 

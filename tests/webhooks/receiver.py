@@ -77,9 +77,17 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
     script: list[int] = field(default_factory=list)  # statuses to answer, in order; then 200
     hold: threading.Event | None = None  # when set, requests wait for it before answering
+    hold_every_other: bool = False  # then only the 2nd, 4th... request to each path waits
+    requests_per_path: dict[str, int] = field(default_factory=dict)
     arrived: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     invalid: list[str] = field(default_factory=list)  # what payload_problems found, per body
+
+    def held_count(self) -> int:
+        """Requests that waited for `hold` (with `hold_every_other`, the even ones of each path)."""
+        with self.lock:
+            counts = self.requests_per_path.values()
+            return sum(count // 2 for count in counts) if self.hold_every_other else sum(counts)
 
     def ids(self) -> list[str]:
         with self.lock:
@@ -99,8 +107,11 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                     Received(self.path, {key.lower(): value for key, value in self.headers.items()}, body)
                 )
                 status = receiver.script.pop(0) if receiver.script else 200
+                seen = receiver.requests_per_path[self.path] = (
+                    receiver.requests_per_path.get(self.path, 0) + 1
+                )
             receiver.arrived.set()
-            if receiver.hold is not None:
+            if receiver.hold is not None and not (receiver.hold_every_other and seen % 2):
                 receiver.hold.wait(timeout=60)
             self.send_response(status)
             self.send_header("content-length", "0")

@@ -12,6 +12,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from outfitter.app import create_app
+from outfitter.config import Settings
 from outfitter.models import PING_EVENT_TYPE, EventType
 from tests.webhooks.receiver import event_data, payload_problems, running_receiver
 
@@ -33,6 +35,18 @@ def envelope(event_type: str, data: Any) -> bytes:
         "data": data,
     }
     return json.dumps(body).encode()
+
+
+def test_the_documented_deadline_is_the_operators(settings: Settings) -> None:
+    """Every webhook's description gives the answer deadline the workers apply, not a fixed one."""
+    app = create_app(settings.model_copy(update={"webhook_timeout_seconds": 5}))
+    try:
+        webhooks = TestClient(app).get("/api/v2/openapi.json").json()["webhooks"]
+    finally:
+        app.state.engine.dispose()
+    descriptions = {entry["post"]["description"] for entry in webhooks.values()}
+    assert len(descriptions) == 1
+    assert "answer any 2xx within 5 seconds" in descriptions.pop()
 
 
 def test_one_webhook_per_event_type_typed_by_its_subject(client: TestClient) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
@@ -30,6 +31,7 @@ from outfitter.models import (
     Transaction,
     TransactionStatus,
     WebhookAttempt,
+    WebhookDelivery,
 )
 from outfitter.worker import Worker
 from outfitter.worker.jobs import JOBS, claim_job, finish_job
@@ -452,5 +454,130 @@ def test_slow_marks_are_forgotten_only_when_idle_for_a_lease() -> None:
     marks.forget_idle({held}, after=0)  # a lease has passed
     assert held in marks and idle not in marks
     assert marks.of_companies({company}) == [held]
-    marks.clear(held)  # a send to it ended quickly
-    assert held not in marks and marks.company_of(held) is None
+    marks.answered_quickly(held)  # one quick answer soon after a slow one: still slow
+    assert held in marks
+
+
+def test_a_slow_mark_ends_with_a_quick_answer_a_while_after_the_last_slow_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from outfitter.worker import deliveries
+
+    endpoint = uuid.uuid4()
+    marks = deliveries.SlowEndpoints()
+    marks.mark(endpoint, uuid.uuid4())
+    monkeypatch.setattr(deliveries, "SLOW_MEMORY", 0.0)  # as if SLOW_MEMORY had passed
+    marks.answered_quickly(endpoint)
+    assert endpoint not in marks and marks.company_of(endpoint) is None
+
+
+def test_a_company_s_flapping_endpoints_do_not_hold_up_its_healthy_one(
+    api: Api, private_ok: Settings, engine: Engine, db: Session
+) -> None:
+    """Three endpoints answer every other request at once and the others never (each of those
+    sends ends at the 2 s deadline, and is retried at once); one more answers at once. A quick
+    answer does not clear a slow mark made less than SLOW_MEMORY before, so the flapping endpoints
+    stay in the company's slow half and the healthy one keeps its place. Without that memory every
+    quick answer made its endpoint look healthy again, and its next slow send took a healthy place."""
+    from tests.webhooks.receiver import running_receiver
+
+    settings = private_ok.model_copy(update={"webhook_timeout_seconds": 2})
+    with running_receiver() as flapping, running_receiver() as fast:
+        flapping.hold = threading.Event()
+        flapping.hold_every_other = True
+        for path in ("/1", "/2", "/3"):
+            register(api, flapping.url + path, event_types=["employee.created"])
+        register(api, fast.url, event_types=["employee.created"])
+        emit(engine, api.company_id, *[EventType.EMPLOYEE_CREATED] * 12)  # 12 for the healthy one
+        runner = make_worker(engine, settings, concurrency=4)  # A: 2 sends at once, 1 per endpoint
+        with serving(runner, flapping.hold):
+            assert received(fast, 12, seconds=90) == 12
+            held_sends = flapping.held_count()
+            assert held_sends <= 7, held_sends  # 4-5 here; 12-16 without the memory
+
+
+def test_what_waits_for_an_endpoint_deleted_or_disabled_meanwhile_is_not_sent(
+    api: Api, private_ok: Settings, engine: Engine, db: Session
+) -> None:
+    """Two endpoints hold the company's two places with sends that do not end; two more have a
+    delivery each waiting in the worker. One of them is disabled and the other deleted through the
+    API: when the places free, neither is sent (the worker checks what waits against its endpoint
+    every WITHDRAWN_CHECK), and the disabled one's delivery is pending again, unclaimed."""
+    from tests.webhooks.receiver import running_receiver
+
+    with running_receiver() as slow, running_receiver() as fast:
+        slow.hold = threading.Event()
+        for path in ("/1", "/2"):
+            register(api, slow.url + path, event_types=["employee.created"])
+        disabled = register(api, fast.url + "/disabled", event_types=["employee.updated"])
+        deleted = register(api, fast.url + "/deleted", event_types=["department.created"])
+        emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)  # the oldest: the slow ones first
+        emit(engine, api.company_id, EventType.EMPLOYEE_UPDATED, EventType.DEPARTMENT_CREATED)
+        runner = make_worker(engine, private_ok, concurrency=4)
+        with serving(runner, slow.hold):
+            assert received(slow, 2, seconds=20) == 2
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and count_claimed(db) < 4:
+                time.sleep(0.05)
+            assert count_claimed(db) == 4  # both waiting ones are in the worker's hands
+            patched = api.patch(f"/client/webhook-endpoints/{disabled['id']}", {"enabled": False})
+            assert patched.status_code == 200, patched.text
+            assert api.delete(f"/client/webhook-endpoints/{deleted['id']}").status_code == 200
+            time.sleep(1.5)  # three checks
+            slow.hold.set()  # the places free
+            assert received(slow, 2, seconds=5) == 2
+            time.sleep(1.0)
+            assert fast.received == []
+        rows = [row for row in deliveries(db) if str(row.endpoint_id) == disabled["id"]]
+        assert [(row.status, row.attempts, row.claimed_by) for row in rows] == [
+            (DeliveryStatus.PENDING, 0, None)
+        ]
+
+
+def test_a_claim_that_brings_an_endpoint_answering_410_meanwhile_sends_none_of_it(
+    engine: Engine, private_ok: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 410 answered while a claim runs (in its thread): what the claim brings for that endpoint
+    is released, not started."""
+    import asyncio
+
+    from outfitter.webhooks.sender import Outgoing
+    from outfitter.worker import deliveries as worker_deliveries
+
+    endpoint = uuid.uuid4()
+    outgoing = Outgoing(
+        delivery_id=uuid.uuid4(),
+        company_id=uuid.uuid4(),
+        endpoint_id=endpoint,
+        url="http://127.0.0.1:9/never",
+        event_id=uuid.uuid4(),
+        payload={},
+        secrets=("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",),
+    )
+    runner = make_worker(engine, private_ok, concurrency=4)
+
+    async def scenario() -> None:
+        run = worker_deliveries.DeliveryRun(runner, asyncio.get_running_loop())
+
+        def claim_while_a_410_comes(*_args: object) -> list[Outgoing]:
+            run.gone.add(endpoint)
+            return [outgoing]
+
+        monkeypatch.setattr(worker_deliveries, "claim_deliveries", claim_while_a_410_comes)
+        try:
+            await run.claim()
+            assert not run.waiting and not run.sending
+            assert run.to_release == [outgoing.delivery_id]
+        finally:
+            await run.client.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        runner.close()
+
+
+def count_claimed(db: Session) -> int:
+    value = db.scalar(select(func.count()).where(WebhookDelivery.claimed_by.is_not(None))) or 0
+    db.commit()
+    return value

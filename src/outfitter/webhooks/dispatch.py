@@ -289,6 +289,19 @@ def _disable(session: Session, endpoint_id: uuid.UUID, reason: str, *conditions:
     return bool(getattr(result, "rowcount", 0))
 
 
+def enabled_among(sessions: sessionmaker[Session], endpoint_ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
+    """Those of the endpoints that still exist and are enabled: what a worker holds for the others
+    (deleted or disabled since it claimed) is released unsent."""
+    with across_companies(sessions()) as session, session.begin():
+        return set(
+            session.scalars(
+                select(WebhookEndpoint.id).where(
+                    WebhookEndpoint.id.in_(endpoint_ids), WebhookEndpoint.enabled.is_(True)
+                )
+            )
+        )
+
+
 def release(sessions: sessionmaker[Session], worker: str, delivery_ids: Sequence[uuid.UUID]) -> None:
     """Give back claimed deliveries that will not be sent (a stopping worker): due again at once."""
     if not delivery_ids:

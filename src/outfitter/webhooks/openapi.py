@@ -74,8 +74,9 @@ def _payload_schema(event_type: str, data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def add_webhooks(document: dict[str, Any]) -> None:
-    """Add the payload components and the `webhooks` section to a completed document."""
+def add_webhooks(document: dict[str, Any], timeout_seconds: float) -> None:
+    """Add the payload components and the `webhooks` section to a completed document; a receiver
+    has `timeout_seconds` (the operator's OUTFITTER_WEBHOOK_TIMEOUT_SECONDS) to answer."""
     schemas: dict[str, Any] = document["components"]["schemas"]
     webhooks: dict[str, Any] = {}
     for event_type in [*(str(member) for member in EventType), PING_EVENT_TYPE]:
@@ -95,8 +96,8 @@ def add_webhooks(document: dict[str, Any]) -> None:
             "post": {
                 "summary": summary,
                 "description": "Sent to every enabled endpoint subscribed to this type (or to every "
-                "type). Verify the signature over the raw body, then answer any 2xx within 15 "
-                "seconds; anything else is retried (docs/webhooks.md).",
+                f"type). Verify the signature over the raw body, then answer any 2xx within "
+                f"{timeout_seconds:g} seconds; anything else is retried (docs/webhooks.md).",
                 "parameters": [
                     {
                         "name": header,

@@ -36,7 +36,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from outfitter.db.base import utcnow
-from outfitter.webhooks.dispatch import claim_deliveries, lease_seconds, record_outcomes, release
+from outfitter.webhooks.dispatch import (
+    claim_deliveries,
+    enabled_among,
+    lease_seconds,
+    record_outcomes,
+    release,
+)
 from outfitter.webhooks.sender import Outcome, Outgoing, make_client, send
 
 if TYPE_CHECKING:
@@ -47,6 +53,11 @@ logger = logging.getLogger("outfitter.worker")
 CLAIM_AHEAD = 2
 # A send in flight this long makes its endpoint slow (see above); receivers answer in milliseconds.
 SLOW_AFTER = 1.0
+# A slow endpoint stays slow this long after its last slow send, however quickly it answers the
+# others meanwhile: one slow one time in two is slow (its slow sends would take the places again).
+SLOW_MEMORY = 30.0
+# How often what waits here is checked against its endpoint (deleted or disabled since the claim).
+WITHDRAWN_CHECK = 0.5
 T = TypeVar("T")
 
 
@@ -61,9 +72,9 @@ class Held:
 
 class SlowEndpoints:
     """The endpoints this worker knows to be slow, each with its company: one is slow once a send
-    to it has been in flight SLOW_AFTER, until a send to it ends sooner. A mark neither renewed
-    (by another slow send) nor needed (nothing held for it) for a lease's time is forgotten, so
-    the marks stay as few as the endpoints slow lately."""
+    to it has been in flight SLOW_AFTER, until a send to it ends sooner SLOW_MEMORY after its last
+    slow one. A mark neither renewed (by another slow send) nor needed (nothing held for it) for a
+    lease's time is forgotten, so the marks stay as few as the endpoints slow lately."""
 
     def __init__(self) -> None:
         self._marks: dict[uuid.UUID, tuple[uuid.UUID, float]] = {}  # endpoint -> company, when
@@ -75,8 +86,10 @@ class SlowEndpoints:
     def mark(self, endpoint: uuid.UUID, company: uuid.UUID) -> None:
         self._marks[endpoint] = (company, time.monotonic())
 
-    def clear(self, endpoint: uuid.UUID) -> None:
-        self._marks.pop(endpoint, None)
+    def answered_quickly(self, endpoint: uuid.UUID) -> None:
+        mark = self._marks.get(endpoint)
+        if mark is not None and time.monotonic() - mark[1] >= SLOW_MEMORY:
+            del self._marks[endpoint]
 
     def company_of(self, endpoint: uuid.UUID) -> uuid.UUID | None:
         mark = self._marks.get(endpoint)
@@ -114,7 +127,9 @@ class DeliveryRun:
         self.held_by_endpoint: Counter[uuid.UUID] = Counter()
         self.sending_by_company: Counter[uuid.UUID] = Counter()
         self.sending_by_endpoint: Counter[uuid.UUID] = Counter()
-        self.gone: set[uuid.UUID] = set()  # answered 410 here, until that outcome is recorded
+        self.gone: set[uuid.UUID] = set()  # answered 410 here, until a claim began after its record
+        self.gone_recorded: set[uuid.UUID] = set()  # of those, the ones whose 410 is recorded
+        self.withdrawn_checked = time.monotonic()
         self.outcomes: list[tuple[Outgoing, Outcome]] = []
         self.recording: asyncio.Task[None] | None = None
         self.batches_recorded = 0
@@ -140,17 +155,22 @@ class DeliveryRun:
         poll = self.settings.worker_poll_seconds
         while not self.stopped.is_set():
             self.expire_waiting()
+            await self.drop_withdrawn()
             await self.release_now()
             found, exhausted = await self.claim()
             self.worker.start_jobs_if_due()
-            if exhausted:  # nothing more is due: look again after the poll interval
-                await _wait_for(self.stopped, poll)
-            elif not found:  # no room: look again when a send ends, or turns slow (and frees room)
-                await _wait_for(self.send_finished, min(poll, self.until_a_send_turns_slow()))
+            # Look again after the poll interval, or sooner: to check what waits here against its
+            # endpoint, or when a send turns slow (which frees room).
+            wait = min(poll, self.until_a_send_turns_slow(), WITHDRAWN_CHECK if self.waiting else poll)
+            if exhausted:  # nothing more is due
+                await _wait_for(self.stopped, wait)
+            elif not found:  # no room: also look again when a send ends
+                await _wait_for(self.send_finished, wait)
         await self.shut_down()
 
     async def drain(self) -> int:
         while True:
+            await self.drop_withdrawn()
             await self.release_now()
             recorded_before = self.batches_recorded
             found, exhausted = await self.claim()
@@ -189,6 +209,7 @@ class DeliveryRun:
         # endpoint's room goes straight back (below), and a big claim would mostly go back.
         limit = min(room, worker.endpoint_share * CLAIM_AHEAD)
         claimed_at = time.monotonic()
+        gone_recorded = set(self.gone_recorded)  # disabled in the database before this claim
         try:
             claimed = await self.in_thread(
                 claim_deliveries,
@@ -204,8 +225,11 @@ class DeliveryRun:
             return 0, True
         for outgoing in claimed:
             # One claim can bring more of a company or endpoint than its share: the rest goes back.
-            if self._company_full(outgoing.company_id, supply) or self._endpoint_full(
-                outgoing.endpoint_id, slow_waiting
+            # A 410 that came while the claim ran: not sent.
+            if (
+                outgoing.endpoint_id in self.gone
+                or self._company_full(outgoing.company_id, supply)
+                or self._endpoint_full(outgoing.endpoint_id, slow_waiting)
             ):
                 self.to_release.append(outgoing.delivery_id)
                 continue
@@ -215,6 +239,9 @@ class DeliveryRun:
             supply[outgoing.company_id] += 1
             if outgoing.endpoint_id in self.slow:  # it had none waiting (else it was full)
                 slow_waiting[outgoing.company_id] += 1
+        # A claim that began after a 410 was recorded could not bring that endpoint's deliveries.
+        self.gone -= gone_recorded
+        self.gone_recorded -= gone_recorded
         self.start_sends()
         # Ran out only if nothing was left out: with a full endpoint or company excluded, more may
         # be due for it as soon as one of its sends ends.
@@ -282,13 +309,13 @@ class DeliveryRun:
         newly = {
             outgoing.endpoint_id: outgoing.company_id
             for outgoing, started in self.sending.values()
-            if now - started >= SLOW_AFTER and outgoing.endpoint_id not in self.slow
+            if now - started >= SLOW_AFTER
         }
         self.slow.forget_idle(self.held_by_endpoint, self.lease)
-        if not newly:
-            return
-        for endpoint, company in newly.items():
-            self.slow.mark(endpoint, company)
+        for endpoint, company in list(newly.items()):
+            if endpoint in self.slow:
+                del newly[endpoint]
+            self.slow.mark(endpoint, company)  # marked, or the mark renewed
         kept: set[uuid.UUID] = set()
 
         def beyond_the_oldest(held: Held) -> bool:
@@ -351,6 +378,24 @@ class DeliveryRun:
         self.sending_by_endpoint[outgoing.endpoint_id] += 1
         return True
 
+    async def drop_withdrawn(self) -> None:
+        """Every WITHDRAWN_CHECK seconds: release, unsent, what waits here for an endpoint deleted or
+        disabled since its claim."""
+        if time.monotonic() - self.withdrawn_checked < WITHDRAWN_CHECK:
+            return
+        self.withdrawn_checked = time.monotonic()
+        waiting_for = {held.outgoing.endpoint_id for queue in self.waiting.values() for held in queue}
+        if not waiting_for:
+            return
+        try:
+            enabled = await self.in_thread(enabled_among, self.worker.sessions, waiting_for)
+        except Exception:
+            logger.exception("checking the endpoints of %d waiting deliveries failed", len(waiting_for))
+            return
+        withdrawn = waiting_for - enabled
+        if withdrawn:
+            self._drop_waiting(lambda held: held.outgoing.endpoint_id in withdrawn)
+
     def expire_waiting(self) -> None:
         """Release what has waited so long that its lease could end under its send."""
         latest = time.monotonic() - (self.lease - 1.5 * self.settings.webhook_timeout_seconds)
@@ -405,7 +450,7 @@ class DeliveryRun:
         if task in self.sending:
             _outgoing, started = self.sending.pop(task)
             if time.monotonic() - started < SLOW_AFTER:
-                self.slow.clear(outgoing.endpoint_id)  # it answers (or fails) quickly again
+                self.slow.answered_quickly(outgoing.endpoint_id)
             else:
                 self.slow.mark(outgoing.endpoint_id, outgoing.company_id)
         _less(self.sending_by_company, outgoing.company_id)
@@ -430,7 +475,7 @@ class DeliveryRun:
             logger.exception("recording the outcomes of %d deliveries failed", len(batch))
         for outgoing, outcome in batch:
             if outcome.gone:
-                self.gone.discard(outgoing.endpoint_id)  # now disabled in the database: not claimed
+                self.gone_recorded.add(outgoing.endpoint_id)  # disabled: the next claim leaves it out
         self.batches_recorded += 1
         self.recording = None  # this batch is done (its task not yet): the next may start
         self.record_soon()
