@@ -60,7 +60,8 @@ class Settings(BaseSettings):
     public_url: str = "http://127.0.0.1:8000"
     redis_url: str | None = None
     rate_limit: str = "120/minute"
-    max_body_bytes: int = 1024 * 1024
+    # The largest request body; below 1 KiB not even a small create fits.
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     # Connections each server process may hold, and so the requests it runs at once (the worker
     # threads are as many). PostgreSQL's default max_connections is 100: keep
     # server processes x (pool_size + pool_max_overflow), plus CLI commands, below it.
@@ -86,8 +87,8 @@ class Settings(BaseSettings):
     # integrity, not secrecy; production still needs its own (a published key is no signature).
     cursor_secret: str | None = None
 
-    transaction_ttl_hours: int = 24
-    idempotency_ttl_hours: int = 24
+    transaction_ttl_hours: int = Field(default=24, ge=1)
+    idempotency_ttl_hours: int = Field(default=24, ge=1)
 
     # Outgoing webhooks (docs/webhooks.md). None means "the environment's default": http:// is
     # allowed in the embedded environment (a developer's laptop), refused in production.
@@ -152,11 +153,14 @@ class Settings(BaseSettings):
     def _check_rate_limit(cls, value: str) -> str:
         if value.strip().lower() != "off":
             try:
-                parse_rate_limit(value)
+                allowed = parse_rate_limit(value).amount
             except ValueError:
+                allowed = 0
+            if allowed < 1:  # 0/minute would refuse every request
                 raise ValueError(
-                    "expected 'off' or a number of requests per period, e.g. 120/minute or 10/second"
-                ) from None
+                    "expected 'off' or a number (at least 1) of requests per period, e.g. 120/minute "
+                    "or 10/second"
+                )
         return value
 
     @field_validator("webhook_retry_schedule", mode="before")

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from outfitter.cli import app, main
 from outfitter.config import get_settings
-from outfitter.models import Asset, AssetPricing, AssetStatus
+from outfitter.models import ApiToken, Asset, AssetPricing, AssetStatus
 from tests.factories import assert_error
 
 runner = CliRunner()
@@ -102,6 +102,19 @@ def test_scope_must_be_known() -> None:
     company = json.loads(run("company", "create", "Scoped", "--json")[1])
     code, _, err = run("token", "create", company["id"], "--scope", "admin")
     assert code == 1 and "unknown scope 'admin'" in err
+
+
+def test_a_scim_token_cannot_also_read_or_write(engine: Engine) -> None:
+    """scim.md: a scim token opens /scim/v2 and nothing else; the CLI refuses to mix it."""
+    company = json.loads(run("company", "create", "Provisioned", "--json")[1])
+    code, out, err = run("token", "create", company["id"], "--scope", "scim", "--scope", "read")
+    assert code == 1 and out == ""
+    assert err.strip() == (
+        "error: a scim token opens the SCIM API only: create it with --scope scim alone, and another "
+        "token for read or write"
+    )
+    with Session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(ApiToken)) == 0
 
 
 def test_catalog_import_is_idempotent(demo_catalog_path: Path, engine: Engine) -> None:

@@ -47,8 +47,13 @@ def assert_one_error_line(done: subprocess.CompletedProcess[str], expected: str)
 BAD_SETTINGS = {
     "OUTFITTER_RATE_LIMIT": (
         "lots",
-        "expected 'off' or a number of requests per period, e.g. 120/minute or 10/second; got 'lots'",
+        "expected 'off' or a number (at least 1) of requests per period, e.g. 120/minute or 10/second; "
+        "got 'lots'",
     ),
+    # Values that would start a service no request gets through.
+    "OUTFITTER_MAX_BODY_BYTES": ("0", "expected a number of at least 1024; got '0'"),
+    "OUTFITTER_TRANSACTION_TTL_HOURS": ("-1", "expected a number of at least 1; got '-1'"),
+    "OUTFITTER_IDEMPOTENCY_TTL_HOURS": ("0", "expected a number of at least 1; got '0'"),
     "OUTFITTER_DB_POOL_SIZE": ("many", "expected a whole number; got 'many'"),
     "OUTFITTER_WORKER_POLL_SECONDS": ("0", "expected a number greater than 0; got '0'"),
     "OUTFITTER_GATEWAY": ("paypal", "expected 'sandbox' or 'flutterwave'; got 'paypal'"),
@@ -69,6 +74,15 @@ def test_each_bad_setting_is_one_error_line_for_every_command(command: list[str]
     assert "Traceback" not in done.stdout + done.stderr
     assert sorted(done.stderr.strip().splitlines()) == sorted(
         f"error: invalid configuration: {name}: {message}" for name, (_, message) in BAD_SETTINGS.items()
+    )
+
+
+def test_a_rate_limit_of_no_requests_is_refused(tmp_path: Path) -> None:
+    env = clean_env(OUTFITTER_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}", OUTFITTER_RATE_LIMIT="0/minute")
+    message = BAD_SETTINGS["OUTFITTER_RATE_LIMIT"][1].replace("'lots'", "'0/minute'")
+    assert_one_error_line(
+        outfitter(env, "serve", "--port", "1"),
+        f"error: invalid configuration: OUTFITTER_RATE_LIMIT: {message}",
     )
 
 

@@ -59,6 +59,11 @@ def issue_token(
     unknown = [scope for scope in chosen if scope not in SCOPES]
     if unknown:
         raise ValueError(f"unknown scope {unknown[0]!r}; choose from {', '.join(SCOPES)}")
+    if "scim" in chosen and len(chosen) > 1:  # an IdP's token opens /scim/v2 and nothing else
+        raise ValueError(
+            "a scim token opens the SCIM API only: create it with --scope scim alone, and another "
+            "token for read or write"
+        )
     if expires_in_days is not None and not 1 <= expires_in_days <= MAX_TOKEN_DAYS:
         raise ValueError(f"--expires-in-days must be between 1 and {MAX_TOKEN_DAYS:,} (100 years)")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)  # 256 bits of entropy
