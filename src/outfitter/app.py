@@ -42,7 +42,7 @@ from outfitter.equipment.router import HOT_READS as EQUIPMENT_HOT_READS
 from outfitter.equipment.router import HOT_WRITES as EQUIPMENT_HOT_WRITES
 from outfitter.equipment.router import router as equipment_router
 from outfitter.events.router import router as events_router
-from outfitter.migrations import is_current
+from outfitter.migrations import schema_state
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
 from outfitter.people.router import HOT_WRITES as PEOPLE_HOT_WRITES
@@ -210,7 +210,7 @@ def _add_health_checks(app: FastAPI) -> None:
             503: {"model": NotReady, "description": "The database is unreachable, or its schema is behind"}
         },
         tags=["operations"],
-        summary="Each dependency's state; 503 while the database is unreachable or its schema behind",
+        summary="Each dependency's state; 503 if the database is unreachable or at another release's schema",
     )
     def readyz() -> object:
         """Each dependency's state, for a readiness probe: 503 while the database is unreachable.
@@ -226,19 +226,21 @@ def _add_health_checks(app: FastAPI) -> None:
 NOT_READY = {
     "unreachable": "The database is unreachable.",
     "schema behind": "The database schema is behind this release: run 'outfitter db upgrade'.",
+    "schema ahead": "The database schema is newer than this release: run the release that migrated it.",
 }
 
 
 def _check_database(app: FastAPI) -> str:
-    """ "ok", "unreachable", or "schema behind" (every request would fail on a missing table)."""
+    """ "ok", "unreachable", "schema behind" (every request would fail on a missing table) or
+    "schema ahead" (migrated by a newer release: this one does not know its tables)."""
     try:
-        current = is_current(app.state.engine)
+        state = schema_state(app.state.engine)
     except SQLAlchemyError as exc:
         logger.warning("readiness: the database is unreachable: %s", type(exc).__name__)
         return "unreachable"
-    if not current:
+    if state != "current":
         # The log names the database; the public answer does not.
         database = display_database_url(app.state.settings.database_url)
-        logger.warning("readiness: the database schema is not up to date in %s", database)
-        return "schema behind"
+        logger.warning("readiness: the database schema in %s is %s this release", database, state)
+        return f"schema {state}"
     return "ok"

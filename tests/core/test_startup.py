@@ -181,6 +181,65 @@ def test_readyz_is_503_while_the_schema_is_behind(tmp_path: Path) -> None:
     }
 
 
+@pytest.fixture(scope="module")
+def migrated_ahead(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A SQLite database a newer release migrated (at revision 9999), as after a rollback; and
+    the message every command gives for it."""
+    from outfitter.migrations import head_revisions
+
+    path = tmp_path_factory.mktemp("ahead") / "ahead.db"
+    url = f"sqlite:///{path}"
+    done = outfitter(clean_env(OUTFITTER_DATABASE_URL=url), "db", "upgrade")
+    assert done.returncode == 0, done.stderr
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    engine.dispose()
+    message = (
+        f"error: the database schema in {url} is newer than this release (at revision 9999; this "
+        f"release ends at {', '.join(sorted(head_revisions()))}): run the release that migrated it, "
+        "or restore a backup taken before"
+    )
+    return url, message
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["db", "upgrade"], ["demo"], ["serve", "--port", "1"], ["worker", "--once"], ["token", "list"]],
+)
+def test_a_database_a_newer_release_migrated_is_one_line_for_every_command(
+    migrated_ahead: tuple[str, str], command: list[str]
+) -> None:
+    """Alembic's own answer was a 265-line traceback (`db upgrade`, `demo`), and the others told the
+    operator to run `db upgrade`, the command that failed."""
+    url, message = migrated_ahead
+    assert_one_error_line(outfitter(clean_env(OUTFITTER_DATABASE_URL=url), *command), message)
+
+
+def test_readyz_says_the_schema_is_ahead_of_this_release(migrated_ahead: tuple[str, str]) -> None:
+    settings = Settings(database_url=migrated_ahead[0], rate_limit="off")
+    app = create_app(settings)
+    with TestClient(app) as client:
+        response = client.get("/readyz")
+    app.state.engine.dispose()
+    assert response.status_code == 503, response.text
+    assert response.json() == {
+        "success": False,
+        "message": "The database schema is newer than this release: run the release that migrated it.",
+        "data": {"database": "schema ahead", "redis": "not configured"},
+    }
+
+
+def test_db_upgrade_says_what_it_did(tmp_path: Path) -> None:
+    from outfitter.migrations import head_revisions
+
+    env = clean_env(OUTFITTER_DATABASE_URL=f"sqlite:///{tmp_path / 'new.db'}")
+    head = ", ".join(sorted(head_revisions()))
+    first, again = outfitter(env, "db", "upgrade"), outfitter(env, "db", "upgrade")
+    assert first.stdout.strip() == f"database migrated to revision {head} (from an empty database)"
+    assert again.stdout.strip() == f"database is up to date (revision {head})"
+
+
 # --- item 19: the SQLite default is anchored in the user's data directory ----------------------
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -104,15 +104,41 @@ def check_settings() -> None:
 
 def require_current_schema(engine: Engine) -> None:
     """Exit with one line naming the database unless its schema is at this release's revision."""
-    from outfitter.migrations import is_current
+    from outfitter.migrations import current_revisions, schema_state
 
-    if not is_current(engine):
+    state = schema_state(engine)
+    if state == "ahead":
+        fail(schema_ahead_message(engine, current_revisions(engine)))
+    if state == "behind":
         fail(schema_behind_message(engine))
 
 
+def upgrade_schema(engine: Engine) -> None:
+    """Migrate to this release's newest revision; one line if a newer release migrated it."""
+    from outfitter.migrations import SchemaAhead, upgrade
+
+    try:
+        upgrade(engine)
+    except SchemaAhead as exc:
+        fail(schema_ahead_message(engine, exc.revisions))
+
+
+def _database(engine: Engine) -> str:
+    return display_database_url(engine.url.render_as_string(hide_password=False))
+
+
 def schema_behind_message(engine: Engine) -> str:
-    database = display_database_url(engine.url.render_as_string(hide_password=False))
-    return f"the database schema is not up to date in {database}: run 'outfitter db upgrade' first"
+    return f"the database schema is not up to date in {_database(engine)}: run 'outfitter db upgrade' first"
+
+
+def schema_ahead_message(engine: Engine, revisions: Collection[str]) -> str:
+    from outfitter.migrations import head_revisions
+
+    return (
+        f"the database schema in {_database(engine)} is newer than this release (at revision "
+        f"{', '.join(sorted(revisions))}; this release ends at {', '.join(sorted(head_revisions()))}): "
+        "run the release that migrated it, or restore a backup taken before"
+    )
 
 
 def main() -> None:

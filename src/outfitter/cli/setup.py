@@ -11,7 +11,7 @@ import typer
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from outfitter.cli import app, fail, require_current_schema, unit_of_work
+from outfitter.cli import app, fail, require_current_schema, unit_of_work, upgrade_schema
 from outfitter.config import get_settings
 from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.db.session import make_engine
@@ -27,14 +27,20 @@ DEMO_COMPANY = "Demo Company"
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Migrate the schema to the newest revision and load reference data."""
-    from outfitter.migrations import upgrade
+    from outfitter.migrations import current_revisions
 
     engine = make_engine(get_settings().database_url)
     try:
-        upgrade(engine)
+        before = current_revisions(engine)
+        upgrade_schema(engine)
+        after = current_revisions(engine)
     finally:
         engine.dispose()
-    typer.echo("database is up to date")
+    if before == after:
+        typer.echo(f"database is up to date (revision {', '.join(sorted(after))})")
+    else:
+        was = ", ".join(sorted(before)) or "an empty database"
+        typer.echo(f"database migrated to revision {', '.join(sorted(after))} (from {was})")
 
 
 @app.command("serve")
@@ -63,13 +69,12 @@ def demo() -> None:
     """Migrate, load the demo catalog, create a demo company and print its token."""
     from outfitter.catalog.importer import import_catalog, load_catalog_file
     from outfitter.core.tokens import create_company, issue_token
-    from outfitter.migrations import upgrade
     from outfitter.models import Company
 
     settings = get_settings()
     engine = make_engine(settings.database_url)
     try:
-        upgrade(engine)
+        upgrade_schema(engine)
     finally:
         engine.dispose()
     with unit_of_work() as session:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from alembic import command
 from alembic.config import Config
@@ -63,8 +64,20 @@ def _sqlite_foreign_keys(connection: Connection, state: str) -> None:
     driver.execute(f"PRAGMA foreign_keys={state}")
 
 
+class SchemaAhead(Exception):
+    """The database was migrated by a newer release: this one cannot know its schema."""
+
+    def __init__(self, revisions: frozenset[str]) -> None:
+        super().__init__(", ".join(sorted(revisions)))
+        self.revisions = revisions
+
+
 def upgrade(engine: Engine) -> None:
-    """Bring the schema to the newest revision, then load any missing countries, currencies and fees."""
+    """Bring the schema to the newest revision, then load any missing countries, currencies and
+    fees; SchemaAhead if a newer release migrated it (Alembic would fail on a revision it lacks)."""
+    revisions = current_revisions(engine)
+    if revisions - known_revisions():
+        raise SchemaAhead(revisions)
     with migrating(engine) as config:
         command.upgrade(config, "head")
     with Session(engine) as session, session.begin():
@@ -78,10 +91,30 @@ def head_revisions() -> frozenset[str]:
     return frozenset(ScriptDirectory.from_config(alembic_config()).get_heads())
 
 
+@lru_cache
+def known_revisions() -> frozenset[str]:
+    """Every revision this release has a script for."""
+    scripts = ScriptDirectory.from_config(alembic_config())
+    return frozenset(script.revision for script in scripts.walk_revisions())
+
+
+def current_revisions(engine: Engine) -> frozenset[str]:
+    with engine.connect() as connection:
+        return frozenset(MigrationContext.configure(connection).get_current_heads())
+
+
+def schema_state(engine: Engine) -> Literal["current", "behind", "ahead"]:
+    """`current` at this release's newest revision, `ahead` when a newer release migrated it (at a
+    revision this release does not know: after a rollback, say), otherwise `behind`."""
+    revisions = current_revisions(engine)
+    if revisions == head_revisions():
+        return "current"
+    return "ahead" if revisions - known_revisions() else "behind"
+
+
 def is_current(engine: Engine) -> bool:
     """Whether the schema at `engine` is at this release's newest revision."""
-    with engine.connect() as connection:
-        return set(MigrationContext.configure(connection).get_current_heads()) == head_revisions()
+    return schema_state(engine) == "current"
 
 
 def autogenerate(engine: Engine, message: str, rev_id: str | None = None) -> None:
