@@ -194,6 +194,44 @@ def test_catalog_import_refuses_bad_files_with_a_readable_line(tmp_path: Path) -
     assert code == 1 and "nests arrays or objects too deeply" in err
 
 
+def test_catalog_import_refuses_what_a_file_gives_twice_and_writes_nothing(
+    demo_catalog_path: Path, tmp_path: Path, engine: Engine
+) -> None:
+    """A second price for the same country and currency (by name or code alike), a spec or an asset
+    given twice: the second silently replaced the first (the demo's MacBook then sold at 1.00 NGN)."""
+    demo = json.loads(demo_catalog_path.read_text())
+    asset = demo["assets"][0]
+    prices = asset["specifications"][0]["prices"]
+    country = prices[0]["country"]
+    repriced = {"country": country, "currency": prices[0]["currency"], "amount": "1"}
+    twice = {
+        "price": {
+            "assets": [
+                {**asset, "specifications": [{**asset["specifications"][0], "prices": [*prices, repriced]}]}
+            ]
+        },
+        "spec": {"assets": [{**asset, "specifications": [asset["specifications"][0]] * 2}]},
+        "asset": {"assets": [asset, {**asset, "name": "Renamed"}]},
+        "list": [asset],
+    }
+    where = {
+        "price": f"assets.0.specifications.0.prices.{len(prices)}: a second price for ",
+        "spec": "assets.0.specifications.1: the same spec as assets.0.specifications.0: give each "
+        "specification once",
+        "asset": "assets.1: the same ",
+        "list": 'a catalog file is a JSON object with one key, "assets"',
+    }
+    for name, content in twice.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(content))
+        code, out, err = run("catalog", "import", str(path))
+        assert code == 1, out
+        assert err.strip().startswith(f"error: {path}: {where[name]}"), err
+        assert len(err.strip().splitlines()) == 1
+    with Session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(AssetPricing)) == 0
+
+
 def test_catalog_import_withdraws_unavailable_assets_and_refuses_unknown_statuses(
     demo_catalog_path: Path, tmp_path: Path, client: TestClient
 ) -> None:

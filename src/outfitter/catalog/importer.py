@@ -90,6 +90,8 @@ def parse_catalog(data: bytes, source: str) -> CatalogFile:
         raise CatalogImportError(f"{source} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
     except RecursionError as exc:
         raise CatalogImportError(f"{source} nests arrays or objects too deeply to be a catalog") from exc
+    if not isinstance(raw, dict):
+        raise CatalogImportError(f'{source}: a catalog file is a JSON object with one key, "assets"')
     try:
         return CatalogFile.model_validate(raw)
     except ValidationError as exc:
@@ -113,9 +115,26 @@ def import_catalog(
     session: Session, catalog: CatalogFile, progress: Callable[[int], None] | None = None
 ) -> ImportSummary:
     """Upsert every asset, specification and price of `catalog`, calling `progress(1)` after each
-    asset. Flushes; the caller commits."""
+    asset. Flushes; the caller commits. An asset, a specification of an asset or a price of a
+    specification given twice is an error naming both places: the second would silently replace
+    the first (a copy-paste slip repricing another product)."""
     summary = ImportSummary()
+    first_of_asset: dict[str, int] = {}
     for index, item in enumerate(catalog.assets):
+        earlier = first_of_asset.setdefault(item.import_key, index)
+        if earlier != index:
+            what = f"asset_code {item.asset_code!r}" if item.asset_code else "make, model, name and year"
+            raise CatalogImportError(
+                f"assets.{index}: the same {what} as assets.{earlier}: give each asset once"
+            )
+        first_of_spec: dict[str, int] = {}
+        for spec_index, spec_in in enumerate(item.specifications):
+            earlier = first_of_spec.setdefault(_spec_key(spec_in), spec_index)
+            if earlier != spec_index:
+                raise CatalogImportError(
+                    f"assets.{index}.specifications.{spec_index}: the same spec as "
+                    f"assets.{index}.specifications.{earlier}: give each specification once"
+                )
         category = _named(session, Category, item.category)
         model = _named(session, AssetModel, item.model)
         asset = session.scalars(select(Asset).where(Asset.import_key == item.import_key)).one_or_none()
@@ -150,10 +169,14 @@ def import_catalog(
     return summary
 
 
+def _spec_key(spec_in: SpecificationIn) -> str:
+    return json.dumps(spec_in.spec, sort_keys=True)
+
+
 def _import_specification(
     session: Session, asset: Asset, spec_in: SpecificationIn, where: str, summary: ImportSummary
 ) -> None:
-    spec_key = json.dumps(spec_in.spec, sort_keys=True)
+    spec_key = _spec_key(spec_in)
     spec = session.scalars(
         select(AssetSpecification).where(
             AssetSpecification.asset_id == asset.id, AssetSpecification.spec_key == spec_key
@@ -166,12 +189,19 @@ def _import_specification(
     spec.images = spec_in.images
     spec.status = spec_in.status
     session.flush()
+    first_of_price: dict[tuple[object, object], int] = {}
     for price_index, price_in in enumerate(spec_in.prices):
         country = find_country(session, price_in.country)
         currency = find_currency(session, price_in.currency)
         if country is None or currency is None:
             unknown = price_in.country if country is None else price_in.currency
             raise CatalogImportError(f"{where}.prices.{price_index}: unknown country or currency {unknown!r}")
+        earlier = first_of_price.setdefault((country.id, currency.id), price_index)
+        if earlier != price_index:
+            raise CatalogImportError(
+                f"{where}.prices.{price_index}: a second price for {country.name} in {currency.code} "
+                f"(the first is {where}.prices.{earlier}): one price per country and currency"
+            )
         if round_money(price_in.amount, currency.minor_units) != price_in.amount:
             raise CatalogImportError(
                 f"{where}.prices.{price_index}: {price_in.amount} has more decimal places than "

@@ -25,10 +25,13 @@ def catalog_import(file: Path, as_json: JsonFlag = False) -> None:
     data = read_limited(file, MAX_CATALOG_BYTES)
     try:
         catalog = parse_catalog(data, str(file))
+    except CatalogImportError as exc:
+        fail(str(exc))  # it names the file
+    try:
         with unit_of_work() as session, progress_bar() as bar:
             task = bar.add_task(f"Importing {file.name}", total=len(catalog.assets))
             summary = import_catalog(session, catalog, progress=lambda done: bar.advance(task, done))
     except CatalogImportError as exc:
-        fail(str(exc))
+        fail(f"{file}: {exc}")  # nothing of the file was written
     payload = vars(summary)
     emit(as_json, payload, ", ".join(f"{key.replace('_', ' ')}: {value}" for key, value in payload.items()))
