@@ -32,6 +32,9 @@ from outfitter.core.errors import ValidationFailed, validation_message
 from outfitter.core.schemas import QueryBool, Schema, counted
 
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
+# The csv module refuses a cell over 128 KiB by default, which an exported device's `other_details`
+# (100 texts) can pass: any cell that fits in a file is read, and the fields' own limits judge it.
+csv.field_size_limit(MAX_IMPORT_BYTES)
 MAX_IMPORT_ROWS = 10_000
 MAX_IMPORT_COLUMNS = 200
 MAX_HEADER_PROBLEMS = 20  # listed one by one; the rest are counted
