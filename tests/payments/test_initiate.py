@@ -6,7 +6,7 @@ import uuid
 from decimal import Decimal
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session
 
 from outfitter.models import (
@@ -71,6 +71,35 @@ def test_a_price_finer_than_its_currency_is_charged_as_listed(api: Api, db: Sess
         select(TransactionItem.unit_price).join(Transaction).where(Transaction.tx_ref == data["tx_ref"])
     ).all()
     assert unit_prices == [Decimal("1000.01")]
+
+
+def test_a_device_takes_the_type_of_its_category_or_none(api: Api, db: Session, engine: Engine) -> None:
+    """A category named as a type (any case, singular or plural) gives that type; another gives
+    none. A device of type 'Gadgets' (the category's name) could not be filtered on, set or
+    imported: the type is one of the API's or null."""
+    import json
+
+    from outfitter.catalog.importer import import_catalog, parse_catalog
+
+    def asset(name: str, category: str) -> dict[str, object]:
+        price = {"country": "NG", "currency": "NGN", "amount": "1000"}
+        return {"name": name, "year": "2025", "make": "Acme", "model": name, "category": category,
+                "specifications": [{"spec": {"RAM": "8GB"}, "prices": [price]}]}  # fmt: skip
+
+    catalog = {"assets": [asset("Gizmo", "Gadgets"), asset("Lappy", "laptop")]}
+    with Session(engine) as session, session.begin():
+        import_catalog(session, parse_catalog(json.dumps(catalog).encode(), "catalog.json"))
+    employee = add_employee(db, api.company_id)
+    add_credit(db, api.company_id, "NGN", "1000000")
+    listed = {record["name"]: record["asset_pricing"]["id"] for record in prices(api)}
+    for name in ("Gizmo", "Lappy"):
+        bought = api.post(
+            "/client/transactions/initiate", card_body(employee, listed[name], payment_method="Credit")
+        )
+        assert bought.status_code == 200, bought.text
+    devices = api.get("/client/equipment", per_page=100).json()["data"]["data"]
+    assert {device["title"]: device["type"] for device in devices} == {"Gizmo": None, "Lappy": "Laptop"}
+    assert api.get("/client/equipment", type="Laptop/Workstation").json()["data"]["total"] == 1
 
 
 @pytest.mark.usefixtures("postgres_only")

@@ -39,8 +39,8 @@ class EquipmentState(StrEnum):
 
 
 class EquipmentType(StrEnum):
-    """The types a client may give a device. `Equipment.type` stays an open string: a device bought
-    from the catalog takes its category's type, or the category's own name when it has none."""
+    """The types a device may have (or none). `Equipment.type` is a string column: a device bought
+    from the catalog takes its category's type (payments.fulfilment.TYPE_FOR_CATEGORY), or none."""
 
     LAPTOP = "Laptop"
     WORKSTATION = "Workstation"

@@ -59,12 +59,14 @@ from outfitter.people.repository import EmployeeRepository
 
 logger = logging.getLogger("outfitter.payments")
 
-# The type of a device bought from the catalog, by its category (other categories: their name).
+# The type of a device bought from the catalog, by its category's name in any case. Another
+# category gives no type: a type outside EquipmentType could not be filtered on, set or imported.
 TYPE_FOR_CATEGORY: dict[str, EquipmentType] = {
-    "Laptops": EquipmentType.LAPTOP,
-    "Phones": EquipmentType.PHONES,
-    "Tablets": EquipmentType.TABLET,
-    "Accessories": EquipmentType.ACCESSORIES,
+    **{name.casefold(): EquipmentType.LAPTOP for name in ("Laptops", "Laptop")},
+    **{name.casefold(): EquipmentType.WORKSTATION for name in ("Workstations", "Workstation")},
+    **{name.casefold(): EquipmentType.PHONES for name in ("Phones", "Phone")},
+    **{name.casefold(): EquipmentType.TABLET for name in ("Tablets", "Tablet")},
+    **{name.casefold(): EquipmentType.ACCESSORIES for name in ("Accessories", "Accessory")},
 }
 
 
@@ -309,7 +311,7 @@ def _new_equipment(
         year=asset.year if asset else None,
         make=asset.make if asset else None,
         model=asset.model if asset else None,
-        type=TYPE_FOR_CATEGORY.get(asset.category.name, asset.category.name) if asset else None,
+        type=TYPE_FOR_CATEGORY.get(asset.category.name.casefold()) if asset else None,
         state=EquipmentState.BRAND_NEW,
         source=EquipmentSource.PLATFORM,
         status=EquipmentStatus.UNASSIGNED,
