@@ -98,6 +98,20 @@ def test_bad_input_exits_non_zero_with_one_line_error(args: tuple[str, ...], mes
     assert err.strip().startswith("error:") and message in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_second_company_of_the_same_name_needs_to_be_asked_for() -> None:
+    first = json.loads(run("company", "create", "Acme Ltd", "--json")[1])
+    code, out, err = run("company", "create", "  acme ltd ")
+    assert (code, out) == (1, "")
+    assert err.strip() == (
+        f"error: a company named 'acme ltd' exists already (id {first['id']}): use it, or give "
+        "--allow-same-name to create another"
+    )
+    code, out, _ = run("company", "create", "Acme Ltd", "--allow-same-name", "--json")
+    assert code == 0 and json.loads(out)["id"] != first["id"]
+    listed = json.loads(run("company", "list", "--json")[1])["companies"]
+    assert [company["name"] for company in listed].count("Acme Ltd") == 2
+
+
 def test_scope_must_be_known() -> None:
     company = json.loads(run("company", "create", "Scoped", "--json")[1])
     code, _, err = run("token", "create", company["id"], "--scope", "admin")

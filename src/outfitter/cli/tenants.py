@@ -16,11 +16,25 @@ app.add_typer(token_app, name="token")
 
 
 @company_app.command("create")
-def company_create(name: str, as_json: JsonFlag = False) -> None:
-    """Create a company."""
+def company_create(
+    name: str,
+    allow_same_name: Annotated[
+        bool, typer.Option("--allow-same-name", help="Create it even if a company has this name")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create a company (refused if one has the same name, in any case: a setup script run twice)."""
     from outfitter.core.tokens import create_company
+    from outfitter.models import Company
 
     with unit_of_work() as session:
+        same = session.scalars(select(Company.id).where(func.lower(Company.name) == name.strip().lower()))
+        existing = same.first()
+        if existing is not None and not allow_same_name:
+            fail(
+                f"a company named {name.strip()!r} exists already (id {existing}): use it, or give "
+                "--allow-same-name to create another"
+            )
         try:
             company = create_company(session, name)
         except ValueError as exc:
