@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
@@ -45,6 +47,38 @@ def test_head_is_the_get_without_its_body(api: Api) -> None:
     assert (not_found.status_code, not_found.content) == (404, b"")
     post_only = api.request("HEAD", "/client/equipment/bulk")
     assert (post_only.status_code, post_only.headers["allow"]) == (405, "POST")
+
+
+@pytest.mark.parametrize("domain", ["equipment", "employees"])
+def test_head_of_an_export_reads_nothing_of_it(
+    api: Api, monkeypatch: pytest.MonkeyPatch, domain: str
+) -> None:
+    """A HEAD of a streamed CSV export answers its head and stops: it used to read the whole export
+    (a company's every row, for a link checker's HEAD), while the keep-alive connection waited."""
+    from outfitter.equipment import export as equipment_export
+    from outfitter.people import export as people_export
+
+    module = {"equipment": equipment_export, "employees": people_export}[domain]
+    reads: list[object] = []
+    stream = module.stream_chunks
+
+    def counted_stream(open_session: Any, read_chunk: Any, render: Any) -> Any:
+        def read(session: Any, after: Any) -> Any:
+            reads.append(after)
+            return read_chunk(session, after)
+
+        return stream(open_session, read, render)
+
+    monkeypatch.setattr(module, "stream_chunks", counted_stream)
+    assert api.post("/client/employees", json=EMPLOYEE).status_code == 201
+    assert api.post("/client/equipment", json={"title": "Kept"}).status_code == 201
+    head = api.request("HEAD", f"/client/{domain}/export")
+    assert (head.status_code, head.content) == (200, b"")
+    assert head.headers["content-type"] == "text/csv; charset=utf-8"
+    assert head.headers["content-disposition"].startswith(f'attachment; filename="{domain}-')
+    assert reads == []
+    got = api.get(f"/client/{domain}/export")  # the GET still reads and sends it all
+    assert got.status_code == 200 and len(got.text.splitlines()) == 2 and reads == [None]
 
 
 def test_malformed_json_is_400_and_writes_nothing(api: Api) -> None:

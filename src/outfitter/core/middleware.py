@@ -3,6 +3,7 @@ guard against input no endpoint can handle (NUL, lone surrogates, JSON nested to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -117,10 +118,17 @@ class RequestContextMiddleware:
             )
 
 
+class _HeadAnswered(BaseException):
+    """A HEAD's status and headers are sent: the GET behind it stops (BaseException, so that no
+    handler of the app's takes it for an error)."""
+
+
 class HeadAsGetMiddleware:
     """HEAD is a GET answered with its head only (RFC 9110 asks every server for both): the app
-    answers the GET, and this sends its status and headers (Content-Length included) without the
-    body, whatever server runs the app."""
+    answers the GET, and this sends its status and headers (Content-Length included) and an empty
+    body, then stops the GET. So a streamed answer (a CSV export) reads nothing more than its
+    first piece: otherwise the server read the whole export for a HEAD, and a keep-alive
+    connection waited for it, whatever server runs the app."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -131,11 +139,14 @@ class HeadAsGetMiddleware:
             return
 
         async def head_only(message: Message) -> None:
-            if message["type"] == "http.response.body":
-                message = {**message, "body": b""}
-            await send(message)
+            if message["type"] != "http.response.body":
+                await send(message)
+                return
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            raise _HeadAnswered
 
-        await self.app({**scope, "method": "GET"}, receive, head_only)
+        with contextlib.suppress(_HeadAnswered):
+            await self.app({**scope, "method": "GET"}, receive, head_only)
 
 
 async def read_body(receive: Receive) -> bytes | None:
