@@ -121,6 +121,15 @@ def test_a_price_beyond_what_any_database_stores_is_422(api: Api, price: object)
     )
 
 
+def test_a_time_in_other_digits_than_0_to_9_is_422(api: Api) -> None:
+    """ISO 8601 is written in ASCII digits; Python's \\d (and its date parser) took others too."""
+    arabic = "\u0662\u0660\u0662\u0666-\u0660\u0661-\u0660\u0661T\u0660\u0660:\u0660\u0660:\u0660\u0660Z"
+    response = api.get("/client/equipment", updated_since=arabic)
+    assert assert_error(response, 422)["errors"] == {
+        "query.updated_since": ["Give an ISO 8601 date and time, such as 2026-01-31T09:30:00Z."]
+    }
+
+
 @pytest.mark.parametrize("when", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
 def test_a_time_outside_the_storable_years_is_422(api: Api, when: str) -> None:
     response = api.post("/client/equipment", {"title": "MacBook", "purchase_date": when})

@@ -40,7 +40,7 @@ class SpecificationIn(_Strict):
 class AssetIn(_Strict):
     name: Text
     description: str = ""
-    year: Annotated[str, StringConstraints(pattern=r"^\d{4}$")]
+    year: Annotated[str, StringConstraints(pattern=r"^[0-9]{4}$")]  # ASCII digits, as the document says
     type: Text = "Sale"
     make: Text
     model: Text

@@ -64,7 +64,7 @@ Timestamp = Annotated[
     PlainSerializer(format_timestamp, return_type=str),
     WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
 ]
-_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+_DATE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}")  # ASCII digits only
 
 
 def _date_time_text(value: object) -> object:

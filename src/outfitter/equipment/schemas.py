@@ -251,7 +251,7 @@ class EquipmentFields(BaseModel):
 
     make: str | None = Field(default=None, max_length=100)
     model: str | None = Field(default=None, max_length=200)
-    year: str | None = Field(default=None, pattern=r"^\d{4}$", examples=["2023"])
+    year: str | None = Field(default=None, pattern=r"^[0-9]{4}$", examples=["2023"])  # ASCII digits only
     type: EquipmentType | None = None
     state: EquipmentState | None = None
     serial_number: str | None = Field(default=None, max_length=200)
