@@ -203,6 +203,8 @@ def test_purchase_date_is_read_in_either_form_and_written_iso(api: Api, given: s
         ({"title": "x", "assignee_id": str(uuid.uuid4())}, "assignee_id"),
         ({"title": "x", "specs": {"ram": "8GB"}}, "specs.ram"),
         ({"title": "x", "source": "Platform"}, "source"),
+        ({"title": "x", "image_url": "javascript:alert(1)"}, "image_url"),  # shown as an image or a link
+        ({"title": "x", "image_url": "img.example.com/x.png"}, "image_url"),
     ],
 )
 def test_register_refuses_bad_fields_naming_them(api: Api, body: dict[str, object], field: str) -> None:

@@ -60,6 +60,8 @@ PRICE_SCHEMA = WithJsonSchema(
     }
 )
 NOT_BLANK = Documented(pattern=r"\S")  # titles are stripped before their length is checked
+# An image's address: a web URL (a client shows it as an image or a link: no javascript:), or blank.
+WEB_URL_OR_BLANK = Documented(pattern=r"^\s*$|^\s*[Hh][Tt][Tt][Pp][Ss]?://")
 
 # --- responses -------------------------------------------------------------------------------
 
@@ -261,7 +263,7 @@ class EquipmentFields(BaseModel):
     country: str | None = Field(default=None, max_length=100, description="Country id, name or code")
     specs: SpecsIn | None = None
     description: str | None = Field(default=None, max_length=4000)
-    image_url: str | None = Field(default=None, max_length=1000)
+    image_url: Annotated[str, WEB_URL_OR_BLANK] | None = Field(default=None, max_length=1000)
     other_details: list[str] | None = Field(default=None, max_length=100)
     assignee_id: uuid.UUID | None = None
 
@@ -279,6 +281,13 @@ class EquipmentFields(BaseModel):
     @classmethod
     def _blank_is_none(cls, value: str | None) -> str | None:
         return value or None
+
+    @field_validator("image_url")
+    @classmethod
+    def _web_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.lower().startswith(("http://", "https://")):
+            raise ValueError("Give an http:// or https:// URL (or leave it out).")
+        return value
 
 
 class EquipmentCreate(EquipmentFields):
