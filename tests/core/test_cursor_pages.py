@@ -100,6 +100,22 @@ def test_a_cursor_is_bound_to_its_list_and_filters(api: Api, staff: list[dict[st
     assert_error(api.get("/client/departments", cursor=cursor, limit=2), 422, "another list")
 
 
+def test_a_walk_may_write_its_updated_since_in_another_form(api: Api, staff: list[dict[str, Any]]) -> None:
+    """A cursor is bound to the instant of `updated_since`, not its spelling: a client that parses
+    the time and writes it back (`+00:00` for `Z`, another offset) goes on with its walk."""
+    first = api.get("/client/employees", limit=2, updated_since="2000-01-01T00:00:00Z").json()["data"]
+    rest = [
+        api.get("/client/employees", cursor=first["next_cursor"], limit=2, updated_since=since)
+        for since in ("2000-01-01T00:00:00+00:00", "2000-01-01T01:00:00+01:00")
+    ]
+    assert [response.status_code for response in rest] == [200, 200]
+    assert rest[0].json()["data"]["data"] == rest[1].json()["data"]["data"] != []
+    other_instant = api.get(
+        "/client/employees", cursor=first["next_cursor"], limit=2, updated_since="2000-01-01T00:00:01Z"
+    )
+    assert_error(other_instant, 422, "other filters")
+
+
 def test_another_companys_cursor_reveals_nothing(
     api: Api, other_api: Api, staff: list[dict[str, Any]]
 ) -> None:

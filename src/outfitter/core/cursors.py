@@ -10,6 +10,7 @@ import base64
 import hashlib
 import hmac
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -66,10 +67,15 @@ def decode_cursor(cursor: str, query: str) -> tuple[str, ...]:
     return tuple(decoded[1:])
 
 
-def query_fingerprint(request: Request) -> str:
-    """The path and every query parameter but the cursor's own: what a cursor is bound to."""
+def query_fingerprint(request: Request, read_as: Mapping[str, str] | None = None) -> str:
+    """The path and every query parameter but the cursor's own: what a cursor is bound to. A
+    parameter in `read_as` counts by the value it was read as, not as written (`updated_since`
+    given with `Z` or `+00:00`, or in another offset, is one instant)."""
+    read_as = read_as or {}
     items = sorted(
-        (name, value) for name, value in request.query_params.multi_items() if name not in {"cursor", "limit"}
+        (name, read_as.get(name, value))
+        for name, value in request.query_params.multi_items()
+        if name not in {"cursor", "limit"}
     )
     digest = hashlib.sha256(json.dumps([request.url.path, items]).encode()).digest()
     return _b64(digest[:12])

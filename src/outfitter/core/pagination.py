@@ -91,12 +91,14 @@ def _list_params(
         return page_mode_params(page, per_page)
     if any(name in given for name in PAGE_PARAMETERS):
         raise ValidationFailed.field(f"query.{cursor_mode[0]}", MIXED)
-    query = query_fingerprint(request)
-    after = decode_cursor(cursor, query) if cursor else None
     try:
         updated_since = as_utc(since) if since is not None else None
     except ValueError as exc:
         raise ValidationFailed.field("query.updated_since", str(exc)) from None
+    query = query_fingerprint(
+        request, {"updated_since": updated_since.isoformat()} if updated_since else None
+    )
+    after = decode_cursor(cursor, query) if cursor else None
     return CursorParams(
         limit=limit or DEFAULT_PER_PAGE, after=after, query=query, updated_since=updated_since
     )
