@@ -246,6 +246,7 @@ def test_list_filters_by_country_department_and_search(api: Api) -> None:
     assert ids(search="acme.io") == ids()
     assert ids(search="%") == []
     assert ids(search="otieno@", country="KE") != []
+    assert ids(country="", department_id="", search="") == ids()  # an empty value is no filter
 
 
 @pytest.mark.parametrize("search", ["Zoë", "ZOË", "ÑÚÑ", "ñúñez"])

@@ -164,10 +164,11 @@ class EmployeeFilters:
 def resolve_filters(
     session: Session, country: str | None, department_id: str | None, search: str | None
 ) -> EmployeeFilters:
-    """Query values as the list compares them: 422 naming query.country or query.department_id."""
-    country_id = resolve_country(session, country, "query.country").id if country is not None else None
+    """Query values as the list compares them: 422 naming query.country or query.department_id.
+    An empty value is no filter, as the equipment lists read theirs (a form's empty select)."""
+    country_id = resolve_country(session, country, "query.country").id if country else None
     department: uuid.UUID | None = None
-    if department_id is not None:
+    if department_id:
         found = DepartmentRepository(session).find_live(department_id)
         if found is None:
             raise ValidationFailed.field("query.department_id", "Unknown department.")
