@@ -112,6 +112,18 @@ def test_search(api: Api, fleet: dict[str, dict[str, Any]], q: str, expected: li
     assert sorted(_titles(found["data"])) == sorted(expected) and found["total"] == len(expected)
 
 
+@pytest.mark.parametrize("q", ["Caf\u00e9", "Cafe\u0301"])  # é composed, and e + a combining accent
+@pytest.mark.parametrize("title", ["Caf\u00e9 display", "Cafe\u0301 display"])
+def test_a_title_is_found_however_its_accents_are_typed(api: Api, title: str, q: str) -> None:
+    """Titles and searches are kept composed (NFC): macOS and copy-paste often write "é" as "e"
+    and a combining accent, which the other form did not find."""
+    created = api.post("/client/equipment", {"title": title})
+    assert created.status_code == 201, created.text
+    assert created.json()["data"]["title"] == "Caf\u00e9 display"
+    found = _page(api, q=q)["data"]
+    assert [record["id"] for record in found["data"]] == [created.json()["data"]["id"]]
+
+
 @pytest.mark.parametrize("q", ["écran", "ÉCRAN", "über-1", "ÜBER-1"])
 def test_search_ignores_case_beyond_ascii(api: Api, q: str) -> None:
     created = api.post("/client/equipment", {"title": "Écran Über", "serial_number": "ÜBER-1"})

@@ -249,6 +249,15 @@ def test_list_filters_by_country_department_and_search(api: Api) -> None:
     assert ids(country="", department_id="", search="") == ids()  # an empty value is no filter
 
 
+@pytest.mark.parametrize("search", ["Jos\u00e9", "Jose\u0301"])  # é composed, and e + a combining accent
+def test_a_name_is_found_however_its_accents_are_typed(api: Api, search: str) -> None:
+    """Names and searches are kept composed (NFC), as department names are."""
+    jose = create_employee(api, first_name="Jose\u0301", email="jose@acme.io")
+    assert jose["first_name"] == "Jos\u00e9"
+    found = api.get("/client/employees", search=search).json()["data"]
+    assert [record["id"] for record in found["data"]] == [jose["id"]]
+
+
 @pytest.mark.parametrize("search", ["Zoë", "ZOË", "ÑÚÑ", "ñúñez"])
 def test_search_ignores_case_beyond_ascii_on_every_database(api: Api, search: str) -> None:
     """SQLite's own lower() folds A-Z only: the service gives it one that folds as PostgreSQL's."""

@@ -3,6 +3,7 @@ mixins (ids, timestamps, the company that owns a row)."""
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -230,10 +231,16 @@ def trigram_index(table: str, column: str) -> Index:
     ).ddl_if(dialect="postgresql")
 
 
+def composed(text: str) -> str:
+    """`text` in Unicode's composed form (NFC), in which names, titles and searches are kept: "é"
+    typed with a combining accent (as macOS and copy-paste often write it) is the same letter."""
+    return unicodedata.normalize("NFC", text)
+
+
 def search_pattern(text: str) -> str:
-    """A LIKE pattern matching `text` anywhere (its own `%`, `_` and `\\` taken literally), for
-    `search_text`."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    """A LIKE pattern matching `text` (composed) anywhere (its own `%`, `_` and `\\` taken
+    literally), for `search_text`."""
+    escaped = composed(text).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
 
 

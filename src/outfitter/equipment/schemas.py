@@ -8,7 +8,16 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, WithJsonSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    WithJsonSchema,
+    field_validator,
+)
 
 from outfitter.core.money import MAX_AMOUNT
 from outfitter.core.schemas import (
@@ -23,6 +32,7 @@ from outfitter.core.schemas import (
     as_utc,
     page_mode,
 )
+from outfitter.db.base import composed
 from outfitter.models import (
     CurrencyStatus,
     EquipmentEvent,
@@ -313,7 +323,7 @@ class EquipmentCreate(EquipmentFields):
         }
     )
 
-    title: Annotated[str, NOT_BLANK] = Field(min_length=1, max_length=300)
+    title: Annotated[str, NOT_BLANK, AfterValidator(composed)] = Field(min_length=1, max_length=300)
     status: CreateStatus = EquipmentStatus.UNASSIGNED
 
 
@@ -324,7 +334,7 @@ class EquipmentPatch(EquipmentFields):
         }
     )
 
-    title: Annotated[Annotated[str, NOT_BLANK] | None, NotNull()] = Field(
+    title: Annotated[Annotated[str, NOT_BLANK, AfterValidator(composed)] | None, NotNull()] = Field(
         default=None, min_length=1, max_length=300
     )
     status: EquipmentStatus | None = None

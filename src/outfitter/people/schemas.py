@@ -3,9 +3,7 @@ docs/people.md lists them, and the bodies that create and change them."""
 
 from __future__ import annotations
 
-import functools
 import re
-import unicodedata
 import uuid
 from typing import Annotated, Any
 
@@ -21,6 +19,7 @@ from pydantic import (
 )
 
 from outfitter.core.schemas import Documented, DocumentedAs, Money, NotNull, Schema, Timestamp, UuidText
+from outfitter.db.base import composed
 from outfitter.models import EquipmentStatus, MembershipStatus, OrderStage, OrderStatus, RetrievalDestination
 
 # A leading '+', then a digit or '(' (local numbers are often written "(080) 1234 5678"), then digits,
@@ -53,7 +52,7 @@ def _text(max_length: int) -> Any:
     return StringConstraints(strip_whitespace=True, min_length=1, max_length=max_length)
 
 
-Name = Annotated[str, _text(100), NOT_BLANK]
+Name = Annotated[str, _text(100), NOT_BLANK, AfterValidator(composed)]  # found by a search however typed
 Email = Annotated[str, _text(320), NOT_BLANK, AfterValidator(_email), Documented(format="email")]
 Phone = Annotated[
     str,
@@ -66,7 +65,7 @@ CountryRef = Annotated[str, _text(100), NOT_BLANK]
 Text200 = Annotated[str, _text(200), NOT_BLANK]
 # Unique in its company ignoring case: kept in Unicode's composed form (NFC), so that "Équipe" typed
 # with a combining accent (as macOS and some HR exports write it) is the same name, not a second.
-DepartmentName = Annotated[Text200, AfterValidator(functools.partial(unicodedata.normalize, "NFC"))]
+DepartmentName = Annotated[Text200, AfterValidator(composed)]
 Text100 = Annotated[str, _text(100), NOT_BLANK]
 Text50 = Annotated[str, _text(50), NOT_BLANK]
 
