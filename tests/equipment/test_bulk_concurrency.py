@@ -104,3 +104,56 @@ def test_a_number_freed_between_the_refused_write_and_the_check_is_a_409_to_send
     db.expire_all()
     assert _count(db, Equipment) == 0 and _count(db, EquipmentHistory) == 0
     db.rollback()
+
+
+def _race(
+    live_server: LiveServer, token: str, path: str, bodies: dict[str, Any]
+) -> dict[str, httpx.Response]:
+    barrier = threading.Barrier(len(bodies))
+    answers: dict[str, httpx.Response] = {}
+
+    def send(name: str) -> None:
+        with live_server.api(token) as client:
+            barrier.wait()
+            answers[name] = client.post(path, json=bodies[name])
+
+    threads = [threading.Thread(target=send, args=(name,)) for name in bodies]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return answers
+
+
+@pytest.mark.parametrize("round_", range(4))
+def test_two_batches_of_the_same_serials_in_opposite_orders_never_deadlock(
+    postgres_only: None, live_server: LiveServer, api: Api, round_: int
+) -> None:
+    """Each waited for the other's next number in the unique index: a deadlock, and the loser was
+    answered 503 ("writes crossed") instead of 422. A company's batches now take turns."""
+    assert api.get("/client/equipment").status_code == 200  # the token's stamp, made now
+    items = [{"title": f"R{round_} {n}", "serial_number": f"R{round_}-{n}"} for n in range(DEVICES)]
+    bodies = {"forward": {"equipment": items}, "backward": {"equipment": items[::-1]}}
+    answers = _race(live_server, api.token, "/client/equipment/bulk", bodies)
+    statuses = sorted(response.status_code for response in answers.values())
+    assert statuses == [201, 422], {name: r.text[:300] for name, r in answers.items()}
+    loser = next(response for response in answers.values() if response.status_code == 422)
+    assert len(loser.json()["errors"]) == DEVICES  # every number, each at its own position
+
+
+@pytest.mark.parametrize("round_", range(4))
+def test_two_employee_batches_of_the_same_emails_in_opposite_orders_never_deadlock(
+    postgres_only: None, live_server: LiveServer, api: Api, round_: int
+) -> None:
+    assert api.get("/client/employees").status_code == 200
+    people = [
+        {"first_name": "Ada", "last_name": f"N{n}", "email": f"r{round_}.{n}@acme.io", "country_id": "NG",
+         "phone": "+234 801 234 5678", "address": "1 Marina, Lagos"}
+        for n in range(DEVICES)
+    ]  # fmt: skip
+    bodies = {"forward": {"employees": people}, "backward": {"employees": people[::-1]}}
+    answers = _race(live_server, api.token, "/client/employees/bulk", bodies)
+    statuses = sorted(response.status_code for response in answers.values())
+    assert statuses == [201, 422], {name: r.text[:300] for name, r in answers.items()}
+    loser = next(response for response in answers.values() if response.status_code == 422)
+    assert len(loser.json()["errors"]) == DEVICES

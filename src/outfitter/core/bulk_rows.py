@@ -52,8 +52,8 @@ from sqlalchemy.types import TypeEngine
 from outfitter.core.driver_statements import driver_cursor
 from outfitter.core.process_settings import switching_often
 from outfitter.core.schemas import format_timestamp
-from outfitter.core.tenancy import TenantScopeError, company_named
-from outfitter.db.base import UTCDateTime
+from outfitter.core.tenancy import TenantScopeError, company_named, company_of
+from outfitter.db.base import Base, UTCDateTime
 from outfitter.db.session import JsonText, unless_conflicting
 
 # Below this many rows one INSERT costs less than a COPY's two round trips.
@@ -397,6 +397,17 @@ _Columns = list[tuple[Callable[[Mapping[str, Any]], Any], CopyText]]
 
 
 _EMPTY_JSON: dict[type, str] = {list: "[]", dict: "{}"}
+
+
+def take_turn(session: Session, model: type[Base]) -> None:
+    """Wait until no other batch of this session's company is writing rows of `model` (held until the
+    transaction ends; PostgreSQL only: SQLite's writers take turns anyway). Two batches naming the
+    same unique values in different orders (serial numbers, emails) would otherwise each wait for
+    the other's row of the unique index, a deadlock: one was undone and answered 503, not the 422
+    its taken values call for. Taking turns, the second finds the first's rows and says which."""
+    if session.get_bind().dialect.name == "postgresql":
+        key = f"bulk:{model.__tablename__}:{company_of(session)}"
+        session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(key, 0))))
 
 
 def _column_text(column_type: TypeEngine[Any], dialect: Dialect) -> CopyText:

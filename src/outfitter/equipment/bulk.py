@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import currencies_by_code
 from outfitter.core.auth import AuthContext
-from outfitter.core.bulk_rows import rows_written_meanwhile
+from outfitter.core.bulk_rows import rows_written_meanwhile, take_turn
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.events import delivery_rows, enabled_endpoints, event_rows
 from outfitter.core.process_settings import collection_paused
@@ -144,6 +144,7 @@ def write_or_report_taken(
     read of 1,000 numbers saved, 3-8 ms of a batch's 130-170). The write is in a savepoint: when
     the index refuses a number, it is undone and the items are checked again, numbers included, so
     the 422 names every item whose number is taken, before this request or by a concurrent one."""
+    take_turn(session, Equipment)  # before the savepoint: one batch's numbers at a time
     try:
         with session.begin_nested():
             return write_devices(session, actor, checked)

@@ -11,6 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from outfitter.core.bulk_rows import take_turn
 from outfitter.core.errors import Conflict, ValidationFailed, validation_message
 from outfitter.core.events import NewEvent, as_event_data, record_events
 from outfitter.core.tenancy import parse_uuid
@@ -95,6 +96,8 @@ def create_validated(
     INSERT for them all and one for their `employee.created` events, unless `write` is False (a dry
     run: nothing written, nothing answered). Used by the bulk endpoint and the CSV import alike."""
     errors = dict(errors or {})
+    if write:  # before the emails are read: a batch racing this one has committed them by then
+        take_turn(session, Employee)
     countries = BatchCountries(session, {body.country_id for _, body in valid})
     repository = EmployeeRepository(session)
     taken = repository.existing_emails({body.email for _, body in valid})
