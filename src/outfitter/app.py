@@ -207,7 +207,10 @@ def _add_health_checks(app: FastAPI) -> None:
         "/readyz",
         response_model=Envelope[dict[str, str]],
         responses={
-            503: {"model": NotReady, "description": "The database is unreachable, or its schema is behind"}
+            503: {
+                "model": NotReady,
+                "description": "The database is unreachable, or not at this release's schema",
+            }
         },
         tags=["operations"],
         summary="Each dependency's state; 503 if the database is unreachable or at another release's schema",

@@ -3,6 +3,8 @@ own transaction: many rows of one table in one go (`insert_rows`: COPY on Postgr
 rows, an executemany otherwise), the same while the caller goes on with other work
 (`rows_written_meanwhile`: the bulk registration renders its answers as its rows are written), or
 one row unless a unique constraint refuses it (`insert_unless_taken`, the single creates' hot path).
+A company's batches of one table take turns (`take_turn`), so that two naming the same unique
+values never deadlock.
 
 The batch writers (CSV imports, bulk creation, the events they record) build their rows as dicts
 and write them here, not through ORM objects: for 10,000 devices the unit of work's bookkeeping
