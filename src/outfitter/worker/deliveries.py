@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import math
 import time
 import uuid
 from collections import Counter, deque
@@ -299,7 +300,7 @@ class DeliveryRun:
                 for outgoing, started in self.sending.values()
                 if outgoing.endpoint_id not in self.slow
             ),
-            default=SLOW_AFTER,
+            default=math.inf,  # no send to watch: the poll interval decides
         )
 
     def note_slow_sends(self) -> None:
