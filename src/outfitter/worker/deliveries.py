@@ -253,9 +253,7 @@ class DeliveryRun:
         """What each company holds here, less its slow endpoints' sends in flight: the deliveries
         that keep its sends going, which its room for claims bounds."""
         supply = Counter(self.held_by_company)
-        for outgoing, _started in self.sending.values():
-            if outgoing.endpoint_id in self.slow:
-                supply[outgoing.company_id] -= 1
+        supply.subtract(self.slow_sends_by_company())
         return supply
 
     def _company_full(self, company: uuid.UUID, supply: Counter[uuid.UUID]) -> bool:
@@ -282,11 +280,12 @@ class DeliveryRun:
             if self._waiting_for(endpoint) and (company := self.slow.company_of(endpoint)) is not None
         )
 
-    def _slow_sends_of(self, company: uuid.UUID) -> int:
-        return sum(
-            1
+    def slow_sends_by_company(self) -> Counter[uuid.UUID]:
+        """Per company, its slow endpoints' sends in flight."""
+        return Counter(
+            outgoing.company_id
             for outgoing, _started in self.sending.values()
-            if outgoing.company_id == company and outgoing.endpoint_id in self.slow
+            if outgoing.endpoint_id in self.slow
         )
 
     def _waiting_for(self, endpoint: uuid.UUID) -> int:
@@ -355,7 +354,7 @@ class DeliveryRun:
         """Start the company's delivery whose endpoint has the fewest sends in flight (below its
         share), one that is not slow first, then the oldest claim (`min` keeps the first of equals)."""
         queue = self.waiting[company]
-        slow_lane_full = self._slow_sends_of(company) >= self.worker.slow_share
+        slow_lane_full = self.slow_sends_by_company()[company] >= self.worker.slow_share
         startable = [
             held
             for held in queue
