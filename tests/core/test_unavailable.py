@@ -169,6 +169,9 @@ def test_other_database_errors_stay_500(raising_app: FastAPI, kind: str) -> None
 
 # A read through FastAPI's dependencies, and a hot write (core.hot_writes), whose statements run on
 # the driver's cursor (core.driver_statements): each request's first statement finds the connection lost.
+# Answers once the backend is gone (5 s at most): the request after it cannot race its end.
+TERMINATED = text("SELECT pg_terminate_backend(:pid, 5000)")
+
 KILLED_BACKEND_REQUESTS = {
     "read": ("GET", "/client/assets/categories", None, 200),
     "hot write": (
@@ -203,9 +206,11 @@ def test_a_killed_backend_fails_one_request_with_503_then_the_pool_recovers(
         with app.state.engine.connect() as pooled:  # the pool's one connection
             backend = pooled.execute(text("SELECT pg_backend_pid()")).scalar_one()
         with engine.connect() as admin:
-            admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
+            assert admin.execute(TERMINATED, {"pid": backend}).scalar()
         assert_unavailable(api.request(method, path, json=body), DATABASE_UNAVAILABLE)
-        assert api.get("/client/employees").json()["data"]["data"] == []
+        listed = api.get("/client/employees")
+        assert listed.status_code == 200, (listed.text, app.state.engine.pool.status())
+        assert listed.json()["data"]["data"] == []
         again = api.request(method, path, json=body)
         assert again.status_code == status, again.text
         if body is not None:
@@ -230,8 +235,8 @@ def test_a_restarted_server_costs_one_request_not_one_per_pooled_connection(
                 connection.execute(text("SELECT pg_backend_pid()")).scalar_one() for connection in pooled
             ]
         with engine.connect() as admin:
-            for backend in backends:
-                admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
+            for backend in backends:  # each gone before the request
+                assert admin.execute(TERMINATED, {"pid": backend}).scalar()
         assert_unavailable(api.request("POST", hot_write[1], json=hot_write[2]), DATABASE_UNAVAILABLE)
         again = api.request("POST", hot_write[1], json=hot_write[2])
         assert again.status_code == 201, again.text
