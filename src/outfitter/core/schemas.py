@@ -78,6 +78,43 @@ def _date_time_text(value: object) -> object:
 DateTimeText = Annotated[datetime, BeforeValidator(_date_time_text)]
 
 
+# What no one sees: every space (spelled out: JSON Schema's `\\s` and Python's differ) and the
+# format characters and fillers that print nothing (zero-width space and joiners, bidi controls,
+# soft hyphen, variation selectors, Hangul fillers, the byte order mark).
+_INVISIBLE = (
+    "\\t\\n\\v\\f\\r\\x1c-\\x20\\x85\\xa0\\u00ad\\u034f\\u061c\\u115f\\u1160\\u1680\\u17b4\\u17b5"
+    "\\u180b-\\u180f\\u2000-\\u200f\\u2028-\\u202f\\u205f-\\u206f\\u3000\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0"
+)
+VISIBLE_PATTERN = f"[^{_INVISIBLE}]"
+_VISIBLE = re.compile(VISIBLE_PATTERN)
+NOTHING_VISIBLE = "Give at least one visible character: spaces and invisible characters alone are blank."
+
+
+def _visible(value: str) -> str:
+    if value.isascii() and value.strip():  # the common case: a printable ASCII character is visible
+        return value
+    if _VISIBLE.search(value) is None:
+        raise ValueError(NOTHING_VISIBLE)
+    return value
+
+
+class Visible:
+    """A text field that must show something: refuses a value made only of spaces and invisible
+    characters (a name of zero-width spaces looks blank in every list), and documents the rule as
+    the field's pattern. `Annotated[str, StringConstraints(...), Visible()]`."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_after_validator_function(_visible, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {**handler(schema), "pattern": VISIBLE_PATTERN}
+
+
+NOT_BLANK = Visible()  # after the value is stripped: one character that shows is needed
+
+
 # Money on the wire, in every answer: a decimal string, never a JSON number (a float would round
 # it). One schema everywhere, so that a generated client has one money type; the one exception is
 # the initiate answer's amounts, JSON numbers clients code against (`payments.schemas.InitiateAmount`).

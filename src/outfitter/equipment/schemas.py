@@ -21,6 +21,7 @@ from pydantic import (
 
 from outfitter.core.money import MAX_AMOUNT
 from outfitter.core.schemas import (
+    NOT_BLANK,
     CursorPage,
     Documented,
     Money,
@@ -69,7 +70,6 @@ PRICE_SCHEMA = WithJsonSchema(
         ]
     }
 )
-NOT_BLANK = Documented(pattern=r"\S")  # titles are stripped before their length is checked
 # An image's address: a web URL (a client shows it as an image or a link: no javascript:), or blank.
 WEB_URL_OR_BLANK = Documented(pattern=r"^\s*$|^\s*[Hh][Tt][Tt][Pp][Ss]?://")
 

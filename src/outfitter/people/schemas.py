@@ -18,7 +18,16 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from outfitter.core.schemas import Documented, DocumentedAs, Money, NotNull, Schema, Timestamp, UuidText
+from outfitter.core.schemas import (
+    NOT_BLANK,
+    Documented,
+    DocumentedAs,
+    Money,
+    NotNull,
+    Schema,
+    Timestamp,
+    UuidText,
+)
 from outfitter.db.base import composed
 from outfitter.models import EquipmentStatus, MembershipStatus, OrderStage, OrderStatus, RetrievalDestination
 
@@ -42,10 +51,6 @@ def _phone(value: str) -> str:
     if not _PHONE.match(value):
         raise ValueError(PHONE_MESSAGE)
     return value
-
-
-# Values are stripped before their length is checked: one character other than a space is needed.
-NOT_BLANK = Documented(pattern=r"\S")
 
 
 def _text(max_length: int) -> Any:
