@@ -32,11 +32,22 @@ def data_dir() -> Path:
     return Path(user_data_dir("outfitter", appauthor=False))
 
 
+class DataDirectoryUnusable(Exception):
+    """The default database's directory cannot be made: the message says which, and what to set."""
+
+
 def default_database_url() -> str:
     """The SQLite file in the data directory, which is created here: SQLite makes the file but not
     its directory, and this runs only when OUTFITTER_DATABASE_URL is unset."""
     directory = data_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise DataDirectoryUnusable(
+            f"cannot create the data directory {directory} for the default SQLite database "
+            f"({error.strerror or error}): set OUTFITTER_DATABASE_URL, or XDG_DATA_HOME to a "
+            "directory this user can write"
+        ) from None
     return f"sqlite:///{directory / 'outfitter.db'}"
 
 

@@ -335,6 +335,27 @@ def test_a_bad_database_url_is_one_line_for_every_command(monkeypatch: pytest.Mo
         assert len(err.strip().splitlines()) == 1
 
 
+def test_a_data_directory_that_cannot_be_made_is_one_line_for_every_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No OUTFITTER_DATABASE_URL: the default SQLite file's directory is made under XDG_DATA_HOME,
+    here below a file, as for a service account whose home cannot be written."""
+    not_a_directory = tmp_path / "a-file"
+    not_a_directory.write_text("")
+    monkeypatch.delenv("OUTFITTER_DATABASE_URL")
+    monkeypatch.setenv("XDG_DATA_HOME", str(not_a_directory))
+    get_settings.cache_clear()
+    for command in (["company", "list"], ["db", "upgrade"], ["demo"], ["serve"]):
+        code, _, err = run(*command)
+        assert code == 1, (command, err)
+        assert err.strip() == (
+            f"error: cannot create the data directory {not_a_directory / 'outfitter'} for the default "
+            "SQLite database (Not a directory): set OUTFITTER_DATABASE_URL, or XDG_DATA_HOME to a "
+            "directory this user can write"
+        )
+    assert not_a_directory.read_text() == ""
+
+
 @pytest.mark.parametrize("url", ["postgresql://127.0.0.1:1/nothing", "postgresql://[no-such-host/db"])
 def test_a_database_out_of_reach_is_one_line(url: str) -> None:
     """Through the installed `outfitter` command, as an operator meets it."""

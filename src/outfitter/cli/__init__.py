@@ -20,7 +20,7 @@ import typer
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from outfitter.config import display_database_url, get_settings, setting_errors
+from outfitter.config import DataDirectoryUnusable, display_database_url, get_settings, setting_errors
 from outfitter.core.tenancy import TenantSession, across_companies
 from outfitter.db.session import make_engine
 
@@ -100,6 +100,8 @@ def check_settings() -> None:
         for line in setting_errors(exc):
             typer.echo(f"error: invalid configuration: {line}", err=True)
         raise typer.Exit(code=1) from None
+    except DataDirectoryUnusable as exc:
+        fail(str(exc))
 
 
 def require_current_schema(engine: Engine) -> None:
