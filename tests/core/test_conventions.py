@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -112,6 +113,64 @@ def test_non_json_body_is_415(api: Api) -> None:
         headers={"Content-Type": "application/x-www-form-urlencoded"},
     )
     assert_error(response, 415, "application/json")
+
+
+def test_a_body_where_no_endpoint_takes_one_is_a_404_or_405_whatever_its_type(client: TestClient) -> None:
+    """The body's type is judged only where an endpoint would read the body: an unknown path is a
+    404, a method the path does not have a 405 with its Allow (a CSV sent to an import with PUT is
+    not "must be JSON"), with or without a token."""
+    as_text = {"Content-Type": "text/plain"}
+    assert_error(client.post("/api/v2/nope", content=b"x", headers=as_text), 404)
+    as_csv = {"Content-Type": "text/csv"}
+    refused = client.put("/api/v2/client/equipment/import", content=b"title\nx\n", headers=as_csv)
+    assert_error(refused, 405, "PUT")
+    assert refused.headers["Allow"] == "POST"
+    refused = client.patch("/api/v2/client/employees/import", content=b"x", headers=as_text)
+    assert_error(refused, 405)
+    assert refused.headers["Allow"] == "POST"
+    refused = client.put("/api/v2/client/equipment", content=b"x", headers=as_text)
+    assert_error(refused, 405)
+    assert refused.headers["Allow"] == "GET, HEAD, POST"
+    # where the endpoint exists, the type is still checked first, before the token
+    assert_error(client.post("/api/v2/client/equipment", content=b"x", headers=as_text), 415, "JSON")
+
+
+def _typed(schema: dict[str, Any]) -> bool:
+    """Whether a query parameter's schema admits no empty string: an id or a time (format), a
+    number, an enum, a named type, or a pattern that "" does not match."""
+    if "pattern" in schema and re.search(schema["pattern"], "") is None:
+        return True
+    return any(
+        "format" in branch or "enum" in branch or "$ref" in branch or branch.get("type") == "integer"
+        for branch in schema.get("anyOf", [schema])
+    )
+
+
+def test_an_empty_query_value_is_a_422_where_its_type_admits_none_and_no_filter_elsewhere(
+    client: TestClient, api: Api
+) -> None:
+    """Every GET's query parameters, each sent empty: an id, a time, a number or an enum is a 422
+    naming it (what the document declares, Schemathesis's negative check); a text filter is the
+    answer without it, and a cursor the first page of a walk."""
+    document = client.get("/api/v2/openapi.json").json()
+    typed = 0
+    for path, item in document["paths"].items():
+        operation = item.get("get")
+        if operation is None or "{" in path or not path.startswith("/api/v2/client/"):
+            continue
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] != "query" or parameter.get("required"):
+                continue
+            name, route = parameter["name"], path.removeprefix("/api/v2")
+            answer = api.get(route, **{name: ""})
+            if _typed(parameter["schema"]):
+                typed += 1
+                assert f"query.{name}" in assert_error(answer, 422)["errors"], (route, name)
+            else:  # an empty cursor is a walk's first page: the answer to `limit` alone
+                without = api.get(route, **({"limit": 15} if name == "cursor" else {}))
+                assert answer.status_code == 200, (route, name, answer.text)
+                assert answer.content == without.content, (route, name)
+    assert typed >= 40
 
 
 def test_body_over_one_mebibyte_is_413(api: Api) -> None:

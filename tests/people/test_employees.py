@@ -246,7 +246,12 @@ def test_list_filters_by_country_department_and_search(api: Api) -> None:
     assert ids(search="acme.io") == ids()
     assert ids(search="%") == []
     assert ids(search="otieno@", country="KE") != []
-    assert ids(country="", department_id="", search="") == ids()  # an empty value is no filter
+    assert ids(country="", search="") == ids()  # an empty text filter is no filter
+    for path in ("/client/employees", "/client/employees/export"):  # an empty id is not "every employee"
+        refused = assert_error(api.get(path, department_id=""), 422)
+        assert refused["errors"] == {
+            "query.department_id": ["Give a department's id, or leave department_id out for every employee."]
+        }
 
 
 @pytest.mark.parametrize("search", ["Jos\u00e9", "Jose\u0301"])  # é composed, and e + a combining accent

@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from outfitter.core.errors import ValidationFailed, error_body
+from outfitter.core.handlers import methods_of_path
 
 logger = logging.getLogger("outfitter")
 
@@ -219,7 +220,11 @@ class BodyLimitMiddleware:
         if declared is not None and int(declared) > limit:
             await send_error(scope, send, 413, too_large, [])
             return
-        if scope["path"].startswith(self.json_prefix) and (declared is None or declared != "0"):
+        if (
+            scope["path"].startswith(self.json_prefix)
+            and (declared is None or declared != "0")
+            and _routed(scope)  # else the router's 404 or 405 says what is wrong, not the body
+        ):
             content_type = _media_type(scope)
             has_body = declared is not None or header_value(scope, b"transfer-encoding") is not None
             if takes_csv and has_body and content_type not in ("text/csv", "multipart/form-data"):
@@ -265,6 +270,13 @@ class BodyLimitMiddleware:
         except _BodyTooLarge:
             if not response_started:
                 await send_error(scope, send, 413, too_large, [])
+
+
+def _routed(scope: Scope) -> bool:
+    """Whether an endpoint takes this method on this path (`app.state.route_methods`, the API's
+    routes; True for an app without them)."""
+    routes = getattr(scope["app"].state, "route_methods", None)
+    return routes is None or scope["method"] in methods_of_path(routes, scope["path"])
 
 
 NUL = "\x00"

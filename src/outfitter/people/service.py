@@ -165,10 +165,16 @@ def resolve_filters(
     session: Session, country: str | None, department_id: str | None, search: str | None
 ) -> EmployeeFilters:
     """Query values as the list compares them: 422 naming query.country or query.department_id.
-    An empty value is no filter, as the equipment lists read theirs (a form's empty select)."""
+    An empty country is no filter, as the equipment lists read theirs (a form's empty select); an
+    empty department id is a 422: `?department_id=$DEPT` with the variable unset must not export
+    the whole company."""
     country_id = resolve_country(session, country, "query.country").id if country else None
     department: uuid.UUID | None = None
-    if department_id:
+    if department_id == "":
+        raise ValidationFailed.field(
+            "query.department_id", "Give a department's id, or leave department_id out for every employee."
+        )
+    if department_id is not None:
         found = DepartmentRepository(session).find_live(department_id)
         if found is None:
             raise ValidationFailed.field("query.department_id", "Unknown department.")
