@@ -33,6 +33,14 @@ def test_wrong_method_is_405_envelope(api: Api) -> None:
     assert_error(api.delete("/client/countries"), 405)
 
 
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/api/v2/docs", "/api/v2/openapi.json"])
+def test_a_405_off_the_api_names_every_method_as_the_api_does(client: TestClient, path: str) -> None:
+    refused = client.post(path)
+    assert_error(refused, 405, "POST is not allowed here; this path takes GET, HEAD.")
+    assert refused.headers["Allow"] == "GET, HEAD"
+    assert client.head(path).status_code == 200
+
+
 def test_head_is_the_get_without_its_body(api: Api) -> None:
     """Every GET answers HEAD too (as its 405s' Allow says): the same status and headers, no body;
     refusals the same way."""

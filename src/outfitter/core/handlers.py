@@ -73,12 +73,21 @@ async def handle_http_error(request: Request, exc: StarletteHTTPException) -> JS
         if methods_of_path(request.app.state.route_methods, without):
             message = f"No such endpoint: {without} is one, without the trailing slash."
     if exc.status_code == 405:
-        # The router names only the first route whose path matched; a path can have several.
-        allowed = methods_of_path(request.app.state.route_methods, request.url.path)
+        # The router names only the first route whose path matched; a path can have several. Off
+        # the API (health checks, the docs page) its Allow is whole: HEAD added wherever GET is.
+        allowed = methods_of_path(request.app.state.route_methods, request.url.path) or _with_head(
+            headers.get("Allow", "")
+        )
         if allowed:
             headers["Allow"] = ", ".join(allowed)
             message = f"{request.method} is not allowed here; this path takes {', '.join(allowed)}."
     return JSONResponse(error_body(message), status_code=exc.status_code, headers=headers)
+
+
+def _with_head(allow: str) -> list[str]:
+    """An Allow header's methods, sorted, with HEAD wherever GET is (Starlette serves it)."""
+    methods = {method.strip() for method in allow.split(",") if method.strip()}
+    return sorted(methods | ({"HEAD"} if "GET" in methods else set()))
 
 
 @dataclass(frozen=True)
