@@ -1,5 +1,5 @@
 """`updated_since` on the employee and department lists: exactly the records changed since then,
-oldest change first, offboarded employees and deleted departments included and marked `deleted`."""
+oldest change first, deleted employees and departments included and marked `deleted`."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from outfitter.cli import app as cli
 from outfitter.config import get_settings
-from tests.factories import Api
+from tests.factories import Api, walk_cursor
 from tests.payments.conftest import add_assigned_device, add_credit
 from tests.scim.conftest import Scim, assert_scim_error, user_body
 
@@ -155,3 +155,31 @@ def test_without_the_opt_in_deactivation_only_offboards(scim: Scim, api: Api, en
         400,
         "invalidValue",
     )
+
+
+def test_the_sync_feed_reports_an_offboarding_once_and_deleted_only_when_the_record_is_gone(
+    scim: Scim, api: Api
+) -> None:
+    """A User deactivated, or deleted through SCIM, keeps its employee record (status Offboarded):
+    one `updated_since` walk gives it once, as the list shows it, `deleted: false`. Deleted later
+    through the REST API, it comes once more, as the tombstone of that delete (`deleted: true`)."""
+    since = "1970-01-01T00:00:00Z"
+    kept, gone = (
+        scim.post("/Users", user_body(name)).json()["id"] for name in ("kim@acme.example", "lee@acme.example")
+    )
+    _deactivate(scim, kept)
+    assert scim.delete(f"/Users/{gone}").status_code == 204
+    assert api.patch(f"/client/employees/{gone}", {"job_title": "Alumnus"}).status_code == 200
+
+    walked = walk_cursor(api, "/client/employees", updated_since=since, limit=1)
+    assert sorted(record["id"] for record in walked) == sorted([kept, gone])
+    for record in walked:
+        assert record["deleted"] is False and record["status"] == "Offboarded"
+        live = api.get(f"/client/employees/{record['id']}").json()["data"]
+        assert record == live | {"deleted": False}
+
+    deleted = api.delete(f"/client/employees/{gone}").json()["data"]
+    walked = walk_cursor(api, "/client/employees", updated_since=since)
+    assert [(record["id"], record["deleted"]) for record in walked] == [(kept, False), (gone, True)]
+    assert walked[1] == deleted | {"deleted": True, "updated_at": walked[1]["updated_at"]}
+    assert walked[1]["job_title"] == "Alumnus"  # its last state, from the REST delete

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from outfitter.catalog.reference import CountryRef, resolve_country, resolve_country_ref
 from outfitter.core.errors import Conflict, ValidationFailed
@@ -208,15 +208,26 @@ def list_employees(
 
 
 def _offboarded(session: Session, params: CursorParams, order: ListOrder) -> tuple[list[Any], bool]:
-    """The offboarding events since `updated_since` (before the walk's horizon), after the cursor,
-    as (updated_at, id, data)."""
+    """The employees deleted since `updated_since` (before the walk's horizon), after the cursor,
+    as (updated_at, id, data): the last `employee.offboarded` event of each employee whose record
+    is gone. One offboarded through SCIM keeps its record (status Offboarded), which the live
+    rows report with `deleted: false`: no tombstone beside it."""
     keyset = Keyset((Event.created_at, Event.subject_id), descending=False)
+    later = aliased(Event)
     statement = (
         select(Event.created_at.label("updated_at"), Event.subject_id.label("id"), Event.data)
         .where(
             Event.type == EventType.EMPLOYEE_OFFBOARDED,
             Event.created_at >= params.updated_since,
             Event.created_at < (order.horizon or NO_HORIZON),
+            ~select(Employee.id).where(Employee.id == Event.subject_id).exists(),
+            ~select(later.id)
+            .where(
+                later.subject_id == Event.subject_id,
+                later.type == EventType.EMPLOYEE_OFFBOARDED,
+                later.created_at > Event.created_at,
+            )
+            .exists(),
         )
         .order_by(*keyset.order_by())
         .limit(params.limit + 1)
