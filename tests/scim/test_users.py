@@ -415,6 +415,25 @@ def test_a_typed_email_path_reaches_its_own_email_never_the_work_one(scim: Scim,
             {"op": "replace", "path": 'emails[type eq "work"].value', "value": "ada@acme.example"},
             ("ada@acme.example", "ada@elsewhere.example"),
         ),
+        (  # the whole list replaced by personal addresses only (as Okta pushes a multi-valued one)
+            {"op": "replace", "path": "emails", "value": [{"value": "me@home.example", "type": "home"}]},
+            ("ada@acme.example", "me@home.example"),
+        ),
+        (
+            {
+                "op": "replace",
+                "value": {"emails": [{"value": "x@other.example", "type": "other", "primary": True}]},
+            },
+            ("ada@acme.example", "x@other.example"),
+        ),
+        (  # an untyped one is still the work email, the personal one typed beside it
+            {
+                "op": "replace",
+                "path": "emails",
+                "value": [{"value": "p@home.example", "type": "home"}, {"value": "ada@work.example"}],
+            },
+            ("ada@work.example", "p@home.example"),
+        ),
     ]
     for operation, expected in steps:
         answer = scim.patch(path, [operation])

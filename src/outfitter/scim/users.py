@@ -188,13 +188,17 @@ def to_provisioned(
     if not user_name:
         raise InvalidValueException(detail="userName is required.")
     emails = [email for email in user.emails or [] if email.value]
+    # An email typed otherwise (home, other) is never the work email, the employee's identity.
+    candidates = [email for email in emails if (email.type or "work").lower() == "work"]
     work = (
-        next((email for email in emails if (email.type or "").lower() == "work"), None)
-        or next((email for email in emails if email.primary), None)
-        or (emails[0] if emails else None)  # as `render` lists them: the work email first
+        next((email for email in candidates if email.type), None)
+        or next((email for email in candidates if email.primary), None)
+        or (candidates[0] if candidates else None)  # as `render` lists them: the work email first
     )
     if work is not None:
         email = _email(str(work.value), "emails.value")
+    elif current is not None:  # a list of personal emails only: the work email stays
+        email = current.email
     elif "@" in user_name:
         email = _email(user_name, "userName")
     else:
