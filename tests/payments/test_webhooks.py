@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
@@ -62,6 +63,22 @@ def test_forged_missing_and_stale_signatures_are_401_and_change_nothing(
     # The genuine one still works afterwards.
     accepted = client.post(URL, content=body, headers=headers)
     assert accepted.status_code == 200 and accepted.json()["data"]["outcome"] == "fulfilled"
+
+
+def test_a_signed_notice_that_is_not_a_json_object_is_400_saying_so(
+    api: Api, db: Session, client: TestClient, sandbox: SandboxGateway
+) -> None:
+    """The signature holds, so the sender is the gateway: a 401 would send it looking at its
+    secret and clock; the 400 says what is wrong with the notice, and nothing is recorded."""
+    data = pending(api, db)
+    for payload in ([1, 2], "paid", None):
+        body = json.dumps(payload)
+        headers = sandbox.signature_headers(f"m-{body}", body, datetime.now(UTC))
+        refused = assert_error(client.post(URL, content=body.encode(), headers=headers), 400)
+        assert refused["message"] == (
+            "The webhook is signed, but the payload is not a JSON object: send the notice as a JSON object."
+        )
+    assert count(db, WebhookEvent) == 0 and status_of(db, data["tx_ref"]) == TransactionStatus.PENDING
 
 
 def test_duplicates_and_replays_answer_200_and_change_nothing(

@@ -29,7 +29,13 @@ from outfitter.models import (
 from outfitter.payments import wallet
 from outfitter.payments.fees import to_minor_units
 from outfitter.payments.fulfilment import settle
-from outfitter.payments.gateways import GatewayError, GatewayPayment, GatewayRegistry, InvalidSignature
+from outfitter.payments.gateways import (
+    GatewayError,
+    GatewayPayment,
+    GatewayRegistry,
+    InvalidPayload,
+    InvalidSignature,
+)
 from outfitter.payments.initiate import GatewayUnavailable
 from outfitter.payments.presenters import order_out, transaction_fields
 from outfitter.payments.repository import (
@@ -128,6 +134,9 @@ def receive_webhook(
     except InvalidSignature as exc:
         logger.warning("webhook from %s refused: %s", gateway_name, exc)
         raise BadSignature("The webhook signature is missing, wrong or too old.") from exc
+    except InvalidPayload as exc:  # signed, so the sender is the gateway: say what is wrong
+        logger.warning("webhook from %s refused: %s", gateway_name, exc)
+        raise BadRequest(f"The webhook is signed, but {exc}: send the notice as a JSON object.") from exc
     if not 0 < len(notice.event_key) <= MAX_EVENT_KEY:  # the key it is recorded once by
         raise BadRequest(f"The notice's id (webhook-id) must have 1 to {MAX_EVENT_KEY} characters.")
     try:

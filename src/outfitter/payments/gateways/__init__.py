@@ -77,6 +77,10 @@ class InvalidSignature(Exception):
     pass
 
 
+class InvalidPayload(Exception):
+    """A notice whose signature holds but whose body is no notice (not a JSON object)."""
+
+
 def build_gateway(name: str, settings: Settings, sessions: sessionmaker[Session]) -> Gateway:
     if name == "sandbox":
         from outfitter.payments.gateways.sandbox import SandboxGateway

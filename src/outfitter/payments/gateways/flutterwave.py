@@ -27,6 +27,7 @@ from outfitter.payments.gateways import (
     CheckoutRequest,
     GatewayError,
     GatewayPayment,
+    InvalidPayload,
     InvalidSignature,
     WebhookNotice,
 )
@@ -121,9 +122,9 @@ class FlutterwaveGateway:
         try:
             payload = json.loads(body, parse_float=Decimal)
         except ValueError as exc:
-            raise InvalidSignature("the body is not JSON") from exc
+            raise InvalidPayload("the body is not JSON") from exc
         if not isinstance(payload, dict):
-            raise InvalidSignature("the payload is not a JSON object")
+            raise InvalidPayload("the payload is not a JSON object")
         data: dict[str, Any] = payload["data"] if isinstance(payload.get("data"), dict) else payload
         tx_ref = data.get("tx_ref") or data.get("txRef")
         if data.get("id") is not None:

@@ -17,7 +17,13 @@ from standardwebhooks import Webhook
 
 from outfitter.config import Settings
 from outfitter.models import GatewayPaymentStatus, SandboxPayment
-from outfitter.payments.gateways import CheckoutRequest, GatewayPayment, InvalidSignature, WebhookNotice
+from outfitter.payments.gateways import (
+    CheckoutRequest,
+    GatewayPayment,
+    InvalidPayload,
+    InvalidSignature,
+    WebhookNotice,
+)
 
 logger = logging.getLogger("outfitter.payments")
 
@@ -60,7 +66,7 @@ class SandboxGateway:
         except Exception as exc:  # the library raises several kinds for malformed headers
             raise InvalidSignature(str(exc) or type(exc).__name__) from exc
         if not isinstance(payload, dict):
-            raise InvalidSignature("the payload is not a JSON object")
+            raise InvalidPayload("the payload is not a JSON object")
         data = payload.get("data")
         tx_ref = data.get("tx_ref") if isinstance(data, dict) else None
         event_key = {key.lower(): value for key, value in headers.items()}["webhook-id"]
