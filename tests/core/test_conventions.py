@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from outfitter.config import Settings
+from outfitter.core.errors import EMPTY_TEXT, UNKNOWN_FIELD
 from tests.core.test_auth import EMPLOYEE
 from tests.factories import Api, assert_error
 
@@ -195,6 +196,15 @@ def test_streamed_body_over_the_limit_is_413(api: Api) -> None:
         "POST", "/client/employees", content=chunks(), headers={"Content-Type": "application/json"}
     )
     assert_error(response, 413)
+
+
+def test_an_unknown_field_or_a_blank_value_is_named_in_words_a_person_can_act_on(api: Api) -> None:
+    """Not pydantic's "Extra inputs are not permitted", nor "at least 1 character" for three spaces."""
+    path = f"/client/employees/{api.post('/client/employees', EMPLOYEE).json()['data']['id']}"
+    refused = assert_error(api.patch(path, {"email": "new@example.com"}), 422)
+    assert refused["errors"] == {"email": [UNKNOWN_FIELD]}
+    refused = assert_error(api.patch(path, {"first_name": "   "}), 422)
+    assert refused["errors"] == {"first_name": [EMPTY_TEXT]}
 
 
 def test_validation_error_is_422_with_errors_by_field_path(api: Api) -> None:

@@ -115,11 +115,22 @@ def error_body(message: str, errors: Mapping[str, Sequence[str]] | None = None) 
 _OBJECT_EXPECTED = {"model_type", "model_attributes_type", "dataclass_type", "dict_type"}
 
 
+UNKNOWN_FIELD = (
+    "Not a field of this request: leave it out (the fields each request takes are in /api/v2/docs)."
+)
+EMPTY_TEXT = "Must not be empty or only spaces."
+
+
 def validation_message(error: Mapping[str, Any]) -> str:
     """One of pydantic's errors as a person reads it: without the prefix of a custom validator's
     message ("Value error, "), and without the name of any Python class."""
-    if error.get("type") in _OBJECT_EXPECTED:
+    kind = error.get("type")
+    if kind in _OBJECT_EXPECTED:
         return "Input should be a JSON object."
+    if kind == "extra_forbidden":  # pydantic says "Extra inputs are not permitted"
+        return UNKNOWN_FIELD
+    if kind == "string_too_short" and (error.get("ctx") or {}).get("min_length") == 1:
+        return EMPTY_TEXT  # the value was stripped first: "   " is not "at least 1 character" short
     message = str(error.get("msg", "Invalid value"))
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)
