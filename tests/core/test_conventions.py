@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 
 from outfitter.config import Settings
 from outfitter.core.errors import EMPTY_TEXT, UNKNOWN_FIELD
+from outfitter.core.handlers import BODY_REQUIRED, UNREADABLE_BODY
 from tests.core.test_auth import EMPLOYEE
 from tests.factories import Api, assert_error
 
@@ -205,6 +206,19 @@ def test_an_unknown_field_or_a_blank_value_is_named_in_words_a_person_can_act_on
     assert refused["errors"] == {"email": [UNKNOWN_FIELD]}
     refused = assert_error(api.patch(path, {"first_name": "   "}), 422)
     assert refused["errors"] == {"first_name": [EMPTY_TEXT]}
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/client/employees", "/client/departments", "/client/equipment/bulk", "/client/webhook-endpoints"],
+)
+def test_no_body_or_one_that_is_not_utf8_is_a_400_saying_so(api: Api, path: str) -> None:
+    as_json = {"Content-Type": "application/json"}
+    assert_error(api.request("POST", path, content=b"", headers=as_json), 400, BODY_REQUIRED)
+    latin1 = '{"name": "caf\u00e9", "first_name": "Jos\u00e9"}'.encode("latin-1")
+    assert_error(api.request("POST", path, content=latin1, headers=as_json), 400, UNREADABLE_BODY)
+    refused = api.request("POST", path, content=b"", headers=as_json | {"Authorization": "Bearer otf_x"})
+    assert_error(refused, 401)  # the token first, as for any input
 
 
 def test_validation_error_is_422_with_errors_by_field_path(api: Api) -> None:

@@ -34,6 +34,12 @@ _STATUS_MESSAGES = {
     404: "No such endpoint. The API lives under /api/v2; see /api/v2/docs.",
     405: "This endpoint does not accept that HTTP method.",
 }
+# FastAPI's words for a body it could not read: JSON's parser takes UTF-8, -16 and -32 text, so
+# what fails here is bytes that are none of them (a valid JSON text in another encoding).
+_UNREADABLE_BODY = "There was an error parsing the body"
+UNREADABLE_BODY = "The request body is not valid JSON: send it as UTF-8 text."
+# A body-taking endpoint called with none: pydantic's "Field required" at the body's place.
+BODY_REQUIRED = "This request takes a JSON body, and none was sent."
 
 
 def field_path(location: Sequence[Any]) -> str:
@@ -51,6 +57,8 @@ async def handle_validation_error(request: Request, exc: RequestValidationError)
     if any(error.get("loc", ("",))[0] == "path" for error in errors):
         # A malformed id in the path names no record: the same answer as an unknown one.
         return JSONResponse(error_body("Not found."), status_code=404)
+    if any(error.get("type") == "missing" and tuple(error.get("loc", ())) == ("body",) for error in errors):
+        return JSONResponse(error_body(BODY_REQUIRED), status_code=400)
     by_path: dict[str, list[str]] = {}
     for error in errors:
         by_path.setdefault(field_path(error.get("loc", ())), []).append(validation_message(error))
@@ -67,6 +75,8 @@ async def handle_domain_error(request: Request, exc: DomainError) -> JSONRespons
 
 async def handle_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     message = _STATUS_MESSAGES.get(exc.status_code) or str(exc.detail)
+    if exc.status_code == 400 and exc.detail == _UNREADABLE_BODY:
+        message = UNREADABLE_BODY
     headers = dict(exc.headers or {})
     if exc.status_code == 404 and (path := request.url.path).endswith("/"):
         without = path.rstrip("/")
