@@ -45,6 +45,7 @@ def test_create_answers_the_secret_once(api: Api, private_ok: Settings, receiver
     assert len(base64.b64decode(created["secret"].removeprefix("whsec_"))) >= 24
     assert created["enabled"] is True and created["disabled_reason"] is None
     assert created["event_types"] == ["employee.created"]
+    assert created["updated_at"] == created["created_at"]  # one instant: a new endpoint was not changed
 
     fetched = api.get(f"/client/webhook-endpoints/{created['id']}").json()["data"]
     assert set(fetched) == ENDPOINT_FIELDS

@@ -188,9 +188,16 @@ class IdMixin:
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
 
 
+def _created_then(context: Any) -> datetime:
+    """A new row's `updated_at`: its `created_at`, one instant rather than two readings of the clock
+    (a new record was not changed after it was made). That default runs first: the column is first."""
+    created: datetime | None = context.get_current_parameters().get("created_at")
+    return created if created is not None else utcnow()
+
+
 class TimestampMixin:
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=_created_then, onupdate=utcnow)
 
 
 class ChangeTracked(TimestampMixin):
@@ -203,7 +210,9 @@ class ChangeTracked(TimestampMixin):
 
     indexes_company_id = False
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow, server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(
+        default=_created_then, onupdate=utcnow, server_default=func.now()
+    )
 
     @classmethod
     def company_indexes(cls, table: str) -> tuple[Index, Index]:
