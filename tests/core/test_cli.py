@@ -53,8 +53,13 @@ def test_company_and_token_create_print_json_and_the_token_works(client: TestCli
     assert client.get("/api/v2/client/currencies", headers=headers).status_code == 200
 
     code, out, _ = run("token", "revoke", token["id"])
-    assert code == 0
+    assert code == 0 and out == f"token {token['id']} revoked\n"
     assert_error(client.get("/api/v2/client/currencies", headers=headers), 401, "revoked")
+    code, again, _ = run("token", "revoke", token["id"])  # a script may run it twice: exit 0, and say so
+    listed = json.loads(run("token", "list", company["id"], "--json")[1])
+    revoked_at = next(item["revoked_at"] for item in listed["tokens"] if item["id"] == token["id"])
+    assert revoked_at.endswith("Z")  # the API's form of a time
+    assert code == 0 and again == f"token {token['id']} was already revoked, at {revoked_at}\n"
 
 
 def test_default_token_has_both_scopes_and_no_expiry() -> None:

@@ -63,7 +63,10 @@ def parse_id(value: str, what: str) -> uuid.UUID:
 
 
 def iso_or_none(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
+    """A time as the API writes it (ISO 8601 UTC, microseconds, `Z`), or None."""
+    from outfitter.core.schemas import format_timestamp
+
+    return format_timestamp(value) if value else None
 
 
 @contextmanager

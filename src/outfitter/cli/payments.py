@@ -219,7 +219,7 @@ def payments_anomalies(
                 "amount": format(anomaly.amount.normalize(), "f"),
                 "currency": anomaly.currency_code,
                 "gateway_reference": anomaly.gateway_reference,
-                "created_at": anomaly.created_at.isoformat(),
+                "created_at": iso_or_none(anomaly.created_at),
                 "resolved_at": iso_or_none(anomaly.resolved_at),
             }
             for anomaly in session.scalars(statement)

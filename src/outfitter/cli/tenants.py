@@ -58,7 +58,7 @@ def company_list(as_json: JsonFlag = False) -> None:
             select(Company.id, Company.name, Company.created_at, live_tokens).order_by(Company.created_at)
         ).all()
         companies = [
-            {"id": str(id_), "name": name, "created_at": created.isoformat(), "live_tokens": tokens}
+            {"id": str(id_), "name": name, "created_at": iso_or_none(created), "live_tokens": tokens}
             for id_, name, created, tokens in rows
         ]
     lines = [
@@ -137,7 +137,7 @@ def token_list(
                 "company_id": str(token.company_id),
                 "name": token.name,
                 "scopes": token.scope_list,
-                "created_at": token.created_at.isoformat(),
+                "created_at": iso_or_none(token.created_at),
                 "expires_at": iso_or_none(token.expires_at),
                 "last_used_at": iso_or_none(token.last_used_at),
                 "revoked_at": iso_or_none(token.revoked_at),
@@ -177,7 +177,7 @@ def token_create(
             "id": str(issued.record.id),
             "token": issued.token,
             "scopes": issued.record.scope_list,
-            "expires_at": issued.record.expires_at.isoformat() if issued.record.expires_at else None,
+            "expires_at": iso_or_none(issued.record.expires_at),
         }
     emit(as_json, payload, f"token {payload['id']} ({' '.join(payload['scopes'])}): {payload['token']}")
 
@@ -186,11 +186,17 @@ def token_create(
 def token_revoke(token_id: str) -> None:
     """Revoke a token; requests with it answer 401 from now on."""
     from outfitter.core.tokens import revoke_token
+    from outfitter.models import ApiToken
 
     token_uuid = parse_id(token_id, "TOKEN_ID")
     with unit_of_work() as session:
         try:
+            already = session.get(ApiToken, token_uuid)
+            revoked_before = already.revoked_at if already is not None else None
             revoke_token(session, token_uuid)
         except ValueError as exc:
             fail(str(exc))
+    if revoked_before is not None:  # nothing to do, and a script may run it twice: still exit 0
+        typer.echo(f"token {token_id} was already revoked, at {iso_or_none(revoked_before)}")
+        return
     typer.echo(f"token {token_id} revoked")
