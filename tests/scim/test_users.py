@@ -190,6 +190,73 @@ def test_manager_is_another_user(scim: Scim) -> None:
     assert_scim_error(scim.post("/Users", body), 400, "invalidValue")
 
 
+def test_every_documented_form_of_the_manager_works_in_every_write(scim: Scim) -> None:
+    """The manager as `{value}`, the bare id, or a list of one, in a POST, a PUT, and a PATCH with a
+    path (the manager, or its `value`) or without one (keyed by its full name, or inside the
+    extension's object); an empty id clears it wherever it is given. Nothing answers 200 and
+    leaves it as it was."""
+    boss, other = _create(scim, "boss@acme.example"), _create(scim, "other@acme.example")
+    urn_manager = f"{ENTERPRISE_URN}:manager"
+
+    def manager_of(user_id: object) -> object:
+        extension = scim.get(f"/Users/{user_id}").json().get(ENTERPRISE_URN, {})
+        return extension.get("manager", {}).get("value")
+
+    for form in ({"value": boss["id"]}, boss["id"], [{"value": boss["id"]}]):
+        body = user_body(f"ada.{len(str(form))}@acme.example")
+        body[ENTERPRISE_URN] = {"manager": form}
+        created = scim.post("/Users", body)
+        assert created.status_code == 201, (form, created.text)
+        assert manager_of(created.json()["id"]) == boss["id"], form
+    user = _create(scim, "ada@acme.example")
+    path = f"/Users/{user['id']}"
+    steps = [  # (a write, the manager after it)
+        (
+            lambda: scim.put(
+                path, user_body("ada@acme.example", **{ENTERPRISE_URN: {"manager": boss["id"]}})
+            ),
+            boss,
+        ),
+        (
+            lambda: scim.put(
+                path, user_body("ada@acme.example", **{ENTERPRISE_URN: {"manager": {"value": ""}}})
+            ),
+            None,
+        ),
+        (lambda: scim.patch(path, [{"op": "replace", "path": urn_manager, "value": other["id"]}]), other),
+        (lambda: scim.patch(path, [{"op": "replace", "path": f"{urn_manager}.value", "value": ""}]), None),
+        (
+            lambda: scim.patch(path, [{"op": "add", "path": f"{urn_manager}.value", "value": boss["id"]}]),
+            boss,
+        ),
+        (lambda: scim.patch(path, [{"op": "replace", "value": {urn_manager: other["id"]}}]), other),
+        (lambda: scim.patch(path, [{"op": "replace", "value": {urn_manager: {"value": ""}}}]), None),
+        (
+            lambda: scim.patch(
+                path,
+                [{"op": "replace", "value": {ENTERPRISE_URN: {"department": "Ops", "manager": boss["id"]}}}],
+            ),
+            boss,
+        ),
+        (
+            lambda: scim.patch(
+                path,
+                [
+                    {
+                        "op": "replace",
+                        "value": {ENTERPRISE_URN: {"department": "Ops", "manager": {"value": ""}}},
+                    }
+                ],
+            ),
+            None,
+        ),
+    ]
+    for index, (write, expected) in enumerate(steps):
+        answer = write()
+        assert answer.status_code == 200, (index, answer.text)
+        assert manager_of(user["id"]) == (expected["id"] if expected else None), index
+
+
 def test_etag_and_if_match(scim: Scim) -> None:
     user = _create(scim, "ada@acme.example")
     version = user["meta"]["version"]  # type: ignore[index]

@@ -26,19 +26,19 @@ from pydantic import ValidationError
 from scim2_models import (
     Context,
     InvalidSyntaxException,
-    InvalidValueException,
     MutabilityException,
     PatchOp,
     Resource,
     SCIMException,
 )
 
-from outfitter.scim.users import ENTERPRISE_URN, TOLERANT, invalid
+from outfitter.scim.users import ENTERPRISE_URN, TOLERANT, invalid, manager_reference
 
 ResourceT = TypeVar("ResourceT", bound=Resource[Any])
 
 PATCH_URN = "urn:ietf:params:scim:api:messages:2.0:PatchOp"
 _REQUIRED = frozenset({"name", "name.givenname"})  # removable by no operation (userName: scim2-models)
+_MANAGER_PATH = re.compile(rf"^(?:{re.escape(ENTERPRISE_URN)}:)?manager(?:\.value)?$", re.I)
 _TYPED_PATH = re.compile(
     r'^(?P<attr>[\w:.$-]*?)\[\s*type\s+eq\s+"(?P<type>[^"]*)"\s*\](?:\.(?P<sub>[\w$]+))?$', re.I
 )
@@ -72,28 +72,37 @@ def _rewrite(operation: dict[str, Any]) -> list[dict[str, Any]]:
         if removals:
             return [{"op": "remove", "path": f'{path}[value eq "{member}"]'} for member in removals]
     if kind in ("add", "replace") and not path and isinstance(value, dict):
+        value, managers = _without_manager(value)
         plain = {key: item for key, item in value.items() if "[" not in key}
         typed = [{"op": kind, "path": key, "value": item} for key, item in value.items() if "[" in key]
-        return ([{"op": kind, "value": plain}] if plain else []) + typed
-    if isinstance(path, str) and path.lower().rpartition(":")[2] == "manager" and kind != "remove":
-        path, value = f"{ENTERPRISE_URN}:manager", _manager(value)
+        named = [{"op": kind, "path": f"{ENTERPRISE_URN}:manager", "value": item} for item in managers]
+        return (
+            ([{"op": kind, "value": plain}] if plain else [])
+            + typed
+            + [rewritten for operation in named for rewritten in _rewrite(operation)]
+        )
+    if isinstance(path, str) and _MANAGER_PATH.match(path) and kind != "remove":
+        # the manager's `value` alone is the manager too: replacing it by "" clears the manager
+        path, value = f"{ENTERPRISE_URN}:manager", manager_reference(value)
     return [{key: item for key, item in (("op", kind), ("path", path), ("value", value)) if key in op}]
 
 
-def _manager(value: Any) -> Any:
-    """Entra sends the manager as its id, or as a list of one {value} object; RFC 7643 wants an
-    object with `value` and `$ref`. An empty id clears the manager."""
-    if isinstance(value, list):
-        value = value[0] if value else None
-    if isinstance(value, dict):
-        if not any(key.lower() == "value" for key in value):
-            raise InvalidValueException(detail='manager: give the manager\'s id as its "value".')
-        value = next(item for key, item in value.items() if key.lower() == "value")
-    if value is not None and not isinstance(value, str):
-        raise InvalidValueException(detail="manager: the manager's id is a text.")
-    if not value:
-        return None
-    return {"value": str(value), "$ref": f"Users/{value}"}
+def _without_manager(value: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """A path-less operation's value without the manager, and the manager it named (its own
+    operation, read as a path's is), whether keyed by its full name or in the extension's object."""
+    managers: list[Any] = []
+    kept: dict[str, Any] = {}
+    for key, item in value.items():
+        if _MANAGER_PATH.match(key):
+            managers.append(item)
+        elif key.lower() == ENTERPRISE_URN.lower() and isinstance(item, dict):
+            managers.extend(inner for name, inner in item.items() if name.lower() == "manager")
+            rest = {name: inner for name, inner in item.items() if name.lower() != "manager"}
+            if rest:
+                kept[key] = rest
+        else:
+            kept[key] = item
+    return kept, managers
 
 
 def apply(resource: ResourceT, operations: list[dict[str, Any]]) -> ResourceT:

@@ -162,20 +162,38 @@ def _scim_name(field: str) -> str:
     return head + "".join(word.title() for word in rest)
 
 
+def manager_reference(value: Any) -> dict[str, str] | None:
+    """The enterprise manager in any form identity providers send it (RFC 7643's `{value, $ref}`,
+    an object with `value` alone, the bare id, a list of one of these: Entra), as RFC 7643's
+    object; None for an empty id, which clears the manager."""
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if isinstance(value, dict):
+        if not any(key.lower() in ("value", "$ref") for key in value):
+            raise InvalidValueException(detail='manager: give the manager\'s id as its "value".')
+        given = {key.lower(): item for key, item in value.items()}
+        ref = given.get("$ref")
+        value = given.get("value") or (str(ref).rstrip("/").rpartition("/")[2] if ref else None)
+    if value is not None and not isinstance(value, str):
+        raise InvalidValueException(detail="manager: the manager's id is a text.")
+    if not value:
+        return None
+    return {"value": value, "$ref": f"Users/{value}"}
+
+
 def _with_manager_refs(body: dict[str, Any]) -> dict[str, Any]:
-    """Entra sends the manager as its id alone (a string, or an object without `$ref`), which
-    scim2-models refuses: `$ref` is required by RFC 7643. The id is what is kept anyway."""
+    """The manager of a POST or PUT as RFC 7643 has it (`manager_reference`), which scim2-models
+    requires (`$ref` included); an empty id is no manager."""
     for key, extension in body.items():
         if key.lower() != ENTERPRISE_URN.lower() or not isinstance(extension, dict):
             continue
         for name, manager in list(extension.items()):
             if name.lower() != "manager":
                 continue
-            if isinstance(manager, str):
-                manager = {"value": manager}
-            if isinstance(manager, dict) and manager.get("value") and not manager.get("$ref"):
-                manager = {**manager, "$ref": f"Users/{manager['value']}"}
-            extension = {**extension, name: manager}
+            reference = manager_reference(manager)
+            extension = {other: item for other, item in extension.items() if other != name}
+            if reference is not None:
+                extension[name] = reference
         body = {**body, key: extension}
     return body
 
