@@ -423,7 +423,14 @@ def test_deleting_a_manager_clears_it_from_their_reports(scim: Scim) -> None:
 
 def test_unknown_endpoints_and_methods_answer_scim_errors(scim: Scim) -> None:
     assert_scim_error(scim.get("/Devices"), 404)
-    assert_scim_error(scim.request("PATCH", "/Users", {"Operations": []}), 405)
+    refused = scim.request("PATCH", "/Users", {"Operations": []})
+    assert_scim_error(refused, 405)
+    assert refused.headers["Allow"] == "GET, HEAD, POST"  # every method of the path, as the API's 405
+    assert refused.json()["detail"] == "PATCH is not allowed here; this path takes GET, HEAD, POST."
+    refused = scim.request("DELETE", "/Schemas")
+    assert_scim_error(refused, 405)
+    assert refused.headers["Allow"] == "GET, HEAD"
+    assert scim.request("HEAD", "/Schemas").status_code == 200
     assert_scim_error(scim.post("/.search", {"filter": 'userName eq "x"'}), 501)
     trailing = scim.client.get("/scim/v2/Users/", follow_redirects=False)  # no token: no redirect either
     assert "Location" not in trailing.headers

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from outfitter.core.errors import RETRY_AFTER_SECONDS, DomainError
-from outfitter.core.handlers import field_path, outage_message
+from outfitter.core.handlers import field_path, methods_of_path, outage_message, route_methods
 from outfitter.scim.responses import error_response
 from outfitter.scim.router import MOUNT_PATH, router
 
@@ -62,7 +62,14 @@ async def _validation_error(request: Request, exc: Any) -> Response:
     return error_response(400, detail, "invalidValue")
 
 
+# Each SCIM path's methods, for a 405's Allow (the router names only the first route it matched).
+_ROUTE_METHODS = route_methods(MOUNT_PATH, [router])
+
+
 async def _http_error(request: Request, exc: Any) -> Response:
+    if exc.status_code == 405 and (allowed := methods_of_path(_ROUTE_METHODS, request.url.path)):
+        detail = f"{request.method} is not allowed here; this path takes {', '.join(allowed)}."
+        return error_response(405, detail, None, {"Allow": ", ".join(allowed)})
     messages = {
         404: "No such SCIM endpoint: see /scim/v2/ResourceTypes.",
         405: "This endpoint does not take that method.",
