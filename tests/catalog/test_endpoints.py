@@ -214,6 +214,9 @@ def test_countries_and_currencies_come_from_iso_data(api: Api) -> None:
     # Minor units as ISO 4217 publishes them, where CLDR differs (it says 0 for IQD and RSD).
     units = {currency["code"]: currency["minor_units"] for currency in currencies}
     assert (units["IQD"], units["RSD"], units["NGN"], units["KWD"]) == (3, 2, 2, 3)
+    # What ISO gives no minor unit is not money anyone pays in: gold, the SDR, "no currency"...
+    assert not {"XAU", "XAG", "XDR", "XTS", "XXX", "XBA"} & set(units)
+    assert {"XOF", "XAF", "XCD"} <= set(units)  # the CFA francs and the East Caribbean dollar are money
 
 
 def test_reference_sync_corrects_minor_units_seeded_from_cldr(engine: Engine) -> None:

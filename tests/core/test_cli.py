@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from outfitter.cli import app, main
 from outfitter.config import get_settings
-from outfitter.models import ApiToken, Asset, AssetPricing, AssetStatus
+from outfitter.models import ApiToken, Asset, AssetPricing, AssetStatus, Currency
 from tests.factories import assert_error
 
 runner = CliRunner()
@@ -328,6 +328,17 @@ def test_a_wallet_credit_that_would_overflow_the_balance_is_refused() -> None:
     assert run("wallet", "credit", company["id"], "NGN", "999999999999")[0] == 0
     code, _, err = run("wallet", "credit", company["id"], "NGN", "1")
     assert code == 1 and "would take the NGN balance to 1,000,000,000,000 or more" in err
+
+
+def test_a_wallet_credit_in_what_is_not_money_is_refused(engine: Engine) -> None:
+    """A database seeded before such codes were left out of the currencies holds them: an
+    operator's typo (XXX for XAF) must not make a wallet of "Unknown Currency"."""
+    with Session(engine) as session, session.begin():
+        session.add(Currency(code="XXX", name="Unknown Currency", symbol="XXX", minor_units=2))
+    company = json.loads(run("company", "create", "Typo Ltd", "--json")[1])
+    code, _, err = run("wallet", "credit", company["id"], "XXX", "5")
+    assert code == 1 and "XXX is not money a wallet holds: ISO 4217 gives it no minor unit" in err
+    assert run("wallet", "credit", company["id"], "XAF", "5")[0] == 0
 
 
 @pytest.mark.parametrize("url", ["", "mysql://somewhere/db"])

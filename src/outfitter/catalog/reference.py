@@ -39,6 +39,16 @@ def _local_symbol(code: str, territory: str | None) -> str:
     return get_currency_symbol(code, "en")
 
 
+def is_money(code: str) -> bool:
+    """Whether ISO 4217 gives the currency a minor unit. It gives none ("N.A.") to what is not money
+    anyone pays in: gold and the other metals, the SDR, bond units, the testing code XTS and XXX,
+    "no currency". A code ISO's current table lacks (a tender CLDR still lists) counts as money."""
+    try:
+        return iso4217.Currency(code).exponent is not None
+    except ValueError:
+        return True
+
+
 def minor_units(code: str) -> int:
     """Decimal places of a currency per ISO 4217; CLDR's for the few ISO lists as N.A. (gold...)."""
     try:
@@ -59,7 +69,8 @@ def sync_reference_data(session: Session) -> tuple[int, int]:
     home_territory: dict[str, str] = {}
     for alpha_2, code in sorted(country_currency.items()):
         home_territory.setdefault(code, alpha_2)
-    codes = {currency.alpha_3 for currency in pycountry.currencies} | set(country_currency.values())
+    codes = {currency.alpha_3 for currency in pycountry.currencies if is_money(currency.alpha_3)}
+    codes |= set(country_currency.values())
 
     known_currencies = set(session.scalars(select(Currency.code)))
     new_currencies = [
