@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from outfitter.cli import app, main
 from outfitter.config import get_settings
 from outfitter.models import ApiToken, Asset, AssetPricing, AssetStatus, Currency
-from tests.factories import assert_error
+from tests.factories import DEMO_CATALOG, assert_error
 
 runner = CliRunner()
 
@@ -201,6 +201,18 @@ def test_catalog_import_refuses_bad_files_with_a_readable_line(tmp_path: Path) -
     invalid.write_text(json.dumps({"assets": [{"name": "X"}]}))
     code, _, err = run("catalog", "import", str(invalid))
     assert code == 1 and "assets.0" in err
+    # Every problem of the file's shape, a line each: one round of fixes is enough.
+    shapeless = tmp_path / "shapeless.json"
+    assets = [{**asset, "colour": "red"} for asset in json.loads(DEMO_CATALOG.read_text())["assets"][:2]]
+    assets[1]["year"] = "20x"
+    shapeless.write_text(json.dumps({"assets": assets}))
+    code, _, err = run("catalog", "import", str(shapeless))
+    assert code == 1
+    assert err.splitlines() == [
+        f"error: {shapeless}: assets.0.colour: not a field of a catalog file (docs/catalog.md lists them)",
+        f"{shapeless}: assets.1.year: String should match pattern '^[0-9]{{4}}$'",
+        f"{shapeless}: assets.1.colour: not a field of a catalog file (docs/catalog.md lists them)",
+    ]
     code, _, err = run("catalog", "import", str(tmp_path / "missing.json"))
     assert code == 1 and "cannot read" in err
     utf16 = tmp_path / "utf16.json"

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import find_country, find_currency
+from outfitter.core.errors import validation_message
 from outfitter.core.money import round_money
 from outfitter.models import Asset, AssetModel, AssetPricing, AssetSpecification, AssetStatus, Category
 
@@ -80,8 +81,12 @@ def load_catalog_file(path: Path) -> CatalogFile:
     return parse_catalog(path.read_bytes(), str(path))
 
 
+SHAPE_PROBLEMS_SHOWN = 20
+
+
 def parse_catalog(data: bytes, source: str) -> CatalogFile:
-    """A catalog file's bytes, checked; CatalogImportError naming `source` and the first problem."""
+    """A catalog file's bytes, checked; CatalogImportError naming `source` and each problem of its
+    shape (or the first of the others)."""
     try:
         raw: Any = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -95,11 +100,22 @@ def parse_catalog(data: bytes, source: str) -> CatalogFile:
     try:
         return CatalogFile.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise CatalogImportError(
-            f"{source}: {where}: {first['msg']} ({exc.error_count()} problem(s) in all)"
-        ) from exc
+        # Every problem of the file's shape, a line each (up to SHAPE_PROBLEMS_SHOWN), so that one
+        # round of fixes is enough.
+        lines = [
+            f"{source}: {'.'.join(str(part) for part in error['loc'])}: {_problem(error)}"
+            for error in exc.errors()[:SHAPE_PROBLEMS_SHOWN]
+        ]
+        more = exc.error_count() - len(lines)
+        if more:
+            lines.append(f"{source}: and {more} more problem(s) of the same kind")
+        raise CatalogImportError("\n".join(lines)) from exc
+
+
+def _problem(error: Any) -> str:
+    if error["type"] == "extra_forbidden":
+        return "not a field of a catalog file (docs/catalog.md lists them)"
+    return validation_message(error)
 
 
 def _named(session: Session, model: type[Category] | type[AssetModel], name: str) -> Any:
