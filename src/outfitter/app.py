@@ -130,7 +130,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         HotReadsMiddleware, prefix=API_PREFIX, routes=equipment_router.routes, hot=EQUIPMENT_HOT_READS
     )
-    app.add_middleware(InputGuardMiddleware)
+    app.add_middleware(InputGuardMiddleware, json_prefixes=(f"{API_PREFIX}/", f"{SCIM_PATH}/"))
     app.add_middleware(
         BodyLimitMiddleware,
         max_bytes=settings.max_body_bytes,

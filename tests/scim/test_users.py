@@ -421,6 +421,27 @@ def test_deleting_a_manager_clears_it_from_their_reports(scim: Scim) -> None:
     assert ENTERPRISE_URN not in scim.get(f"/Users/{report['id']}").json()
 
 
+@pytest.mark.parametrize(
+    ("text", "status", "scim_type"),
+    [
+        ('"x": NaN', 400, "invalidSyntax"),  # not JSON (RFC 8259), though Python reads it
+        ('"x": -Infinity', 400, "invalidSyntax"),
+        ('"x": ' + "1" * 5000, 400, "invalidSyntax"),  # an integer longer than Python reads
+        ('"x": "a\\u0000b"', 400, "invalidValue"),  # no column stores a NUL
+        ('"x": ' + "[" * 70 + "]" * 70, 400, "invalidSyntax"),  # nested past any parser's depth
+    ],
+)
+def test_input_the_api_refuses_is_refused_by_scim_too_even_where_ignored(
+    scim: Scim, api: Api, text: str, status: int, scim_type: str | None
+) -> None:
+    """The API's input guard holds for SCIM's bodies, in an attribute it ignores as in one it
+    keeps, as a SCIM Error; nothing is created."""
+    body = json.dumps(user_body("ada@acme.example"))[:-1] + ", " + text + "}"
+    answer = scim.request("POST", "/Users", headers={"Content-Type": SCIM_MEDIA_TYPE}, content=body)
+    assert_scim_error(answer, status, scim_type)
+    assert api.get("/client/employees").json()["data"]["total"] == 0
+
+
 def test_unknown_endpoints_and_methods_answer_scim_errors(scim: Scim) -> None:
     assert_scim_error(scim.get("/Devices"), 404)
     refused = scim.request("PATCH", "/Users", {"Operations": []})

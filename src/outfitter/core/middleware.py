@@ -417,9 +417,9 @@ class InputGuardMiddleware:
     invalid UTF-8 with U+FFFD, and multipart fields that are not valid in their charset are read as
     latin-1. The checks walk iteratively and cost next to nothing on ordinary input."""
 
-    def __init__(self, app: ASGIApp, json_prefix: str = "/api/") -> None:
+    def __init__(self, app: ASGIApp, json_prefixes: tuple[str, ...] = ("/api/",)) -> None:
         self.app = app
-        self.json_prefix = json_prefix
+        self.json_prefixes = json_prefixes  # where bodies are read: the API's, SCIM's
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -439,7 +439,7 @@ class InputGuardMiddleware:
         if errors:
             await send_validation_error(scope, send, errors)
             return
-        if scope["method"] not in _BODY_METHODS or not scope["path"].startswith(self.json_prefix):
+        if scope["method"] not in _BODY_METHODS or not scope["path"].startswith(self.json_prefixes):
             await self.app(scope, receive, send)
             return
         body = await read_body(receive)

@@ -37,11 +37,17 @@ def error_response(
 
 def refusal(status: int, message: str, errors: Errors | None) -> tuple[int, str, bytes]:
     """A request under /scim/v2 refused before SCIM's endpoints run (`core.middleware`: a NUL in
-    the path or the query, several Authorization headers, a body over the limit), as a SCIM Error.
-    A value refused is SCIM's 400 invalidValue (SCIM has no 422); the message names the field."""
+    the path, the query or the body, a body nested too deep or holding NaN, several Authorization
+    headers, a body over the limit), as a SCIM Error. A value refused is SCIM's 400 invalidValue
+    (SCIM has no 422), the message naming the field; a body that is not readable JSON as a whole
+    (too deep, NaN, an endless number) is invalidSyntax."""
     scim_type = None
-    if status == 422:
-        status, scim_type = 400, "invalidValue"
+    whole_body = (status == 400 and message.startswith("The request body")) or set(errors or {}) == {"body"}
+    if whole_body:
+        scim_type = "invalidSyntax"
+    elif status == 422:
+        scim_type = "invalidValue"
+    status = 400 if status == 422 else status
     return status, MEDIA_TYPE, _scim_json(_error(status, message, scim_type))
 
 
