@@ -178,6 +178,13 @@ def replaying(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+_NOT_CSV = (
+    "The request body must be CSV: send 'Content-Type: text/csv', "
+    "or upload the file as multipart/form-data in the field 'file'."
+)
+_NOT_JSON = "The request body must be JSON: send 'Content-Type: application/json'."
+
+
 class _BodyTooLarge(BaseException):
     """BaseException, because FastAPI turns any Exception raised while reading a body into a 400."""
 
@@ -220,31 +227,16 @@ class BodyLimitMiddleware:
         if declared is not None and int(declared) > limit:
             await send_error(scope, send, 413, too_large, [])
             return
-        if (
-            scope["path"].startswith(self.json_prefix)
-            and (declared is None or declared != "0")
-            and _routed(scope)  # else the router's 404 or 405 says what is wrong, not the body
-        ):
-            content_type = _media_type(scope)
+        if scope["path"].startswith(self.json_prefix) and (declared is None or declared != "0"):
             has_body = declared is not None or header_value(scope, b"transfer-encoding") is not None
-            if takes_csv and has_body and content_type not in ("text/csv", "multipart/form-data"):
-                await send_error(
-                    scope,
-                    send,
-                    415,
-                    "The request body must be CSV: send 'Content-Type: text/csv', "
-                    "or upload the file as multipart/form-data in the field 'file'.",
-                    [],
-                )
-                return
-            if not takes_csv and has_body and not _is_json(scope):
-                await send_error(
-                    scope,
-                    send,
-                    415,
-                    "The request body must be JSON: send 'Content-Type: application/json'.",
-                    [],
-                )
+            refusal = None
+            if has_body and takes_csv and _media_type(scope) not in ("text/csv", "multipart/form-data"):
+                refusal = _NOT_CSV
+            elif has_body and not takes_csv and not _is_json(scope):
+                refusal = _NOT_JSON
+            # Only where an endpoint reads the body: else the router's 404 or 405 says what is wrong.
+            if refusal is not None and _routed(scope):
+                await send_error(scope, send, 415, refusal, [])
                 return
 
         received = 0

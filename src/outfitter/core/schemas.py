@@ -78,7 +78,7 @@ def _date_time_text(value: object) -> object:
 DateTimeText = Annotated[datetime, BeforeValidator(_date_time_text)]
 
 
-# What no one sees: every space (spelled out: JSON Schema's `\\s` and Python's differ) and the
+# What no one sees: every space (spelled out: JSON Schema's `\s` and Python's differ) and the
 # format characters and fillers that print nothing (zero-width space and joiners, bidi controls,
 # soft hyphen, variation selectors, Hangul fillers, the byte order mark).
 _INVISIBLE = (
