@@ -86,7 +86,7 @@ async def handle_http_error(request: Request, exc: StarletteHTTPException) -> JS
         # The router names only the first route whose path matched; a path can have several. Off
         # the API (health checks, the docs page) its Allow is whole: HEAD added wherever GET is.
         allowed = methods_of_path(request.app.state.route_methods, request.url.path) or _with_head(
-            headers.get("Allow", "")
+            method.strip() for method in headers.get("Allow", "").split(",") if method.strip()
         )
         if allowed:
             headers["Allow"] = ", ".join(allowed)
@@ -94,10 +94,10 @@ async def handle_http_error(request: Request, exc: StarletteHTTPException) -> JS
     return JSONResponse(error_body(message), status_code=exc.status_code, headers=headers)
 
 
-def _with_head(allow: str) -> list[str]:
-    """An Allow header's methods, sorted, with HEAD wherever GET is (Starlette serves it)."""
-    methods = {method.strip() for method in allow.split(",") if method.strip()}
-    return sorted(methods | ({"HEAD"} if "GET" in methods else set()))
+def _with_head(methods: Iterable[str]) -> list[str]:
+    """`methods`, sorted, with HEAD wherever GET is (Starlette serves it): an Allow header's list."""
+    owned = set(methods)
+    return sorted(owned | ({"HEAD"} if "GET" in owned else set()))
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def methods_of_path(routes: RouteMethods, path: str) -> list[str]:
     methods = routes.fixed.get(path)
     if methods is None:
         methods = {method for pattern, owned in routes.templates if pattern.match(path) for method in owned}
-    return sorted(methods | ({"HEAD"} if "GET" in methods else set()))
+    return _with_head(methods)
 
 
 class FixedPathGuard(BaseRoute):
@@ -160,7 +160,7 @@ def install_fixed_path_guard(app: FastAPI, routes: RouteMethods) -> None:
         taken = {method for pattern, owned in routes.templates if pattern.match(path) for method in owned}
         taken -= methods
         if taken:
-            refused[path] = frozenset(taken | ({"HEAD"} if "GET" in taken else set()))
+            refused[path] = frozenset(_with_head(taken))
     if refused:
         app.router.routes.insert(0, FixedPathGuard(refused))
 
