@@ -186,14 +186,11 @@ def token_create(
 def token_revoke(token_id: str) -> None:
     """Revoke a token; requests with it answer 401 from now on."""
     from outfitter.core.tokens import revoke_token
-    from outfitter.models import ApiToken
 
     token_uuid = parse_id(token_id, "TOKEN_ID")
     with unit_of_work() as session:
         try:
-            already = session.get(ApiToken, token_uuid)
-            revoked_before = already.revoked_at if already is not None else None
-            revoke_token(session, token_uuid)
+            revoked_before = revoke_token(session, token_uuid)
         except ValueError as exc:
             fail(str(exc))
     if revoked_before is not None:  # nothing to do, and a script may run it twice: still exit 0

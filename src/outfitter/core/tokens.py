@@ -79,13 +79,16 @@ def issue_token(
     return IssuedToken(record=record, token=token)
 
 
-def revoke_token(session: Session, token_id: uuid.UUID) -> ApiToken:
+def revoke_token(session: Session, token_id: uuid.UUID) -> datetime | None:
+    """Revoke the token (ValueError for an unknown id); when it was revoked already, that time
+    (it stays as it was), else None."""
     record = session.get(ApiToken, token_id)
     if record is None:
         raise ValueError(f"no token with id {token_id}")
-    if record.revoked_at is None:
-        record.revoked_at = utcnow()
-    return record
+    if record.revoked_at is not None:
+        return record.revoked_at
+    record.revoked_at = utcnow()
+    return None
 
 
 class _TokenTimes(Protocol):
