@@ -13,7 +13,7 @@ from typing import Any
 from scim2_models import Error, ListResponse, PreconditionFailedException
 from starlette.responses import Response
 
-from outfitter.core.middleware import Errors
+from outfitter.core.middleware import LONG_NUMBER_MESSAGE, NON_JSON_NUMBER_MESSAGE, Errors
 from outfitter.core.schemas import format_timestamp
 
 MEDIA_TYPE = "application/scim+json"
@@ -35,6 +35,10 @@ def error_response(
     return scim_response(_error(status, detail, scim_type), status, headers)
 
 
+# The input guard's refusals of a body as a whole (its nesting is one by its `errors`).
+_UNREADABLE_BODY = frozenset({NON_JSON_NUMBER_MESSAGE, LONG_NUMBER_MESSAGE})
+
+
 def refusal(status: int, message: str, errors: Errors | None) -> tuple[int, str, bytes]:
     """A request under /scim/v2 refused before SCIM's endpoints run (`core.middleware`: a NUL in
     the path, the query or the body, a body nested too deep or holding NaN, several Authorization
@@ -42,7 +46,7 @@ def refusal(status: int, message: str, errors: Errors | None) -> tuple[int, str,
     (SCIM has no 422), the message naming the field; a body that is not readable JSON as a whole
     (too deep, NaN, an endless number) is invalidSyntax."""
     scim_type = None
-    whole_body = (status == 400 and message.startswith("The request body")) or set(errors or {}) == {"body"}
+    whole_body = message in _UNREADABLE_BODY or set(errors or {}) == {"body"}
     if whole_body:
         scim_type = "invalidSyntax"
     elif status == 422:
