@@ -37,12 +37,10 @@ load_all_checks()
 ALL_CHECKS: list[Callable[..., Any]] = list(CHECKS.get_all())
 
 # positive_data_acceptance expects a request valid by the schema to succeed (or 401/403/404/409).
-# These operations take ids or names of records in their body or query that a generator cannot
-# know (employees, departments, equipment, asset prices, countries by id or name): a well-formed
-# request naming none that exists is rightly refused with 422 naming the field (docs/api.md).
-# The operations where schema-valid data may be refused (an unknown id, a cursor the list did not
-# give out), each with its reason: the project's schemathesis.toml, which a Schemathesis run from
-# this checkout reads too. Here the check is left out for them; nothing else is relaxed.
+# The operations where schema-valid data may be refused (an id that names no record, a cursor the
+# list did not give out: 422 naming the field, docs/api.md), each with its reason, are in the
+# project's schemathesis.toml, which a Schemathesis run from this checkout reads too. Here the
+# check is left out for them; nothing else is relaxed.
 SHIPPED_CONFIG = tomllib.loads((Path(__file__).parent.parent / "schemathesis.toml").read_text())
 RELAXED = {
     operation_id for group in SHIPPED_CONFIG["operations"] for operation_id in group["include-operation-id"]
