@@ -45,6 +45,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from uuid_utils.compat import uuid7
 
 DATABASE_URL = os.environ.get(
     "REF_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/outfitter_writes_bench"
@@ -185,7 +186,8 @@ def unknown_fields(body: dict[str, Any], known: set[str]) -> None:
 # --- the event and its outbox rows: one statement -------------------------------------------------
 
 # core/events.py record_events + queue_deliveries: the event row, then one delivery per enabled
-# endpoint of the company whose event_types are empty (all) or name the event's type.
+# endpoint of the company whose event_types are empty (all) or name the event's type. Ids are
+# version 7 UUIDs, as Outfitter's (db.base.new_id and time_ordered_uuid).
 EVENT_SQL = """
 WITH event AS (
   INSERT INTO events (id, company_id, type, subject_type, subject_id, actor, created_at, data)
@@ -194,7 +196,10 @@ WITH event AS (
 )
 INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event_type, payload, status, attempts,
                                 round_started_at, round_attempts, next_attempt_at, created_at)
-SELECT gen_random_uuid(), $2, w.id, event.id, $3, $9::json, 'pending', 0, $7, 0, $7, $7
+SELECT CAST(encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) PLACING
+         substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+         FROM 1 FOR 6), 52, 1), 53, 1), 'hex') AS uuid),
+       $2, w.id, event.id, $3, $9::json, 'pending', 0, $7, 0, $7, $7
 FROM event, webhook_endpoints w
 WHERE w.company_id = $2 AND w.enabled
   AND (json_array_length(w.event_types) = 0 OR w.event_types::jsonb ? $3)
@@ -210,7 +215,7 @@ async def record_event(
     actor: str,
     data: dict[str, Any],
 ) -> None:
-    event_id, now = uuid.uuid4(), datetime.now(UTC)
+    event_id, now = uuid7(), datetime.now(UTC)
     payload = {"id": str(event_id), "type": type_, "timestamp": ts(now), "data": data}
     await conn.execute(
         EVENT_SQL,
@@ -298,7 +303,7 @@ async def create_employee(request: Request) -> Response:
                         "give a country id, name or two-letter code "
                         "(see /client/countries).",
                     )
-                employee_id, now = uuid.uuid4(), datetime.now(UTC)
+                employee_id, now = uuid7(), datetime.now(UTC)
                 inserted = await conn.fetchval(
                     INSERT_EMPLOYEE_SQL,
                     employee_id,
@@ -498,7 +503,7 @@ async def create_equipment(request: Request) -> Response:
             token = await authenticate(conn, request, "write")
             fields = equipment_fields(await json_body(request))
             company, actor = token["company_id"], token["name"]
-            equipment_id, history_id = uuid.uuid4(), uuid.uuid4()
+            equipment_id, history_id = uuid7(), uuid7()
             now = datetime.now(UTC)
             added = datetime.now(UTC)
             async with conn.transaction():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from fastapi import FastAPI
@@ -310,3 +311,26 @@ def test_bulk_move_refuses_what_the_request_names_wrongly(api: Api, other_api: A
     ]
     assert api.get(f"/client/equipment/{mine}").json()["data"]["status"] == "Unassigned"
     assert other_api.get(f"/client/equipment/{theirs}").json()["data"]["status"] == "Unassigned"
+
+
+def test_a_bulk_requests_records_have_time_ordered_ids_in_the_requests_order(api: Api) -> None:
+    """Ids are version 7 UUIDs (db.base.new_id): made one after another they sort that way, so a
+    batch's rows land at the right edge of every index on an id."""
+    items = [{"title": f"Laptop {index}", "serial_number": f"S{index}"} for index in range(COPY_FROM + 10)]
+    response = api.post("/client/equipment/bulk", {"equipment": items})
+    assert response.status_code == 201, response.text
+    created = response.json()["data"]
+    for made in ([record["id"] for record in created], [record["history"][0]["id"] for record in created]):
+        assert {uuid.UUID(value).version for value in made} == {7}
+        assert made == sorted(made, key=uuid.UUID)
+    # An id's first 48 bits are its record's creation time in milliseconds.
+    for record in created:
+        shown = uuid.UUID(record["id"]).int >> 80
+        assert abs(shown - milliseconds_of(record["created_at"])) <= 1_000
+    single = api.post("/client/equipment", {"title": "Phone"}).json()["data"]
+    assert uuid.UUID(single["id"]).version == 7
+    assert uuid.UUID(single["id"]) > uuid.UUID(created[-1]["id"])
+
+
+def milliseconds_of(timestamp: str) -> int:
+    return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from fastapi import APIRouter, FastAPI
@@ -323,3 +323,24 @@ def test_a_send_connects_to_the_checked_address_and_keeps_the_host_name(
     (request,) = receiver.received
     assert request.headers["host"] == "hooks.example.com:8080" and json.loads(request.body) == ping
     assert request.headers["webhook-id"] == str(outgoing.event_id)
+
+
+def test_delivery_ids_the_database_makes_are_time_ordered(
+    api: Api, private_ok: Settings, receiver: Receiver
+) -> None:
+    """One event's deliveries are an INSERT ... SELECT whose ids the database makes
+    (db.base.time_ordered_uuid): version 7 UUIDs carrying their time, as Python's are."""
+    from tests.people.helpers import create_employee
+
+    endpoint = register(api, receiver.url)
+    create_employee(api)
+    create_employee(api)
+    page = api.get(f"/client/webhook-endpoints/{endpoint['id']}/deliveries").json()["data"]["data"]
+    assert [delivery["event_type"] for delivery in page] == ["employee.created"] * 2
+    for delivery in page:
+        made = uuid.UUID(delivery["id"])
+        assert made.version == 7 and made.variant == uuid.RFC_4122
+        created = datetime.fromisoformat(delivery["created_at"].replace("Z", "+00:00"))
+        assert abs((made.int >> 80) - created.timestamp() * 1000) <= 5_000
+    newest, oldest = (uuid.UUID(delivery["id"]) for delivery in page)
+    assert oldest < newest

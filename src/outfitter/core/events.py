@@ -51,7 +51,7 @@ from sqlalchemy.sql import Select
 from outfitter.core.bulk_rows import insert_rows
 from outfitter.core.schemas import adapter_of, format_timestamp
 from outfitter.core.tenancy import company_named
-from outfitter.db.base import random_uuid, utcnow
+from outfitter.db.base import new_id, time_ordered_uuid, utcnow
 from outfitter.db.session import JsonText
 from outfitter.models.events import Event, EventType
 from outfitter.models.webhooks import DeliveryStatus, WebhookDelivery, WebhookEndpoint
@@ -137,7 +137,7 @@ def event_rows(
     now = utcnow()
     return [
         {
-            "id": uuid.uuid4(),
+            "id": new_id(),
             "company_id": company,
             "type": event.type,
             "subject_type": event.type.subject_type,
@@ -194,7 +194,7 @@ def delivery_rows(
     """A delivery row per (event, endpoint that wants its type); `events` as `event_rows` makes them."""
     return [
         {
-            "id": uuid.uuid4(),
+            "id": new_id(),
             "company_id": company,
             "endpoint_id": endpoint_id,
             "event_id": event["id"],
@@ -329,7 +329,7 @@ def _deliveries_select(prefix: str, dialect: str, gate: CTE | None) -> Select[An
     created_at = bindparam(f"{prefix}created_at", type_=delivery.c.created_at.type)
     event_type = bindparam(f"{prefix}event_type", type_=delivery.c.event_type.type)
     rows = select(
-        random_uuid(),
+        time_ordered_uuid(),
         endpoint.c.company_id,
         endpoint.c.id,
         bindparam(f"{prefix}event_id", type_=delivery.c.event_id.type),

@@ -29,6 +29,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeDecorator, TypeEngine
+from uuid_utils.compat import uuid7
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -43,23 +44,45 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class random_uuid(FunctionElement[uuid.UUID]):
-    """A new random (version 4) UUID made by the database, for rows an `INSERT ... SELECT` writes."""
+def new_id() -> uuid.UUID:
+    """A new row's id: a version 7 UUID, whose first 48 bits are the time in milliseconds, then a
+    counter and random bits, so ids made one after another (even in one millisecond) sort in that
+    order. Every index on an id (primary keys; a device's history, an event's subject) then takes
+    new entries at its right edge: a batch of 1,000 rows touches a few leaf pages instead of 1,000
+    scattered ones, each a read, a dirty page and, after a checkpoint, a full image in the WAL.
+    Nothing relies on an id being unguessable (every read is scoped to the caller's company), and
+    the time it shows is its record's own `created_at`."""
+    return uuid7()
+
+
+class time_ordered_uuid(FunctionElement[uuid.UUID]):
+    """`new_id` made by the database, for rows an `INSERT ... SELECT` writes."""
 
     type = Uuid()
     inherit_cache = True
 
 
-@compiles(random_uuid, "postgresql")
-def _random_uuid_postgresql(_element: random_uuid, _compiler: Any, **_kw: Any) -> str:
-    return "gen_random_uuid()"
-
-
-@compiles(random_uuid, "sqlite")
-def _random_uuid_sqlite(_element: random_uuid, _compiler: Any, **_kw: Any) -> str:
-    # 32 hex digits, as SQLAlchemy's Uuid stores one on SQLite, with the version 4 and variant bits.
+@compiles(time_ordered_uuid, "postgresql")
+def _time_ordered_uuid_postgresql(_element: time_ordered_uuid, _compiler: Any, **_kw: Any) -> str:
+    # A random UUID's bytes, the first six replaced by the Unix time in milliseconds (the low six
+    # bytes of a big-endian int8), and the version nibble turned from 4 (0100) to 7 (0111) by
+    # setting bits 52 and 53 (set_bit counts from each byte's lowest bit).
+    milliseconds = "int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)"
     return (
-        "lower(hex(randomblob(6)) || '4' || substr(hex(randomblob(2)), 2) || "
+        "CAST(encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) "
+        f"PLACING substring({milliseconds} FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex') AS uuid)"
+    )
+
+
+@compiles(time_ordered_uuid, "sqlite")
+def _time_ordered_uuid_sqlite(_element: time_ordered_uuid, _compiler: Any, **_kw: Any) -> str:
+    # 32 hex digits, as SQLAlchemy's Uuid stores one on SQLite: 12 of the time in milliseconds
+    # ('%f' is seconds with three decimals), the version 7, then random digits with the variant bits.
+    milliseconds = (
+        "(CAST(strftime('%s', 'now') AS INTEGER) * 1000 + CAST(substr(strftime('%f', 'now'), 4) AS INTEGER))"
+    )
+    return (
+        f"lower(printf('%012x', {milliseconds}) || '7' || substr(hex(randomblob(2)), 2) || "
         "substr('89ab', 1 + abs(random() % 4), 1) || substr(hex(randomblob(2)), 2) || hex(randomblob(6)))"
     )
 
@@ -185,7 +208,7 @@ class Base(DeclarativeBase):
 
 
 class IdMixin:
-    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
 
 
 def _created_then(context: Any) -> datetime:

@@ -6,13 +6,12 @@ call `move` or `record_added`, so the rules and the history cannot drift apart.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import Conflict, ValidationFailed
-from outfitter.db.base import utcnow
+from outfitter.db.base import new_id, utcnow
 from outfitter.models import Employee, Equipment, EquipmentEvent, EquipmentHistory, EquipmentStatus
 from outfitter.people.repository import UNKNOWN_EMPLOYEE
 
@@ -55,7 +54,7 @@ def history_row(
         else (equipment.company_id, equipment.id)
     )
     return {
-        "id": uuid.uuid4(),
+        "id": new_id(),
         "company_id": company_id,
         "equipment_id": equipment_id,
         "event_type": event_type,

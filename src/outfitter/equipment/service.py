@@ -25,7 +25,7 @@ from outfitter.core.pagination import NO_HORIZON, SYNC_HORIZON, CursorParams, Li
 from outfitter.core.reads import Read, ReadPlan, run_in_session
 from outfitter.core.schemas import render_as
 from outfitter.core.tenancy import company_of
-from outfitter.db.base import utcnow
+from outfitter.db.base import new_id, utcnow
 from outfitter.equipment import lifecycle, presenters
 from outfitter.equipment.events import answered_events, record_equipment_events, status_event
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort
@@ -191,7 +191,7 @@ def new_equipment_row(
         if (value := getattr(body.specs, key)) is not None and value != ""
     }
     return {
-        "id": uuid.uuid4(),
+        "id": new_id(),
         "company_id": company_id,
         "title": body.title,
         "source": EquipmentSource.EXTERNAL,

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.repository import CatalogRepository
-from outfitter.db.base import utcnow
+from outfitter.db.base import new_id, utcnow
 from outfitter.db.session import insert_if_absent
 from outfitter.equipment import lifecycle
 from outfitter.equipment.events import record_equipment_events
@@ -128,7 +128,7 @@ def _record_anomaly(
         "transaction %s: %s of %s %s%s", transaction.tx_ref, kind, amount, payment.currency, detail
     )
     values = {
-        "id": uuid.uuid4(),
+        "id": new_id(),
         "company_id": transaction.company_id,
         "transaction_id": transaction.id,
         "tx_ref": transaction.tx_ref,
@@ -305,7 +305,7 @@ def _new_equipment(
     }
     images = (specification.images if specification else []) or (asset.images if asset else [])
     return Equipment(
-        id=uuid.uuid4(),
+        id=new_id(),
         company_id=transaction.company_id,
         title=asset.name if asset else item.employee_name,
         year=asset.year if asset else None,

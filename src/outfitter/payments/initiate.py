@@ -27,6 +27,7 @@ from outfitter.core.money import round_money
 from outfitter.core.pagination import change_time
 from outfitter.core.tenancy import parse_uuid
 from outfitter.core.unit_of_work import ClientWork
+from outfitter.db.base import new_id
 from outfitter.equipment.repository import UNKNOWN_DEVICE, EquipmentRepository
 from outfitter.models import (
     AssetStatus,
@@ -341,7 +342,7 @@ def _write(session: Session, auth: AuthContext, draft: _Draft, ttl: timedelta) -
     now = change_time(session)  # a Card initiate's reads ended before the gateway was called
     charges = draft.charges
     transaction = Transaction(
-        id=uuid.uuid4(),
+        id=new_id(),
         tx_ref=draft.tx_ref,
         kind=draft.kind,
         payment_method=draft.payment_method,

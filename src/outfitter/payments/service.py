@@ -16,6 +16,7 @@ from outfitter.core.errors import BadRequest, DomainError, NotFound
 from outfitter.core.pagination import ListParams, list_order, list_page
 from outfitter.core.tenancy import bind_company
 from outfitter.core.unit_of_work import ClientWork, CrossCompanyWork, UnitOfWork
+from outfitter.db.base import new_id
 from outfitter.db.session import insert_if_absent
 from outfitter.models import (
     Order,
@@ -106,7 +107,7 @@ def _record_event(
 ) -> uuid.UUID | None:
     """INSERT ... ON CONFLICT DO NOTHING: the id of the new event row, None when seen before."""
     event = {
-        "id": uuid.uuid4(),
+        "id": new_id(),
         "gateway": gateway,
         "event_key": event_key,  # bounded by receive_webhook, never cut: a cut could make two notices one
         "tx_ref": tx_ref[:64] if tx_ref else None,

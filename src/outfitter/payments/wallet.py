@@ -19,7 +19,7 @@ from outfitter.catalog.reference import is_money, resolve_currency
 from outfitter.core.errors import InsufficientCredit, ValidationFailed
 from outfitter.core.money import MAX_AMOUNT, round_money, storable
 from outfitter.core.tenancy import company_of
-from outfitter.db.base import utcnow
+from outfitter.db.base import new_id, utcnow
 from outfitter.db.session import insert_if_absent
 from outfitter.models import Currency, Transaction, Wallet, WalletEntry, WalletEntryKind
 from outfitter.models.events import EventType
@@ -29,7 +29,7 @@ from outfitter.payments.events import record_wallet_event
 def _ensure_wallet(session: Session, currency_code: str) -> None:
     now = utcnow()
     wallet = {
-        "id": uuid.uuid4(),
+        "id": new_id(),
         "company_id": company_of(session),
         "currency_code": currency_code,
         "balance": Decimal(0),

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +14,7 @@ from outfitter.core.bulk_rows import take_turn
 from outfitter.core.errors import Conflict, ValidationFailed, validation_message
 from outfitter.core.events import NewEvent, as_event_data, record_events
 from outfitter.core.tenancy import parse_uuid
-from outfitter.db.base import utcnow
+from outfitter.db.base import new_id, utcnow
 from outfitter.models import Country, Employee
 from outfitter.models.events import EventType
 from outfitter.people.repository import EmployeeRepository, countries_matching
@@ -121,7 +120,7 @@ def create_validated(
         if country is not None:
             fields = body.model_dump(exclude={"country_id"})
             rows.append(
-                {**fields, "id": uuid.uuid4(), "country_id": country.id, "created_at": now, "updated_at": now}
+                {**fields, "id": new_id(), "country_id": country.id, "created_at": now, "updated_at": now}
             )
             answer_countries.append(country)
     if errors:

@@ -18,7 +18,7 @@ from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_ta
 from outfitter.core.driver_statements import driver_rows
 from outfitter.core.events import events_written_with, events_written_with_values, record_event_rows
 from outfitter.core.tenancy import CompanyRepository, company_of, parse_uuid
-from outfitter.db.base import search_pattern, search_text
+from outfitter.db.base import new_id, search_pattern, search_text
 from outfitter.models import (
     Country,
     Currency,
@@ -305,7 +305,7 @@ class DepartmentRepository(CompanyRepository[Department]):
     def add_members(self, department: Department, user_ids: Iterable[uuid.UUID], now: datetime) -> None:
         rows = [
             {
-                "id": uuid.uuid4(),
+                "id": new_id(),
                 "company_id": company_of(self.session),
                 "user_id": user_id,
                 "department_id": department.id,

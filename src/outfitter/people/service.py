@@ -28,7 +28,7 @@ from outfitter.core.pagination import (
     merge_pages,
 )
 from outfitter.core.tenancy import company_of
-from outfitter.db.base import utcnow
+from outfitter.db.base import new_id, utcnow
 from outfitter.models import Country, Department, Employee, Equipment, Order, OrderItem
 from outfitter.models.events import Event, EventType
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
@@ -139,7 +139,7 @@ def create_employee(session: Session, body: EmployeeCreate, actor: str | None = 
     now = utcnow()
     row = {
         **body.model_dump(exclude={"country_id"}),
-        "id": uuid.uuid4(),
+        "id": new_id(),
         "company_id": company_of(session),
         "country_id": country.id,
         "created_at": now,

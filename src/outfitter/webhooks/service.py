@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import secrets
-import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -25,7 +24,7 @@ from outfitter.core.pagination import (
 )
 from outfitter.core.tenancy import company_of
 from outfitter.core.unit_of_work import UnitOfWork
-from outfitter.db.base import utcnow
+from outfitter.db.base import new_id, utcnow
 from outfitter.models import PING_EVENT_TYPE, Company, DeliveryStatus, WebhookDelivery, WebhookEndpoint
 from outfitter.webhooks.repository import DeliveryRepository, EndpointRepository
 from outfitter.webhooks.schemas import (
@@ -170,7 +169,7 @@ def ping(work: UnitOfWork, endpoint_id: str) -> WebhookDeliveryOut:
     endpoint = EndpointRepository(work.session).get(endpoint_id)
     _require_enabled(endpoint)
     now = utcnow()
-    event_id = uuid.uuid4()
+    event_id = new_id()
     data = {"endpoint_id": str(endpoint.id), "url": endpoint.url}
     delivery = WebhookDelivery(
         company_id=endpoint.company_id,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -16,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks import Webhook
 
 from outfitter.config import Settings
+from outfitter.db.base import new_id
 from outfitter.models import GatewayPaymentStatus, SandboxPayment
 from outfitter.payments.gateways import (
     CheckoutRequest,
@@ -139,5 +139,5 @@ def new_sandbox_payment(
 ) -> SandboxPayment:
     assert status in (GatewayPaymentStatus.SUCCESSFUL, GatewayPaymentStatus.DECLINED)
     return SandboxPayment(
-        id=uuid.uuid4(), tx_ref=tx_ref, status=status, amount=amount, currency_code=currency
+        id=new_id(), tx_ref=tx_ref, status=status, amount=amount, currency_code=currency
     )
