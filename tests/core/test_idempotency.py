@@ -15,14 +15,17 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select, text, update
 from sqlalchemy.orm import Session
 
+from outfitter.app import create_app
+from outfitter.config import Settings
 from outfitter.core.tokens import hash_token
 from outfitter.db.base import utcnow
-from outfitter.models import Employee, IdempotencyRecord
+from outfitter.models import ApiToken, Employee, IdempotencyRecord
 from tests.core.test_auth import EMPLOYEE
-from tests.factories import Api, assert_error
+from tests.factories import Api, CompanyFactory, assert_error
 from tests.people.helpers import employee_body
 
 
@@ -256,6 +259,7 @@ def _waiting_backends(engine: Engine) -> int:
 def test_a_claim_committed_before_a_crash_expires_after_its_lease(api: Api, db: Session) -> None:
     """A request that calls another system commits its claim first; if it then dies, the key is
     'still being processed' (409, Retry-After) only until the claim's lease ends."""
+    from outfitter.core.errors import RETRY_AFTER_SECONDS
     from outfitter.core.idempotency import CLAIM_LEASE, request_fingerprint
 
     raw = json.dumps(employee_body(email="lease@acme.io")).encode()
@@ -269,7 +273,8 @@ def test_a_claim_committed_before_a_crash_expires_after_its_lease(api: Api, db: 
 
     busy = post()
     assert_error(busy, 409, "still being processed")
-    assert int(busy.headers["retry-after"]) >= 1
+    # Most requests end within milliseconds: a retry is asked for soon, not at the lease's end.
+    assert int(busy.headers["retry-after"]) == RETRY_AFTER_SECONDS
     db.execute(update(IdempotencyRecord).values(created_at=utcnow() - CLAIM_LEASE - timedelta(seconds=1)))
     db.commit()
     taken_over = post()
@@ -277,3 +282,50 @@ def test_a_claim_committed_before_a_crash_expires_after_its_lease(api: Api, db: 
     replayed = post()
     assert replayed.headers["idempotent-replayed"] == "true" and replayed.json() == taken_over.json()
     assert _count(db, Employee) == 1
+
+
+def test_a_stored_answer_is_not_replayed_to_a_revoked_or_expired_token(
+    api: Api, companies: CompanyFactory
+) -> None:
+    """A replay is a request of the token like any other: once the token is revoked (or expired),
+    the same key and body get the 401 every request gets, never the stored answer."""
+    from outfitter.core.tokens import revoke_token
+
+    headers = {"Idempotency-Key": "before-revocation"}
+    first = api.post("/client/employees", json=EMPLOYEE, headers=headers)
+    assert first.status_code == 201, first.text
+    assert api.post("/client/employees", json=EMPLOYEE, headers=headers).json() == first.json()
+    expiring, other = companies.token(api), {**EMPLOYEE, "email": "grace@example.com"}
+    assert expiring.post("/client/employees", json=other, headers=headers).status_code == 201
+    with Session(companies.engine) as session, session.begin():
+        revoke_token(session, api.token_id)
+        session.execute(
+            update(ApiToken)
+            .where(ApiToken.id == expiring.token_id)
+            .values(expires_at=utcnow() - timedelta(seconds=1))
+        )
+    refused = api.post("/client/employees", json=EMPLOYEE, headers=headers)
+    assert_error(refused, 401, "revoked")
+    assert "idempotent-replayed" not in refused.headers and "Ada" not in refused.text
+    assert refused.headers["www-authenticate"].startswith("Bearer")
+    assert_error(expiring.post("/client/employees", json=other, headers=headers), 401, "expired")
+
+
+def test_replays_count_against_the_rate_limit(settings: Settings, engine: Engine) -> None:
+    """Every request of a token counts, a replayed one too: over the limit, the same key is a 429
+    with Retry-After, not the stored answer again."""
+    with TestClient(create_app(settings.model_copy(update={"rate_limit": "3/minute"}))) as client:
+        api = CompanyFactory(engine, client).create("Retrying Ltd")
+        headers = {"Idempotency-Key": "retried"}
+        first = api.post("/client/employees", json=EMPLOYEE, headers=headers)
+        assert first.status_code == 201 and first.headers["ratelimit-remaining"] == "2"
+        replayed = api.post("/client/employees", json=EMPLOYEE, headers=headers)
+        assert replayed.headers["idempotent-replayed"] == "true"
+        assert replayed.headers["ratelimit-remaining"] == "1" and replayed.json() == first.json()
+        assert (
+            api.post("/client/employees", json=EMPLOYEE, headers=headers).headers["ratelimit-remaining"]
+            == "0"
+        )
+        refused = api.post("/client/employees", json=EMPLOYEE, headers=headers)
+        assert_error(refused, 429, "Rate limit of 3 requests")
+        assert int(refused.headers["retry-after"]) >= 1 and "idempotent-replayed" not in refused.headers

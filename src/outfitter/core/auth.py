@@ -97,6 +97,15 @@ def check_access(sessions: Callable[[], Session], token: str, scope: str) -> Non
         _looked_up(session, token, scope)
 
 
+def refuse_unless_allowed(state: Any, request_state: dict[str, Any], token: str, scope: str) -> None:
+    """What ClientWork.open checks before any work, for a request answered without one (refused for
+    its input, or an Idempotency-Key's stored answer replayed): the token's rate limit (such a
+    request counts, as any other of the token does), then its validity and scope. `state` is the
+    app's (its `rate_limiter` and `sessionmaker`)."""
+    state.rate_limiter.hit(request_state, hash_token(token))
+    check_access(state.sessionmaker, token, scope)
+
+
 def _looked_up(session: Session, token: str, scope: str) -> tuple[AuthContext, dict[str, Any] | None]:
     """`check_token` on the token's row, read in `session`."""
     statement, parameters, digest = token_lookup(token)

@@ -21,12 +21,14 @@ How a key is kept, so that a crash leaves it retryable and concurrent retries wr
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import logging
 import math
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -39,11 +41,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
+from outfitter.core.auth import refuse_unless_allowed
+from outfitter.core.errors import RETRY_AFTER_SECONDS, DomainError, error_body
 from outfitter.core.handlers import outage_message
 from outfitter.core.middleware import header_value, read_body, replaying, send_error
 from outfitter.core.tokens import hash_token
-from outfitter.db.base import utcnow
+from outfitter.db.base import new_id, utcnow
 from outfitter.models import IdempotencyRecord
 
 logger = logging.getLogger("outfitter")
@@ -118,10 +121,12 @@ def _conflict(message: str, retry_after: int | None = None) -> Response:
 
 
 def _in_flight(record: IdempotencyRecord | None, now: datetime) -> Response:
+    """409 "still being processed". Most requests end within milliseconds, so the retry is asked for
+    in RETRY_AFTER_SECONDS, or when the claim's lease ends if that is sooner."""
     remaining = (record.created_at + CLAIM_LEASE - now).total_seconds() if record else RETRY_AFTER_SECONDS
     return _conflict(
         "A request with this Idempotency-Key is still being processed; retry shortly.",
-        max(1, math.ceil(remaining)),
+        max(1, min(RETRY_AFTER_SECONDS, math.ceil(remaining))),
     )
 
 
@@ -173,7 +178,7 @@ def claim(session: Session, request: KeyedRequest) -> None:
             raise Answered(request, _in_flight(None, now))
         request.claim_id, request.claimed_at = record.id, now
         return
-    claim_id = uuid.uuid4()
+    claim_id = new_id()
     try:
         connection.execute(
             insert(IdempotencyRecord).values(
@@ -249,8 +254,17 @@ class IdempotencyMiddleware:
             box=AnswerBox(token, token_hash, key),
             ttl=self.ttl,
         )
+        # A stored answer goes only where the request itself would: within the token's rate limit,
+        # to a token still live (revoked or expired, it gets the 401 any request gets).
+        allowed = functools.partial(
+            refuse_unless_allowed, scope["app"].state, scope.setdefault("state", {}), token, "write"
+        )
         try:
-            answer = await run_in_threadpool(self._answer_before, request)
+            answer = await run_in_threadpool(self._answer_before, request, allowed)
+        except DomainError as refusal:
+            answer = JSONResponse(
+                error_body(refusal.message), status_code=refusal.status_code, headers=refusal.headers
+            )
         except SQLAlchemyError as exc:
             outage = outage_message(exc)
             if outage is None:
@@ -283,12 +297,16 @@ class IdempotencyMiddleware:
                     self._store_after, request, status if keep else None, b"".join(chunks)
                 )
 
-    def _answer_before(self, request: KeyedRequest) -> Response | None:
+    def _answer_before(self, request: KeyedRequest, allowed: Callable[[], None]) -> Response | None:
+        """The key's answer if it has one, once `allowed` has not raised (a DomainError)."""
         with self.sessions() as session:
             now = utcnow()
             record = _live_record(session, request, now)
             session.commit()
-            return answer_for(record, request, now) if record is not None else None
+            answer = answer_for(record, request, now) if record is not None else None
+        if answer is not None:
+            allowed()
+        return answer
 
     def _store_after(self, request: KeyedRequest, status: int | None, body: bytes) -> None:
         """Store (or, for `status` None, release) an answer the unit of work did not store: one that

@@ -39,8 +39,8 @@ from outfitter.core.auth import (
     AuthContext,
     authenticate,
     bearer_token,
-    check_access,
     check_token,
+    refuse_unless_allowed,
     token_lookup,
 )
 from outfitter.core.idempotency import IDEMPOTENCY_STATE, KeyedRequest
@@ -324,18 +324,11 @@ class UnitOfWorkRoute(APIRoute):
                 token = bearer_token(request.headers.get("authorization"))  # read by the dependency already
                 request_state = request.scope.setdefault("state", {})
                 await to_thread.run_sync(
-                    _refuse_unless_allowed, request.app.state, request_state, token, scope
+                    refuse_unless_allowed, request.app.state, request_state, token, scope
                 )
                 raise
 
         return handler
-
-
-def _refuse_unless_allowed(state: Any, request_state: dict[str, Any], token: str, scope: str) -> None:
-    """What ClientWork.open checks before any work, for a request refused for its input: the token's
-    rate limit (such a request counts, as any other of the token does), then its validity and scope."""
-    state.rate_limiter.hit(request_state, hash_token(token))
-    check_access(state.sessionmaker, token, scope)
 
 
 def _rendered(endpoint: Callable[..., Any], answer: JsonAnswer) -> Callable[..., Any]:
