@@ -28,10 +28,12 @@ from outfitter.db.session import make_engine, make_sessionmaker
 from outfitter.models import (
     DeliveryStatus,
     EventType,
+    PaymentAnomaly,
     Transaction,
     TransactionStatus,
     WebhookAttempt,
     WebhookDelivery,
+    WorkerJob,
 )
 from outfitter.worker import Worker
 from outfitter.worker.jobs import JOBS, claim_job, finish_job
@@ -203,6 +205,76 @@ def test_the_expiry_job_expires_and_announces(
     assert payload["type"] == "transaction.expired" and payload["data"]["tx_ref"] == tx_ref
     assert payload["data"]["status"] == "Expired"
     assert attempts(db, deliveries(db)[0].id)[0].status_code == 200
+
+
+def _past_expiry_card_transaction(api: Api, engine: Engine, db: Session, paid: bool) -> str:
+    """A Pending card transaction past its time to live; if `paid`, the sandbox took its payment
+    and its notice never arrived."""
+    from decimal import Decimal
+
+    from tests.payments.conftest import record_sandbox_payment
+
+    load_demo_catalog(engine)
+    buyer = create_employee(api)
+    pricing_id = prices(api)[0]["asset_pricing"]["id"]
+    card = api.post("/client/transactions/initiate", json=card_body(uuid.UUID(buyer["id"]), pricing_id))
+    assert card.status_code == 200, card.text
+    tx_ref: str = card.json()["data"]["tx_ref"]
+    transaction = db.scalars(select(Transaction).where(Transaction.tx_ref == tx_ref)).one()
+    db.commit()
+    if paid:
+        record_sandbox_payment(db, tx_ref, str(Decimal(transaction.total_amount)), transaction.currency_code)
+    db.execute(update(Transaction).values(expires_at=utcnow().replace(year=2020)))
+    db.commit()
+    return tx_ref
+
+
+def test_the_expiry_job_fulfils_a_payment_the_gateway_took_but_never_reported(
+    api: Api, private_ok: Settings, engine: Engine, db: Session
+) -> None:
+    """Past its time to live, a transaction the gateway was paid for (its notice lost) makes its
+    order: the job asks the gateway before expiring, as verify does. Money taken is never left as
+    an anomaly because the job ran before verify."""
+    tx_ref = _past_expiry_card_transaction(api, engine, db, paid=True)
+    runner = Worker(make_sessionmaker(engine, TenantSession), private_ok, jobs=JOBS[:1])
+    try:
+        runner.run_due_jobs()
+    finally:
+        runner.close()
+    verified = api.get(f"/client/transactions/{tx_ref}/verify").json()["data"]
+    assert verified["status"] == TransactionStatus.FULFILLED.value and verified["order_id"] is not None
+    assert db.scalar(select(func.count()).select_from(PaymentAnomaly)) == 0
+    db.commit()
+
+
+def test_the_expiry_job_expires_nothing_whose_gateway_does_not_answer(
+    api: Api, private_ok: Settings, engine: Engine, db: Session
+) -> None:
+    """Without the gateway's word a transaction may have been paid: it stays Pending, and the next
+    run that hears from the gateway settles it."""
+    from outfitter.payments.gateways import GatewayError, GatewayRegistry
+
+    class Unreachable:
+        name = "sandbox"
+
+        def fetch_payment(self, tx_ref: str) -> None:
+            raise GatewayError("connection refused")
+
+    tx_ref = _past_expiry_card_transaction(api, engine, db, paid=False)
+    sessions = make_sessionmaker(engine, TenantSession)
+    down = GatewayRegistry(private_ok, sessions)
+    down.put(Unreachable())  # type: ignore[arg-type]
+    for gateways in (down, None):
+        runner = Worker(sessions, private_ok, jobs=JOBS[:1], gateways=gateways)
+        try:
+            runner.run_due_jobs()
+        finally:
+            runner.close()
+        listed = api.get("/client/transactions").json()["data"]["data"]
+        status = TransactionStatus.PENDING if gateways is down else TransactionStatus.EXPIRED
+        assert [(row["tx_ref"], row["status"]) for row in listed] == [(tx_ref, status.value)]
+        db.execute(update(WorkerJob).values(next_run_at=utcnow()))  # the next round is due now
+        db.commit()
 
 
 def test_a_slow_receiver_does_not_hold_up_the_others(

@@ -6,7 +6,9 @@ transactions, never inside one."""
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -35,18 +37,28 @@ def reconcile(
     started = utcnow()
     with across_companies(factory()) as session:
         ids = pending_transactions(session, batch, before=started)
+    return settle_with_gateway(factory, gateways, ids, "reconcile")
+
+
+def settle_with_gateway(
+    factory: sessionmaker[Session], gateways: GatewayRegistry, ids: Sequence[uuid.UUID], job: str
+) -> ReconcileSummary:
+    """Ask each transaction's gateway what it knows, then `settle` on that, one transaction at a
+    time: paid ones are fulfilled, declined ones fail, unpaid ones past their time to live expire.
+    One whose gateway does not answer is left as it is, for the next run: without the gateway's
+    word a transaction is never expired (it may have been paid), as verify does not expire it."""
     outcomes: Counter[TransactionStatus] = Counter()
     unreachable = 0
     for transaction_id in ids:
         with across_companies(factory()) as session:
             transaction = session.get(Transaction, transaction_id)
-            if transaction is None:
+            if transaction is None or transaction.status != TransactionStatus.PENDING:
                 continue
             session.commit()  # only read: no transaction stays open while the gateway is asked
             try:
                 payment = ask_gateway(transaction, gateways)
             except GatewayError as exc:
-                logger.warning("reconcile %s: the gateway did not answer: %s", transaction.tx_ref, exc)
+                logger.warning("%s %s: the gateway did not answer: %s", job, transaction.tx_ref, exc)
                 unreachable += 1
                 continue
             bind_company(session, transaction.company_id)

@@ -20,17 +20,13 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
-from outfitter.core.events import SYSTEM_ACTOR
-from outfitter.core.tenancy import across_companies, bind_company
+from outfitter.core.tenancy import across_companies
 from outfitter.db.base import utcnow
 from outfitter.db.session import insert_if_absent
 from outfitter.events.counts import fold_event_counts
-from outfitter.models import EventType, Transaction, TransactionStatus, WorkerJob
-from outfitter.payments.events import record_transaction_event
-from outfitter.payments.fulfilment import finish
+from outfitter.models import Transaction, TransactionStatus, WorkerJob
 from outfitter.payments.gateways import GatewayRegistry
-from outfitter.payments.reconcile import reconcile
-from outfitter.payments.repository import lock_transaction
+from outfitter.payments.reconcile import reconcile, settle_with_gateway
 
 logger = logging.getLogger("outfitter.worker")
 EXPIRE_BATCH = 500
@@ -76,10 +72,13 @@ def finish_job(sessions: sessionmaker[Session], name: str, worker: str) -> None:
         )
 
 
-def expire_transactions(sessions: sessionmaker[Session], now: datetime | None = None) -> int:
-    """Expire Pending transactions past their time to live, each in its own short transaction, with
-    its `transaction.expired` event. The gateway is not asked here; a card payment made anyway is
-    found by reconciliation and recorded as a late-payment anomaly for an operator."""
+def expire_transactions(
+    sessions: sessionmaker[Session], gateways: GatewayRegistry, now: datetime | None = None
+) -> int:
+    """Settle the Pending transactions past their time to live: each one's gateway is asked first
+    (outside any database transaction), so one paid but not yet reported is fulfilled, not expired
+    with the money taken; the unpaid ones expire, with their `transaction.expired` event. One whose
+    gateway does not answer stays Pending until a later run hears from it."""
     now = now or utcnow()
     with across_companies(sessions()) as session:
         ids: list[uuid.UUID] = list(
@@ -90,23 +89,17 @@ def expire_transactions(sessions: sessionmaker[Session], now: datetime | None = 
                 .limit(EXPIRE_BATCH)
             )
         )
-    expired = 0
-    for transaction_id in ids:
-        with across_companies(sessions()) as session, session.begin():
-            transaction = lock_transaction(session, transaction_id)
-            if transaction.status != TransactionStatus.PENDING or now < transaction.expires_at:
-                continue  # settled meanwhile
-            bind_company(session, transaction.company_id)
-            finish(session, transaction, TransactionStatus.EXPIRED, "Not paid within its time to live.", now)
-            record_transaction_event(session, EventType.TRANSACTION_EXPIRED, transaction, SYSTEM_ACTOR)
-            expired += 1
-    if expired:
-        logger.info("expired %d pending transaction(s)", expired)
+    summary = settle_with_gateway(sessions, gateways, ids, "expire")
+    expired = summary.outcomes.get(TransactionStatus.EXPIRED, 0)
+    if summary.checked:
+        logger.info(
+            "settled %d transaction(s) past their time to live: %s", summary.checked, summary.outcomes
+        )
     return expired
 
 
-def _expire(sessions: sessionmaker[Session], _gateways: GatewayRegistry) -> object:
-    return expire_transactions(sessions)
+def _expire(sessions: sessionmaker[Session], gateways: GatewayRegistry) -> object:
+    return expire_transactions(sessions, gateways)
 
 
 def _reconcile(sessions: sessionmaker[Session], gateways: GatewayRegistry) -> object:

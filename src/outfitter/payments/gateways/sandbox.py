@@ -138,6 +138,4 @@ def new_sandbox_payment(
     tx_ref: str, status: GatewayPaymentStatus, amount: Decimal, currency: str
 ) -> SandboxPayment:
     assert status in (GatewayPaymentStatus.SUCCESSFUL, GatewayPaymentStatus.DECLINED)
-    return SandboxPayment(
-        id=new_id(), tx_ref=tx_ref, status=status, amount=amount, currency_code=currency
-    )
+    return SandboxPayment(id=new_id(), tx_ref=tx_ref, status=status, amount=amount, currency_code=currency)
