@@ -17,6 +17,7 @@ from outfitter.models import (
     EquipmentReservation,
     EquipmentStatus,
     Order,
+    SandboxPayment,
     Transaction,
     TransactionItem,
     Wallet,
@@ -367,3 +368,30 @@ def test_a_quantity_is_a_whole_number_not_a_boolean_or_a_string(
     errors = assert_error(api.post("/client/transactions/initiate", body), 422)["errors"]
     assert f"orders.{employee}.0.quantity" in errors
     assert count(db, Transaction) == 0
+
+
+@pytest.mark.parametrize("method", ["Card", "Credit"])
+def test_a_total_beyond_what_a_charge_may_reach_is_422_and_nothing_is_written(
+    api: Api, db: Session, method: str
+) -> None:
+    """A catalog price may be as high as 999,999,999,999.99 (core.money.MAX_AMOUNT bounds each
+    amount), but a transaction's total, quantities and fees included, is bounded too: no gateway is
+    asked, nothing is written (on SQLite such a total could not even be stored)."""
+    from outfitter.core.money import MAX_AMOUNT
+
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]
+    db.execute(
+        update(AssetPricing)
+        .where(AssetPricing.id == uuid.UUID(pricing["id"]))
+        .values(amount=Decimal("999999999999.99"))
+    )
+    db.commit()
+    for quantity in (1, 100):  # over the bound by the fees alone, then by far
+        response = api.post(
+            "/client/transactions/initiate",
+            card_body(employee, pricing["id"], quantity, payment_method=method),
+        )
+        error = assert_error(response, 422, "split it into smaller ones")
+        assert list(error["errors"]) == ["orders"] and f"{MAX_AMOUNT:,}" in error["message"]
+    assert count(db, Transaction) == 0 and count(db, SandboxPayment) == 0 and count(db, Equipment) == 0

@@ -23,7 +23,7 @@ from outfitter.catalog.reference import resolve_country
 from outfitter.catalog.repository import CatalogRepository
 from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, DomainError, ValidationFailed
-from outfitter.core.money import round_money
+from outfitter.core.money import MAX_AMOUNT, round_money, storable
 from outfitter.core.pagination import change_time
 from outfitter.core.tenancy import parse_uuid
 from outfitter.core.unit_of_work import ClientWork
@@ -312,7 +312,15 @@ def _reserved_message(devices: dict[uuid.UUID, Equipment], reserving: Mapping[uu
 
 def _register_with_gateway(work: ClientWork, draft: _Draft, gateways: GatewayRegistry) -> None:
     """Card: end the read-only transaction, then ask the gateway for the checkout link; then hold
-    the employees again, since the reads that held them have ended."""
+    the employees again, since the reads that held them have ended. First, for every method, a
+    total beyond what any charge may reach (core.money.MAX_AMOUNT) is a 422: nothing is asked."""
+    total = draft.charges.total_amount
+    if not storable(total):
+        raise ValidationFailed.field(
+            "orders",
+            f"This transaction would total {total:,} {draft.currency.code}, fees included; one "
+            f"transaction charges less than {MAX_AMOUNT:,}: split it into smaller ones.",
+        )
     if draft.payment_method != PaymentMethod.CARD:
         return
     gateway = gateways.get(gateways.default_name)
