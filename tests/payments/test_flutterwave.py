@@ -341,3 +341,17 @@ def test_webhooks_verify_by_the_charge_id_and_check_its_tx_ref(
     assert standin.verified_by[-1] == "id"
     fw.get(f"/client/transactions/{other['tx_ref']}/verify")
     assert standin.verified_by[-1] == "reference"  # verify and reconciliation go by reference
+
+
+def test_a_notice_whose_key_is_over_200_characters_is_400_never_cut(
+    fw: Api, db: Session, standin: FlutterwaveStandIn
+) -> None:
+    """A notice is recorded once by its key (event, charge id and status); cut to 200 characters,
+    two notices differing past the cut would be taken for one, the second dropped as a duplicate."""
+    data = _initiate(fw, db)
+    payment = standin.pay(data["tx_ref"])
+    body = {"event": "charge.completed" + "x" * 200, "data": {**payment, "amount": float(payment["amount"])}}
+    refused = fw.client.post("/api/v2/webhooks/payments/flutterwave", json=body, headers={"verif-hash": HASH})
+    assert_error(refused, 400, "1 to 200 characters")
+    assert count(db, Order) == 0
+    assert webhook(fw, payment).json()["data"]["outcome"] == "fulfilled"  # the same payment, a usual key

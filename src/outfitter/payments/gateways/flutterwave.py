@@ -135,7 +135,7 @@ class FlutterwaveGateway:
         charge = data.get("id")
         charge_id = str(charge) if isinstance(charge, int | str) and not isinstance(charge, bool) else None
         return WebhookNotice(
-            event_key=event_key[:200],
+            event_key=event_key,  # over 200 characters it is refused (a 400), never cut
             tx_ref=tx_ref if isinstance(tx_ref, str) else None,
             payload=data,
             charge_id=charge_id,
