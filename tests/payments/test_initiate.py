@@ -395,3 +395,24 @@ def test_a_total_beyond_what_a_charge_may_reach_is_422_and_nothing_is_written(
         error = assert_error(response, 422, "split it into smaller ones")
         assert list(error["errors"]) == ["orders"] and f"{MAX_AMOUNT:,}" in error["message"]
     assert count(db, Transaction) == 0 and count(db, SandboxPayment) == 0 and count(db, Equipment) == 0
+
+
+def test_a_redirect_url_with_a_space_or_control_character_is_422(api: Api, db: Session) -> None:
+    """The payer is sent to redirect_url (a Location header): a CR/LF, a tab or a space in it would
+    be mangled or worse, so it is refused, as a webhook URL's are; an IRI's letters are kept."""
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    for url in (
+        "https://ok.example/cb\r\nSet-Cookie: x=1",
+        "https://ok.example/a b",
+        "https://ok.example/\ta",
+    ):
+        response = api.post("/client/transactions/initiate", card_body(employee, pricing, redirect_url=url))
+        error = assert_error(response, 422, "spaces or control characters")
+        assert list(error["errors"]) == ["redirect_url"]
+    assert count(db, Transaction) == 0
+    kept = api.post(
+        "/client/transactions/initiate", card_body(employee, pricing, redirect_url="https://例え.jp/済み")
+    )
+    assert kept.status_code == 200, kept.text
+    assert db.scalars(select(Transaction.redirect_url)).one() == "https://例え.jp/済み"
