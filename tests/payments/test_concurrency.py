@@ -239,6 +239,47 @@ def test_sandbox_pay_over_http_sends_its_webhook_after_the_redirect(
         assert client.get("/client/orders").json()["data"]["total"] == 1
 
 
+def test_a_burst_of_pay_clicks_never_takes_the_threads_requests_need(
+    api: Api, db: Session, live_server: LiveServer
+) -> None:
+    """Twelve Pay clicks whose notices the service is slow to take (held here, as a busy service
+    would hold them): the notices wait in the sandbox's own threads, so the app's worker threads,
+    as many as its pool has connections, stay free, and another request is answered meanwhile."""
+    gateway = sandbox_gateway(live_server.app)
+    held, sent_from = threading.Event(), []
+    original = gateway.sender
+
+    def slow_service(url: str, body: bytes, headers: dict[str, str]) -> int:
+        sent_from.append(threading.current_thread().name)
+        held.wait(timeout=30)  # released below; a bound, not a timing
+        return 200
+
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    gateway.sender = slow_service
+    try:
+        with live_server.api(api.token) as client:
+            links = [
+                client.post("/client/transactions/initiate", json=card_body(employee, pricing)).json()[
+                    "data"
+                ]["link"]
+                for _ in range(12)
+            ]
+            clicks = race([lambda link=link: httpx.post(f"{link}/pay", timeout=30) for link in links])
+            assert [click.status_code for click in clicks] == [303] * 12
+            # Every worker thread of the app would be waiting on a held notice if notices took them.
+            meanwhile = client.post("/client/departments", json={"name": "Meanwhile"})
+            assert meanwhile.status_code == 201, meanwhile.text
+            assert meanwhile.json()["data"]["name"] == "Meanwhile"
+    finally:
+        held.set()
+        deadline = time.monotonic() + 30  # every click's notice sent (to the stand-in) before it goes
+        while len(sent_from) < 12 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        gateway.sender = original
+    assert len(sent_from) == 12 and all(name.startswith("sandbox-notice") for name in sent_from), sent_from
+
+
 def test_a_payments_fulfilment_racing_its_employees_delete_never_leaves_a_device_assigned_to_no_one(
     postgres_only: None, api: Api, db: Session, live_server: LiveServer
 ) -> None:

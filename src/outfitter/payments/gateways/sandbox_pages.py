@@ -158,7 +158,7 @@ def _act(request: Request, tx_ref: str, outcome: GatewayPaymentStatus) -> Respon
     return RedirectResponse(
         _redirect_target(redirect_url, tx_ref, payment.status),
         status_code=303,
-        background=BackgroundTask(gateway.send_webhook, payment),
+        background=BackgroundTask(gateway.send_webhook_soon, payment),
     )
 
 
