@@ -130,3 +130,42 @@ def test_a_catalog_price_finer_than_its_currency_is_refused_and_nothing_is_impor
     path.write_text(json.dumps({"assets": [asset]}))
     code, out, err = run("catalog", "import", str(path))
     assert code == 0, err
+
+
+def test_a_catalog_file_is_checked_as_the_api_checks_what_it_becomes(
+    engine: Engine, tmp_path: Path, api: Api
+) -> None:
+    """An image is copied to the devices bought from it (`image_url`, http(s) only), names to every
+    assets list: a javascript: image, a NUL, a name longer than its column are each refused with
+    their path, nothing imported. A file saved with a BOM (as Notepad writes) is read."""
+    asset: dict[str, object] = {
+        "name": "Tidy Phone",
+        "make": "Tidy",
+        "model": "One",
+        "year": "2024",
+        "category": "Phones",
+        "asset_code": "TIDY-1",
+        "images": ["javascript:alert(1)"],
+        "specifications": [
+            {"spec": {"RAM": "8\u0000GB"}, "prices": [{"country": "NG", "currency": "NGN", "amount": "1000"}]}
+        ],
+    }
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"assets": [asset, {**asset, "asset_code": "TIDY-2", "name": "n" * 201}]}))
+    code, out, err = run("catalog", "import", str(path))
+    assert code != 0, out
+    assert f"{path}: assets.0.images.0: Give an http:// or https:// URL" in err
+    assert f"{path}: assets.0.specifications.0.spec.RAM: must not contain a NUL character" in err
+    assert f"{path}: assets.1.name: String should have at most 200 characters" in err
+    with Session(engine) as session:
+        assert session.scalar(text("SELECT count(*) FROM assets WHERE asset_code LIKE 'TIDY-%'")) == 0
+    asset |= {"images": ["https://images.example.com/tidy.jpg"]}
+    asset["specifications"][0]["spec"] = {"RAM": "8GB"}  # type: ignore[index]
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"assets": [asset]}).encode())
+    code, out, err = run("catalog", "import", str(path))
+    assert code == 0, err
+    listed = api.get("/client/assets", country_id="NG", currency_code="NGN", per_page=100).json()["data"][
+        "data"
+    ]
+    (tidy,) = [record for record in listed if record["name"] == "Tidy Phone"]
+    assert tidy["images"] == ["https://images.example.com/tidy.jpg"] and tidy["spec"] == {"RAM": "8GB"}

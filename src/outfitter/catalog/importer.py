@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -18,7 +19,30 @@ from outfitter.core.errors import validation_message
 from outfitter.core.money import round_money
 from outfitter.models import Asset, AssetModel, AssetPricing, AssetSpecification, AssetStatus, Category
 
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+_NO_NUL = r"^[^\x00]*$"  # neither database keeps a NUL in text (SQLite would, and answer it)
+
+
+def _limits(max_length: int, min_length: int = 1) -> StringConstraints:
+    """A catalog field's text: trimmed, as long as its column takes, no NUL."""
+    return StringConstraints(
+        strip_whitespace=True, min_length=min_length, max_length=max_length, pattern=_NO_NUL
+    )
+
+
+_WEB_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\x00-\x20\x7f-\x9f]+")
+
+
+def _web_url(value: str) -> str:
+    """An image's address, which fulfilment copies to a device's `image_url`: the same rule as
+    there (a client shows it as an image or a link: no javascript:, no spaces)."""
+    if not _WEB_URL.fullmatch(value):
+        raise ValueError("Give an http:// or https:// URL, with no spaces or control characters.")
+    return value
+
+
+Text = Annotated[str, _limits(200)]
+ImageUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=1000), AfterValidator(_web_url)]
+SpecText = Annotated[str, _limits(200, min_length=0)]
 
 
 class _Strict(BaseModel):
@@ -32,22 +56,22 @@ class PriceIn(_Strict):
 
 
 class SpecificationIn(_Strict):
-    spec: dict[str, str] = Field(default_factory=dict)
-    images: list[str] = Field(default_factory=list)
+    spec: dict[SpecText, SpecText] = Field(default_factory=dict)
+    images: list[ImageUrl] = Field(default_factory=list)
     status: AssetStatus = AssetStatus.AVAILABLE
     prices: list[PriceIn] = Field(default_factory=list)
 
 
 class AssetIn(_Strict):
     name: Text
-    description: str = ""
+    description: Annotated[str, _limits(4000, min_length=0)] = ""
     year: Annotated[str, StringConstraints(pattern=r"^[0-9]{4}$")]  # ASCII digits, as the document says
-    type: Text = "Sale"
-    make: Text
+    type: Annotated[str, _limits(50)] = "Sale"
+    make: Annotated[str, _limits(100)]
     model: Text
-    category: Text
-    asset_code: str | None = None
-    images: list[str] = Field(default_factory=list)
+    category: Annotated[str, _limits(100)]
+    asset_code: Annotated[str, _limits(100)] | None = None
+    images: list[ImageUrl] = Field(default_factory=list)
     status: AssetStatus = AssetStatus.AVAILABLE
     specifications: list[SpecificationIn] = Field(min_length=1)
 
@@ -88,7 +112,7 @@ def parse_catalog(data: bytes, source: str) -> CatalogFile:
     """A catalog file's bytes, checked; CatalogImportError naming `source` and each problem of its
     shape (or the first of the others)."""
     try:
-        raw: Any = json.loads(data.decode("utf-8"))
+        raw: Any = json.loads(data.decode("utf-8-sig"))  # a BOM, as Notepad writes, is no content
     except UnicodeDecodeError as exc:
         raise CatalogImportError(f"{source} is not UTF-8 text (byte {exc.start} cannot be read)") from exc
     except json.JSONDecodeError as exc:
@@ -115,6 +139,8 @@ def parse_catalog(data: bytes, source: str) -> CatalogFile:
 def _problem(error: Any) -> str:
     if error["type"] == "extra_forbidden":
         return "not a field of a catalog file (docs/catalog.md lists them)"
+    if error["type"] == "string_pattern_mismatch" and error["ctx"]["pattern"] == _NO_NUL:
+        return "must not contain a NUL character (\\u0000)"
     return validation_message(error)
 
 
