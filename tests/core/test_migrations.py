@@ -15,7 +15,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from fastapi.testclient import TestClient
-from sqlalchemy import JSON, Engine, String, Uuid, column, select, table, text, update
+from sqlalchemy import JSON, Engine, String, Uuid, column, func, select, table, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -485,3 +485,54 @@ def test_a_sqlite_migration_that_leaves_a_row_referring_to_nothing_is_undone(tmp
             assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
     finally:
         engine.dispose()
+
+
+def test_upgrades_and_catalog_imports_started_at_once_run_one_after_another(
+    postgres_only: None, database_url: str, tmp_path: Path, demo_catalog_path: Path
+) -> None:
+    """Every host's start script may run `db upgrade` at once, and two operators a catalog import:
+    on a fresh PostgreSQL database, three of each started together all succeed (the later ones wait,
+    then find the work done), instead of all but one failing on a unique key."""
+    from outfitter.catalog.importer import import_catalog, load_catalog_file
+    from outfitter.models import Asset, Category
+
+    catalog = load_catalog_file(demo_catalog_path)
+    with _fresh_database(database_url, tmp_path) as url:
+        engines = [make_engine(url) for _ in range(3)]
+        try:
+            assert _all_at_once(engines, upgrade) == []
+            assert _all_at_once(engines, lambda engine: _import(engine, catalog, import_catalog)) == []
+            assert is_current(engines[0])
+            with Session(engines[0]) as session:
+                assert session.scalar(select(func.count()).select_from(Asset)) == len(catalog.assets)
+                names = list(session.scalars(select(Category.name)))
+                assert len(names) == len(set(names))
+        finally:
+            for engine in engines:
+                engine.dispose()
+
+
+def _all_at_once(engines: list[Engine], work: Callable[[Engine], Any]) -> list[Exception]:
+    """`work` on each engine, in a thread each, released together; what each raised."""
+    import threading
+
+    barrier, failures = threading.Barrier(len(engines)), []
+
+    def run(engine: Engine) -> None:
+        barrier.wait()
+        try:
+            work(engine)
+        except Exception as exc:  # reported by the caller
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(engine,)) for engine in engines]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return failures
+
+
+def _import(engine: Engine, catalog: Any, import_catalog: Callable[..., Any]) -> None:
+    with Session(engine) as session, session.begin():
+        import_catalog(session, catalog)

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from outfitter.catalog.reference import find_country, find_currency
 from outfitter.core.errors import validation_message
 from outfitter.core.money import round_money
+from outfitter.db.session import one_at_a_time
 from outfitter.models import Asset, AssetModel, AssetPricing, AssetSpecification, AssetStatus, Category
 
 _NO_NUL = r"^[^\x00]*$"  # neither database keeps a NUL in text (SQLite would, and answer it)
@@ -159,7 +160,9 @@ def import_catalog(
     """Upsert every asset, specification and price of `catalog`, calling `progress(1)` after each
     asset. Flushes; the caller commits. An asset, a specification of an asset or a price of a
     specification given twice is an error naming both places: the second would silently replace
-    the first (a copy-paste slip repricing another product)."""
+    the first (a copy-paste slip repricing another product). Imports run one at a time: a second
+    one started meanwhile waits, then finds the first's records (it changes what differs)."""
+    one_at_a_time(session.connection(), "outfitter catalog import")
     summary = ImportSummary()
     first_of_asset: dict[str, int] = {}
     for index, item in enumerate(catalog.assets):

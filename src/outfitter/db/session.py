@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -102,3 +103,12 @@ def unless_conflicting(target: Any, dialect: str, unique_on: list[str]) -> Any:
     """`INSERT INTO target ... ON CONFLICT (unique_on) DO NOTHING` in `dialect`'s syntax, no values yet."""
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     return insert(target).on_conflict_do_nothing(index_elements=unique_on)
+
+
+def one_at_a_time(connection: Connection, purpose: str) -> None:
+    """Wait until no other transaction on this database holds `purpose`, then hold it until this
+    one ends: a PostgreSQL advisory lock, for work that two operators (or two hosts' start
+    scripts) may run at once and that must not interleave, such as a migration. SQLite has one
+    writer at a time already."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": zlib.crc32(purpose.encode())})

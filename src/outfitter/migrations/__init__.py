@@ -21,9 +21,11 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import sync_reference_data
+from outfitter.db.session import one_at_a_time
 from outfitter.payments.fees import ensure_default_fee_schedules
 
 SCRIPTS = Path(__file__).parent
+MIGRATION = "outfitter migration"  # what concurrent upgrades wait on (db.session.one_at_a_time)
 
 
 def alembic_config() -> Config:
@@ -74,13 +76,18 @@ class SchemaAhead(Exception):
 
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest revision, then load any missing countries, currencies and
-    fees; SchemaAhead if a newer release migrated it (Alembic would fail on a revision it lacks)."""
-    revisions = current_revisions(engine)
-    if revisions - known_revisions():
-        raise SchemaAhead(revisions)
+    fees; SchemaAhead if a newer release migrated it (Alembic would fail on a revision it lacks).
+    Upgrades of one database run one at a time (every host's start script may run one): the next
+    finds the schema current and changes nothing."""
     with migrating(engine) as config:
+        connection: Connection = config.attributes["connection"]
+        one_at_a_time(connection, MIGRATION)
+        revisions = frozenset(MigrationContext.configure(connection).get_current_heads())
+        if revisions - known_revisions():
+            raise SchemaAhead(revisions)
         command.upgrade(config, "head")
     with Session(engine) as session, session.begin():
+        one_at_a_time(session.connection(), MIGRATION)
         sync_reference_data(session)
         ensure_default_fee_schedules(session)
 
