@@ -115,3 +115,29 @@ def test_the_file_can_be_uploaded_as_a_form(api: Api, db: Session) -> None:
     first = api.get(f"/client/employees/{response.json()['data']['ids'][0]}").json()["data"]
     assert first["email"] == "ada1@acme.io" and first["phone"] == "+234 801 234 5678"
     assert employee_count(db) == 2
+
+
+def test_a_large_import_leaves_its_table_analyzed(postgres_only: None, api: Api, db: Session) -> None:
+    """A table never analyzed is planned as nearly empty: the export right after a new company's
+    first imports scanned every employee once per device. An import of ANALYZE_FROM_ROWS rows or
+    more analyzes its table before it commits: the statistics count its rows at once."""
+    from sqlalchemy import text
+
+    from outfitter.core.csv_import import ANALYZE_FROM_ROWS
+
+    people = "\n".join([HEADER, *(row(number) for number in range(ANALYZE_FROM_ROWS))]) + "\n"
+    assert post_csv(api, people).json()["data"]["count"] == ANALYZE_FROM_ROWS
+    devices = "title,serial_number\n" + "".join(f"Laptop {n},S{n}\n" for n in range(ANALYZE_FROM_ROWS))
+    imported = api.request(
+        "POST", "/client/equipment/import", content=devices.encode(), headers={"Content-Type": "text/csv"}
+    )
+    assert imported.json()["data"]["count"] == ANALYZE_FROM_ROWS, imported.text
+    counted = dict(
+        db.execute(
+            text("SELECT relname, reltuples FROM pg_class WHERE relname IN ('employees', 'equipment')")
+        ).all()
+    )
+    db.rollback()
+    assert counted == {"employees": ANALYZE_FROM_ROWS, "equipment": ANALYZE_FROM_ROWS}
+    export = api.get("/client/equipment/export")
+    assert export.status_code == 200 and export.text.count("\n") == ANALYZE_FROM_ROWS + 1

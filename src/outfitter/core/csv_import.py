@@ -25,6 +25,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Query, Request
 from pydantic import TypeAdapter, ValidationError
+from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
 
 from outfitter.core.csv_export import ESCAPED_STARTS
@@ -295,6 +296,21 @@ async def _csv_body(request: Request) -> bytes:
 
 CsvBody = Annotated[bytes, Depends(_csv_body)]
 DryRun = Annotated[QueryBool, Query(description="Check every row and write nothing")]
+
+
+# An import of at least this many rows has its table analyzed before it commits (below).
+ANALYZE_FROM_ROWS = 1_000
+
+
+def analyze_if_many(session: Session, model: type[Any], rows: int) -> None:
+    """ANALYZE the table an import of `rows` rows wrote, on PostgreSQL, when they are many: the
+    planner's statistics then know them at commit. A table never analyzed (a new company's first
+    import, autovacuum not yet round) is planned as nearly empty: an export of 10,000 devices just
+    after importing 10,000 employees scanned the company's employees once per device (10-50 s
+    against 0.1 s). ANALYZE reads a sample (~35 ms at 10,000 rows), never the whole of a large
+    table, and blocks no read or write."""
+    if rows >= ANALYZE_FROM_ROWS and session.get_bind().dialect.name == "postgresql":
+        session.connection().exec_driver_sql(f"ANALYZE {model.__tablename__}")
 
 
 def import_message(result: dict[str, Any], one: str, many: str) -> str:

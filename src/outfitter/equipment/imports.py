@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from outfitter.core.csv_import import (
     MAX_CELL_NESTING,
     Progress,
+    analyze_if_many,
     merged,
     nesting_depth,
     read_rows,
@@ -22,6 +23,7 @@ from outfitter.core.errors import ValidationFailed
 from outfitter.core.process_settings import collection_paused
 from outfitter.equipment import bulk
 from outfitter.equipment.schemas import EquipmentCreate, SpecsIn
+from outfitter.models import Equipment
 
 COLUMNS = (
     *(name for name in EquipmentCreate.model_fields if name != "specs"),
@@ -84,4 +86,5 @@ def _import(
     if dry_run:
         return {"dry_run": True, "count": len(checked), "ids": []}
     ids = bulk.insert_devices(session, actor, checked)
+    analyze_if_many(session, Equipment, len(ids))
     return {"dry_run": False, "count": len(ids), "ids": ids}

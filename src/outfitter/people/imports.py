@@ -8,8 +8,9 @@ from typing import Any
 from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
-from outfitter.core.csv_import import Progress, merged, read_rows, validate_rows
+from outfitter.core.csv_import import Progress, analyze_if_many, merged, read_rows, validate_rows
 from outfitter.core.errors import ValidationFailed
+from outfitter.models import Employee
 from outfitter.people import bulk
 from outfitter.people.schemas import EmployeeCreate
 
@@ -35,4 +36,5 @@ def import_employees(
         raise ValidationFailed.fields(merged({}, failure)) from None
     if dry_run:
         return {"dry_run": True, "count": len(valid), "ids": []}
+    analyze_if_many(session, Employee, len(created))
     return {"dry_run": False, "count": len(created), "ids": [employee.id for employee in created]}
