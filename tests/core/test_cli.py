@@ -305,10 +305,25 @@ def test_demo_prints_a_working_token(client: TestClient) -> None:
     assert "curl -H 'Authorization: Bearer " in out
 
 
-def test_company_and_token_lists_show_everything_but_the_token() -> None:
+def test_company_and_token_lists_show_everything_but_the_token(engine: Engine) -> None:
+    """Neither a revoked nor an expired token counts as live (the API refuses both)."""
+    import uuid
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from outfitter.db.base import utcnow
+
     company = json.loads(run("company", "create", "Listed Ltd", "--json")[1])
     token = json.loads(run("token", "create", company["id"], "--scope", "read", "--json")[1])
     run("token", "revoke", json.loads(run("token", "create", company["id"], "--json")[1])["id"])
+    expired = json.loads(run("token", "create", company["id"], "--expires-in-days", "1", "--json")[1])
+    with Session(engine) as session, session.begin():
+        session.execute(
+            update(ApiToken)
+            .where(ApiToken.id == uuid.UUID(expired["id"]))
+            .values(expires_at=utcnow() - timedelta(seconds=1))
+        )
 
     code, out, _ = run("company", "list", "--json")
     assert code == 0
@@ -319,9 +334,16 @@ def test_company_and_token_lists_show_everything_but_the_token() -> None:
     assert code == 0 and token["token"] not in out
     tokens = json.loads(out)["tokens"]
     first = tokens[0]
-    assert (first["id"], first["scopes"], first["revoked_at"]) == (token["id"], ["read"], None)
-    assert len(tokens) == 2 and tokens[1]["revoked_at"] is not None
+    assert (first["id"], first["scopes"], first["revoked_at"], first["live"]) == (
+        token["id"],
+        ["read"],
+        None,
+        True,
+    )
+    assert len(tokens) == 3 and tokens[1]["revoked_at"] is not None and not tokens[1]["live"]
+    assert (tokens[2]["id"], tokens[2]["revoked_at"], tokens[2]["live"]) == (expired["id"], None, False)
     assert set(tokens[0]) == {
+        "live",
         "id",
         "company_id",
         "name",
@@ -332,7 +354,8 @@ def test_company_and_token_lists_show_everything_but_the_token() -> None:
         "revoked_at",
     }
     code, out, _ = run("token", "list", company["id"])
-    assert code == 0 and "REVOKED" in out and token["token"] not in out
+    assert code == 0 and token["token"] not in out
+    assert [line.split("  ")[-1] for line in out.splitlines()[1:]] == ["REVOKED", "EXPIRED"]
 
 
 def test_a_wallet_credit_that_would_overflow_the_balance_is_refused() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from outfitter.cli import JsonFlag, app, emit, fail, iso_or_none, parse_id, unit_of_work
 
@@ -46,12 +46,17 @@ def company_create(
 @company_app.command("list")
 def company_list(as_json: JsonFlag = False) -> None:
     """List the companies, oldest first, with how many live tokens each has."""
+    from outfitter.db.base import utcnow
     from outfitter.models import ApiToken, Company
 
     with unit_of_work() as session:
         live_tokens = (
             select(func.count())
-            .where(ApiToken.company_id == Company.id, ApiToken.revoked_at.is_(None))
+            .where(
+                ApiToken.company_id == Company.id,
+                ApiToken.revoked_at.is_(None),
+                or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > utcnow()),
+            )
             .scalar_subquery()
         )
         rows = session.execute(
@@ -122,12 +127,15 @@ def token_list(
 ) -> None:
     """List tokens: id, company, scopes, expiry, last use, revocation. Never the token itself,
     which only its hash stands for."""
+    from outfitter.core.tokens import token_is_live
+    from outfitter.db.base import utcnow
     from outfitter.models import ApiToken, Company
 
     statement = select(ApiToken).order_by(ApiToken.created_at)
     company = parse_id(company_id, "COMPANY_ID") if company_id is not None else None
     if company is not None:
         statement = statement.where(ApiToken.company_id == company)
+    now = utcnow()
     with unit_of_work() as session:
         if company is not None and session.get(Company, company) is None:
             fail(f"no company with id {company}")
@@ -141,12 +149,14 @@ def token_list(
                 "expires_at": iso_or_none(token.expires_at),
                 "last_used_at": iso_or_none(token.last_used_at),
                 "revoked_at": iso_or_none(token.revoked_at),
+                "live": token_is_live(token, now) is None,
             }
             for token in session.scalars(statement)
         ]
     lines = [
         f"{t['id']}  company {t['company_id']}  {' '.join(t['scopes'])}  expires {t['expires_at'] or 'never'}"
-        f"  last used {t['last_used_at'] or 'never'}{'  REVOKED' if t['revoked_at'] else ''}"
+        f"  last used {t['last_used_at'] or 'never'}"
+        f"{'' if t['live'] else '  REVOKED' if t['revoked_at'] else '  EXPIRED'}"
         for t in tokens
     ]
     emit(as_json, {"tokens": tokens}, "\n".join(lines) or "no tokens")
