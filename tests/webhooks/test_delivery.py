@@ -5,6 +5,7 @@ request or from inside a request."""
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -78,14 +79,24 @@ def test_the_payload_carries_the_event(
 
 
 def test_500_twice_then_200_is_three_attempts(
-    api: Api, private_ok: Settings, receiver: Receiver, engine: Engine, worker: Worker, db: Session
+    api: Api,
+    private_ok: Settings,
+    receiver: Receiver,
+    engine: Engine,
+    worker: Worker,
+    db: Session,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    register(api, receiver.url)
+    endpoint = register(api, receiver.url)
     receiver.script = [500, 500]
     emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
-    worker.run_once(jobs=False)  # the test schedule is 0,0,0: every retry is due at once
+    with caplog.at_level(logging.WARNING, logger="outfitter.worker"):
+        worker.run_once(jobs=False)  # the test schedule is 0,0,0: every retry is due at once
     assert len(receiver.received) == 3 and len(set(receiver.ids())) == 1
     (delivery,) = deliveries(db)
+    # Each failed attempt is a line of the worker's log, for an operator watching it.
+    failed = f"delivery {delivery.id} to endpoint {endpoint['id']} failed: The receiver answered 500."
+    assert [record.getMessage() for record in caplog.records] == [failed, failed]
     assert delivery.status == DeliveryStatus.SUCCEEDED and delivery.attempts == 3
     tried = attempts(db, delivery.id)
     assert [attempt.status_code for attempt in tried] == [500, 500, 200]

@@ -30,6 +30,12 @@ class ReconcileSummary:
     outcomes: dict[TransactionStatus, int]
     unreachable: int
 
+    def described(self) -> str:
+        """For a log line: "Fulfilled 1, Expired 2, gateway unreachable 1"."""
+        parts = [f"{status.value} {count}" for status, count in sorted(self.outcomes.items())]
+        parts += [f"gateway unreachable {self.unreachable}"] if self.unreachable else []
+        return ", ".join(parts) or "nothing changed"
+
 
 def reconcile(
     factory: sessionmaker[Session], gateways: GatewayRegistry, batch: int = 500

@@ -435,6 +435,13 @@ class DeliveryRun:
         except Exception as exc:  # a defect, not the receiver's: recorded as a failed attempt
             logger.exception("sending delivery %s failed", outgoing.delivery_id)
             outcome = Outcome(utcnow(), None, f"Not sent: {type(exc).__name__}.", 0)
+        if not outcome.delivered:  # an operator sees a failing endpoint here, not only in the API
+            logger.warning(
+                "delivery %s to endpoint %s failed: %s",
+                outgoing.delivery_id,
+                outgoing.endpoint_id,
+                outcome.error or f"HTTP {outcome.status_code}",
+            )
         self.attempted += 1
         self._ended(outgoing)
         self.outcomes.append((outgoing, outcome))

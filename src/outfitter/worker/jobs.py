@@ -93,7 +93,7 @@ def expire_transactions(
     expired = summary.outcomes.get(TransactionStatus.EXPIRED, 0)
     if summary.checked:
         logger.info(
-            "settled %d transaction(s) past their time to live: %s", summary.checked, summary.outcomes
+            "settled %d transaction(s) past their time to live: %s", summary.checked, summary.described()
         )
     return expired
 
@@ -105,7 +105,7 @@ def _expire(sessions: sessionmaker[Session], gateways: GatewayRegistry) -> objec
 def _reconcile(sessions: sessionmaker[Session], gateways: GatewayRegistry) -> object:
     summary = reconcile(sessions, gateways)
     if summary.checked:
-        logger.info("reconciled %d pending transaction(s): %s", summary.checked, summary.outcomes)
+        logger.info("reconciled %d pending transaction(s): %s", summary.checked, summary.described())
     return summary
 
 
