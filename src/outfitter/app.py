@@ -182,7 +182,9 @@ def _add_docs(app: FastAPI) -> None:
             swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
             swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
             swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
-            swagger_ui_parameters={"persistAuthorization": True},
+            # The token given to Authorize lives in the page, not in the browser's localStorage
+            # (where it would outlive the tab and be open to any script of this origin).
+            swagger_ui_parameters={"persistAuthorization": False},
         )
 
 

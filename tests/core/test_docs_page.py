@@ -52,6 +52,9 @@ def test_the_docs_page_works_offline_and_runs_an_operation(api: Api, live_server
             status.wait_for(timeout=30_000)
             assert status.inner_text().strip().startswith("200")
             assert '"success": true' in page.locator(".live-responses-table .microlight").first.inner_text()
+            # The token served the request from the page alone: nothing of it in the browser's storage.
+            stored = page.evaluate("() => JSON.stringify(Object.entries(window.localStorage))")
+            assert api.token not in stored
         finally:
             browser.close()
     assert elsewhere == [], f"the page tried to reach other hosts: {elsewhere}"
