@@ -1,6 +1,7 @@
 """A name or title must show something: a value made only of spaces and invisible characters
 (zero-width space, joiners, bidi controls, fillers) is refused with the same message everywhere
-it is written, and the OpenAPI document states the rule as the field's pattern."""
+it is written, and so is one on several lines (a line break, a tab, a control character); the
+OpenAPI document states the rule as the field's pattern."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from outfitter.core.schemas import NOTHING_VISIBLE, VISIBLE_PATTERN
+from outfitter.core.schemas import NOT_ONE_LINE, NOTHING_VISIBLE, ONE_LINE_VISIBLE_PATTERN, VISIBLE_PATTERN
 from outfitter.models import Department, Employee, Equipment
 from tests.factories import Api, assert_error
 from tests.people.helpers import create_employee, employee_body
@@ -75,11 +76,50 @@ def test_a_name_with_one_visible_character_is_kept_as_given(api: Api, value: str
 def test_the_document_states_the_rule_the_server_applies(client: TestClient) -> None:
     document = client.get("/api/v2/openapi.json").json()
     schemas = document["components"]["schemas"]
-    assert schemas["EmployeeCreate"]["properties"]["first_name"]["pattern"] == VISIBLE_PATTERN
-    assert schemas["DepartmentCreate"]["properties"]["name"]["pattern"] == VISIBLE_PATTERN
+    assert schemas["EmployeeCreate"]["properties"]["first_name"]["pattern"] == ONE_LINE_VISIBLE_PATTERN
+    assert schemas["DepartmentCreate"]["properties"]["name"]["pattern"] == ONE_LINE_VISIBLE_PATTERN
     assert schemas["EquipmentCreate"]["properties"]["title"]["pattern"] == VISIBLE_PATTERN
+    assert schemas["EmployeeCreate"]["properties"]["address"]["pattern"] == VISIBLE_PATTERN
     # The pattern reads the same in a client's regex engine as in ours: the JSON Schema form
     # (ECMA-262 escapes) is what Python compiles here.
-    documented = re.compile(VISIBLE_PATTERN)
-    assert all(documented.search(value) is None for value in INVISIBLE_ONLY)
-    assert all(documented.search(value) for value in SHOWING)
+    for pattern in (VISIBLE_PATTERN, ONE_LINE_VISIBLE_PATTERN):
+        documented = re.compile(pattern)
+        assert all(documented.search(value) is None for value in INVISIBLE_ONLY)
+        assert all(documented.search(value) for value in SHOWING)
+    # What the server strips from the ends first may be there; inside, no control character.
+    one_line = re.compile(ONE_LINE_VISIBLE_PATTERN)
+    assert all(one_line.search(value) for value in (" Ada\n", "\tAda Lovelace\r\n", "\u3000Zo\u00eb"))
+    assert all(one_line.search(value) is None for value in SEVERAL_LINES)
+
+
+SEVERAL_LINES = [
+    "Ada\nLovelace",
+    "Ada\r\nLovelace",
+    "Ada\tLovelace",
+    "Ada\u0007",
+    "\u001cAda",
+    "Ada\u0085Love",
+]
+
+
+@pytest.mark.parametrize("value", SEVERAL_LINES)
+def test_a_name_on_several_lines_is_refused_on_every_write(api: Api, db: Session, value: str) -> None:
+    """A line break or another control character inside a person's or a department's name breaks
+    every list that shows it; one that prints nothing makes two names look alike. Line breaks
+    around it are only spaces, stripped as before. (A device's title is free text.)"""
+    employee = create_employee(api)
+    refusals = [
+        (api.post("/client/employees", employee_body(first_name=value)), "first_name"),
+        (api.patch(f"/client/employees/{employee['id']}", {"last_name": value}), "last_name"),
+        (
+            api.post("/client/employees/bulk", {"employees": [employee_body(last_name=value)]}),
+            "employees.0.last_name",
+        ),
+        (api.post("/client/departments", {"name": value}), "name"),
+    ]
+    for response, field in refusals:
+        body = assert_error(response, 422)
+        assert body["errors"][field] == [NOT_ONE_LINE], (field, body)
+    kept = create_employee(api, first_name="\nGrace\r\n")
+    assert kept["first_name"] == "Grace"
+    assert (count(db, Employee), count(db, Department), count(db, Equipment)) == (2, 0, 0)

@@ -98,21 +98,48 @@ def _visible(value: str) -> str:
     return value
 
 
+# A one-line value (a name, a title) holds no control character: a line break or a BEL in a name
+# breaks every list that shows it, and one that prints nothing makes two names look the same.
+# Its pattern lets the ends hold what the server strips first (Unicode's White_Space, as pydantic
+# strips it), so that the document says exactly what is accepted.
+_CONTROL = "\\x00-\\x1f\\x7f-\\x9f"
+_STRIPPED = "\\t\\n\\v\\f\\r\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+ONE_LINE_VISIBLE_PATTERN = (
+    f"^[{_STRIPPED}]*[^{_CONTROL}]*[^{_INVISIBLE}{_CONTROL}][^{_CONTROL}]*[{_STRIPPED}]*$"
+)
+_CONTROL_CHARACTER = re.compile(f"[{_CONTROL}]")
+NOT_ONE_LINE = "Give it on one line: line breaks, tabs and other control characters are not allowed."
+
+
+def visible_on_one_line(value: str) -> str:
+    """`value` if it shows something and is on one line, else ValueError saying which it is not."""
+    value = _visible(value)
+    if _CONTROL_CHARACTER.search(value):
+        raise ValueError(NOT_ONE_LINE)
+    return value
+
+
 class Visible:
     """A text field that must show something: refuses a value made only of spaces and invisible
     characters (a name of zero-width spaces looks blank in every list), and documents the rule as
-    the field's pattern. `Annotated[str, StringConstraints(...), Visible()]`."""
+    the field's pattern; with `one_line`, a control character too (line breaks, tabs).
+    `Annotated[str, StringConstraints(...), Visible()]`."""
+
+    def __init__(self, one_line: bool = False) -> None:
+        self.check = visible_on_one_line if one_line else _visible
+        self.pattern = ONE_LINE_VISIBLE_PATTERN if one_line else VISIBLE_PATTERN
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        return core_schema.no_info_after_validator_function(_visible, handler(source))
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
 
     def __get_pydantic_json_schema__(
         self, schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        return {**handler(schema), "pattern": VISIBLE_PATTERN}
+        return {**handler(schema), "pattern": self.pattern}
 
 
 NOT_BLANK = Visible()  # after the value is stripped: one character that shows is needed
+ONE_LINE = Visible(one_line=True)  # and no line break or other control character
 
 
 # Money on the wire, in every answer: a decimal string, never a JSON number (a float would round

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session
 
+from outfitter.core.schemas import visible_on_one_line
 from outfitter.db.base import utcnow
 from outfitter.models import ApiToken, Company
 
@@ -28,9 +29,15 @@ MAX_TOKEN_DAYS = 36_525
 
 
 def create_company(session: Session, name: str) -> Company:
+    """A new company; ValueError for a name that is empty, too long, or not one visible line (a
+    line break would split `company list`, an invisible character make two names look alike)."""
     name = name.strip()
     if not name:
         raise ValueError("the company name is empty")
+    try:
+        visible_on_one_line(name)
+    except ValueError as exc:
+        raise ValueError(f"the company name: {exc}") from None
     if len(name) > MAX_COMPANY_NAME:
         raise ValueError(f"the company name has {len(name)} characters; at most {MAX_COMPANY_NAME}")
     company = Company(name=name)

@@ -20,6 +20,7 @@ from pydantic import (
 
 from outfitter.core.schemas import (
     NOT_BLANK,
+    ONE_LINE,
     Documented,
     DocumentedAs,
     Money,
@@ -57,7 +58,7 @@ def _text(max_length: int) -> Any:
     return StringConstraints(strip_whitespace=True, min_length=1, max_length=max_length)
 
 
-Name = Annotated[str, _text(100), NOT_BLANK, AfterValidator(composed)]  # found by a search however typed
+Name = Annotated[str, _text(100), ONE_LINE, AfterValidator(composed)]  # found by a search however typed
 Email = Annotated[str, _text(320), NOT_BLANK, AfterValidator(_email), Documented(format="email")]
 Phone = Annotated[
     str,
@@ -70,7 +71,7 @@ CountryRef = Annotated[str, _text(100), NOT_BLANK]
 Text200 = Annotated[str, _text(200), NOT_BLANK]
 # Unique in its company ignoring case: kept in Unicode's composed form (NFC), so that "Équipe" typed
 # with a combining accent (as macOS and some HR exports write it) is the same name, not a second.
-DepartmentName = Annotated[Text200, AfterValidator(composed)]
+DepartmentName = Annotated[str, _text(200), ONE_LINE, AfterValidator(composed)]
 Text100 = Annotated[str, _text(100), NOT_BLANK]
 Text50 = Annotated[str, _text(50), NOT_BLANK]
 
