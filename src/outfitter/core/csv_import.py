@@ -308,7 +308,7 @@ def analyze_if_many(session: Session, model: type[Any], rows: int) -> None:
     import, autovacuum not yet round) is planned as nearly empty: an export of 10,000 devices just
     after importing 10,000 employees scanned the company's employees once per device (10-50 s
     against 0.1 s). ANALYZE reads a sample (~35 ms at 10,000 rows), never the whole of a large
-    table, and blocks no read or write."""
+    table, and blocks no read or write (only another ANALYZE of the table, until this commits)."""
     if rows >= ANALYZE_FROM_ROWS and session.get_bind().dialect.name == "postgresql":
         session.connection().exec_driver_sql(f"ANALYZE {model.__tablename__}")
 

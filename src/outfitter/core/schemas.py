@@ -98,8 +98,9 @@ def _visible(value: str) -> str:
     return value
 
 
-# A one-line value (a name, a title) holds no control character: a line break or a BEL in a name
-# breaks every list that shows it, and one that prints nothing makes two names look the same.
+# A one-line value (a person's or a department's name) holds no control character: a line break
+# or a BEL in a name breaks every list that shows it, and one that prints nothing makes two names
+# look the same.
 # Its pattern lets the ends hold what the server strips first (Unicode's White_Space, as pydantic
 # strips it), so that the document says exactly what is accepted.
 _CONTROL = "\\x00-\\x1f\\x7f-\\x9f"
