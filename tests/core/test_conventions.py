@@ -28,7 +28,11 @@ def test_a_trailing_slash_is_a_404_that_says_so_never_a_redirect(api: Api) -> No
     created = api.post("/client/employees/", json=EMPLOYEE)
     assert_error(created, 404, "without the trailing slash")
     assert api.get("/client/employees").json()["data"]["total"] == 0
-    assert_error(api.get("/client/no-such-thing/"), 404, "The API lives under /api/v2")
+    assert_error(
+        api.get("/client/no-such-thing/"),
+        404,
+        "/api/v2/docs lists every endpoint (all of them under /api/v2)",
+    )
 
 
 def test_wrong_method_is_405_envelope(api: Api) -> None:

@@ -31,7 +31,7 @@ from outfitter.core.errors import (
 logger = logging.getLogger("outfitter")
 
 _STATUS_MESSAGES = {
-    404: "No such endpoint. The API lives under /api/v2; see /api/v2/docs.",
+    404: "No such endpoint: /api/v2/docs lists every endpoint (all of them under /api/v2).",
     405: "This endpoint does not accept that HTTP method.",
 }
 # FastAPI's words for a body it could not read: JSON's parser takes UTF-8, -16 and -32 text, so
