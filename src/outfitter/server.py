@@ -36,6 +36,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import uvicorn.config
+import uvicorn.logging
 from uvicorn import Config, Server
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -204,8 +206,36 @@ def _start_embedded_worker() -> BackgroundWorker | None:
     return start_in_background(settings)
 
 
+class AccessFormatter(uvicorn.logging.AccessFormatter):
+    """Uvicorn's access line, its path without the query string: searches and filters name people
+    (`search=ada@example.com`), and a log outlives the request by far."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        if isinstance(record.args, tuple) and len(record.args) == 5:
+            client, method, path, version, status = record.args
+            path, query = str(path).partition("?")[::2]
+            record.args = (client, method, path + ("?..." if query else ""), version, status)
+        return super().formatMessage(record)
+
+
+# uvicorn's logging, with the time on every line and the access line above.
+LOG_CONFIG: dict[str, Any] = {
+    **uvicorn.config.LOGGING_CONFIG,
+    "formatters": {
+        "default": {
+            "()": "uvicorn.logging.DefaultFormatter",
+            "fmt": "%(asctime)s %(levelprefix)s %(message)s",
+        },
+        "access": {
+            "()": "outfitter.server.AccessFormatter",
+            "fmt": '%(asctime)s %(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s',
+        },
+    },
+}
+
+
 def _config(app: str, host: str, port: int, workers: int, factory: bool = False) -> Config:
-    # Access log, log format and proxy headers: uvicorn's defaults, as with `uvicorn.run`.
+    # Proxy headers as uvicorn's defaults; its logging with the time, and no query strings (above).
     return Config(
         app,
         host=host,
@@ -216,6 +246,7 @@ def _config(app: str, host: str, port: int, workers: int, factory: bool = False)
         http=http_protocol(),
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         proxy_headers=True,
+        log_config=LOG_CONFIG,
     )
 
 

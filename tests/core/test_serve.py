@@ -13,6 +13,7 @@ import gc
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -321,6 +322,21 @@ def test_a_kept_alive_connection_gets_both_answers_with_tcp_nodelay(served: Serv
             assert response.startswith(b"HTTP/1.1 200"), response
             assert b'"success":true' in response
         assert _worker_side_nodelay(served, client) == 1
+
+
+def test_the_access_log_has_the_time_and_no_query_string(served: Served) -> None:
+    """A search names a person (`search=ada@example.com`): the access log keeps the path, its
+    query string replaced by `?...`, and each line starts with its time."""
+    url = f"http://127.0.0.1:{served.port}/api/v2/client/employees"
+    answer = httpx.get(url, params={"search": "ada.obi@example.com"}, timeout=10)
+    assert answer.status_code == 401  # no token: the line is written all the same
+    deadline = time.monotonic() + 10  # the line is flushed by another process: a bound, not a timing
+    while "/api/v2/client/employees" not in served.log_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (line,) = [line for line in served.log_text().splitlines() if "/api/v2/client/employees" in line]
+    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO: ", line), line
+    assert '"GET /api/v2/client/employees?... HTTP/1.1" 401' in line
+    assert "ada.obi" not in served.log_text()
 
 
 def test_workers_end_when_the_master_is_killed(served: Served) -> None:
