@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from fastapi import FastAPI
@@ -20,6 +21,28 @@ from outfitter.core.tokens import create_company, issue_token
 from outfitter.core.unit_of_work import JsonAnswer
 
 DEMO_CATALOG = Path(__file__).parents[1] / "src" / "outfitter" / "demo" / "catalog.json"
+T = TypeVar("T")
+
+
+def all_at_once(calls: Sequence[Callable[[], T]], timeout: float = 120) -> list[T | Exception | None]:
+    """Each call in a thread of its own, all released together by a barrier: what each returned
+    or raised (None for one still running after `timeout`)."""
+    barrier = threading.Barrier(len(calls))
+    results: list[T | Exception | None] = [None] * len(calls)
+
+    def run(index: int) -> None:
+        barrier.wait()
+        try:
+            results[index] = calls[index]()
+        except Exception as exc:  # the caller decides what a failure means
+            results[index] = exc
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    return results
 
 
 @dataclass

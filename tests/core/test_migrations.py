@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ from outfitter.migrations import is_current, migrating, upgrade
 from outfitter.models import Country, Department, Equipment, EquipmentHistory, FeeSchedule, metadata
 from tests.conftest import postgres_database
 from tests.equipment.helpers import add_to_department, make_employee
+from tests.factories import all_at_once
 
 # Columns of revision 0003, as its code wrote them.
 MONEY = (
@@ -514,23 +516,8 @@ def test_upgrades_and_catalog_imports_started_at_once_run_one_after_another(
 
 def _all_at_once(engines: list[Engine], work: Callable[[Engine], Any]) -> list[Exception]:
     """`work` on each engine, in a thread each, released together; what each raised."""
-    import threading
-
-    barrier, failures = threading.Barrier(len(engines)), []
-
-    def run(engine: Engine) -> None:
-        barrier.wait()
-        try:
-            work(engine)
-        except Exception as exc:  # reported by the caller
-            failures.append(exc)
-
-    threads = [threading.Thread(target=run, args=(engine,)) for engine in engines]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return failures
+    results = all_at_once([functools.partial(work, engine) for engine in engines])
+    return [result for result in results if isinstance(result, Exception)]
 
 
 def _import(engine: Engine, catalog: Any, import_catalog: Callable[..., Any]) -> None:

@@ -28,7 +28,7 @@ from outfitter.models import (
     WalletEntryKind,
     WebhookEvent,
 )
-from tests.factories import Api
+from tests.factories import Api, all_at_once
 from tests.payments.conftest import (
     LiveServer,
     add_assigned_device,
@@ -47,24 +47,10 @@ from tests.payments.conftest import (
 
 def race(calls: list[Callable[[], httpx.Response]]) -> list[httpx.Response]:
     """Run every call in its own thread, all released at once."""
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-
-    def run(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = calls[index]()
-        except Exception as exc:  # reported below, not swallowed
-            results[index] = exc
-
-    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    failures = [result for result in results if not isinstance(result, httpx.Response)]
-    assert not failures, failures[:3]
-    return results
+    results = all_at_once(calls)
+    responses = [result for result in results if isinstance(result, httpx.Response)]
+    assert len(responses) == len(results), [result for result in results if result not in responses][:3]
+    return responses
 
 
 def test_fifty_webhook_deliveries_racing_verify_make_one_order(
