@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -17,6 +16,7 @@ from sqlalchemy.orm import Session
 from outfitter.catalog.reference import find_country, find_currency
 from outfitter.core.errors import validation_message
 from outfitter.core.money import round_money
+from outfitter.core.schemas import WEB_URL
 from outfitter.db.session import one_at_a_time
 from outfitter.models import Asset, AssetModel, AssetPricing, AssetSpecification, AssetStatus, Category
 
@@ -30,13 +30,10 @@ def _limits(max_length: int, min_length: int = 1) -> StringConstraints:
     )
 
 
-_WEB_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\x00-\x20\x7f-\x9f]+")
-
-
 def _web_url(value: str) -> str:
-    """An image's address, which fulfilment copies to a device's `image_url`: the same rule as
-    there (a client shows it as an image or a link: no javascript:, no spaces)."""
-    if not _WEB_URL.fullmatch(value):
+    """An image's address, which fulfilment copies to a device's `image_url`: a web URL (a client
+    shows it as an image or a link: no javascript:, no spaces), as a payment's redirect_url is."""
+    if not WEB_URL.fullmatch(value):
         raise ValueError("Give an http:// or https:// URL, with no spaces or control characters.")
     return value
 

@@ -139,6 +139,12 @@ class Visible:
         return {**handler(schema), "pattern": self.pattern}
 
 
+# An absolute http(s) URL with no space or control character: where a payer is redirected (a CR/LF
+# would reach the Location header) and what a client shows as an image (no javascript:).
+WEB_URL_PATTERN = r"^[Hh][Tt][Tt][Pp][Ss]?://[^\x00-\x20\x7f-\x9f]+$"
+WEB_URL = re.compile(WEB_URL_PATTERN)
+
+
 NOT_BLANK = Visible()  # after the value is stripped: one character that shows is needed
 ONE_LINE = Visible(one_line=True)  # and no line break or other control character
 

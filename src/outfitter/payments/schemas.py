@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from decimal import Decimal
 from typing import Annotated, Any
@@ -18,7 +17,17 @@ from pydantic import (
     model_validator,
 )
 
-from outfitter.core.schemas import Documented, DocumentedAs, Money, OneOf, Schema, Timestamp, UuidText
+from outfitter.core.schemas import (
+    WEB_URL,
+    WEB_URL_PATTERN,
+    Documented,
+    DocumentedAs,
+    Money,
+    OneOf,
+    Schema,
+    Timestamp,
+    UuidText,
+)
 from outfitter.models import (
     OrderKind,
     OrderStage,
@@ -34,11 +43,9 @@ from outfitter.models import (
 MAX_QUANTITY = 100
 # What _check_redirect_url accepts, documented: an absolute http(s) URL with no space or control
 # character (the payer is sent there: a CR/LF or a C1 control would reach the Location header).
-_REDIRECT_URL_PATTERN = r"^[Hh][Tt][Tt][Pp][Ss]?://[^\x00-\x20\x7f-\x9f]+$"
-_REDIRECT_URL = re.compile(_REDIRECT_URL_PATTERN)
 RedirectUrl = Annotated[
     str,
-    Documented(format="uri", pattern=_REDIRECT_URL_PATTERN, minLength=10),
+    Documented(format="uri", pattern=WEB_URL_PATTERN, minLength=10),
 ]
 
 
@@ -48,7 +55,7 @@ def _check_redirect_url(value: str | None) -> str | None:
     value = value.strip()
     if not value.lower().startswith(("http://", "https://")) or len(value) < 10:
         raise ValueError("Give an absolute http:// or https:// URL.")
-    if not _REDIRECT_URL.fullmatch(value):
+    if not WEB_URL.fullmatch(value):
         raise ValueError(
             "The URL may not contain spaces or control characters: percent-encode them (a space is %20)."
         )
