@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -72,14 +72,13 @@ def finish_job(sessions: sessionmaker[Session], name: str, worker: str) -> None:
         )
 
 
-def expire_transactions(
-    sessions: sessionmaker[Session], gateways: GatewayRegistry, now: datetime | None = None
-) -> int:
+def expire_transactions(sessions: sessionmaker[Session], gateways: GatewayRegistry) -> int:
     """Settle the Pending transactions past their time to live: each one's gateway is asked first
     (outside any database transaction), so one paid but not yet reported is fulfilled, not expired
     with the money taken; the unpaid ones expire, with their `transaction.expired` event. One whose
-    gateway does not answer stays Pending until a later run hears from it."""
-    now = now or utcnow()
+    gateway does not answer stays Pending until a later run hears from it. `settle` decides each on
+    its own reading of the clock."""
+    now = utcnow()
     with across_companies(sessions()) as session:
         ids: list[uuid.UUID] = list(
             session.scalars(
