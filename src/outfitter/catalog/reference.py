@@ -1,10 +1,12 @@
 """ISO 3166-1 countries and ISO 4217 currencies, never typed by hand: pycountry for the countries,
 Babel (CLDR) for names, symbols and each country's legal tender, and the iso4217 package (ISO's own
 published table) for minor units, where CLDR differs (IQD: ISO 3, CLDR 0). Also the lookups that
-accept a country as its id, its name or its alpha-2 code."""
+accept a country as its id, its name (any name ISO or CLDR gives it) or its alpha-2 or alpha-3 code."""
 
 from __future__ import annotations
 
+import functools
+import unicodedata
 import uuid
 import weakref
 from collections.abc import Iterable, Sequence
@@ -13,7 +15,7 @@ from typing import Any
 
 import iso4217
 import pycountry
-from babel import UnknownLocaleError
+from babel import Locale, UnknownLocaleError
 from babel.numbers import (
     get_currency_name,
     get_currency_precision,
@@ -101,7 +103,41 @@ def sync_reference_data(session: Session) -> tuple[int, int]:
     return len(new_countries), len(new_currencies)
 
 
-# A country is named by its id, its name in any case, or its alpha-2 code.
+def _folded(name: str) -> str:
+    """A country's name as people type it: any case, accents or not, either apostrophe, single
+    spaces ("Côte d\N{RIGHT SINGLE QUOTATION MARK}Ivoire" and "cote d'ivoire" are one name)."""
+    decomposed = unicodedata.normalize("NFKD", name.replace("\N{RIGHT SINGLE QUOTATION MARK}", "'"))
+    return " ".join("".join(c for c in decomposed if not unicodedata.combining(c)).casefold().split())
+
+
+@functools.cache
+def _codes_by_other_name() -> dict[str, str]:
+    """Every other name of a country, folded, to its alpha-2 code: ISO 3166's short and official
+    names and its common name (pycountry: "Viet Nam", "Russian Federation", "Republic of Türkiye"),
+    CLDR's English name (Babel: "Vietnam", "Russia", "South Korea"), and its alpha-3 code. The
+    countries' table keeps one name each (the common one); a client may know another."""
+    english = Locale("en").territories
+    codes: dict[str, str] = {}
+    for country in pycountry.countries:
+        for name in (
+            country.name,
+            getattr(country, "official_name", None),
+            getattr(country, "common_name", None),
+            english.get(country.alpha_2),
+            country.alpha_3,
+        ):
+            if name:
+                codes.setdefault(_folded(name), country.alpha_2)
+    return codes
+
+
+def country_code_named(value: str) -> str:
+    """The alpha-2 code of the country `value` names by another of its names or its alpha-3 code;
+    else `value` in capitals (it may be an alpha-2 code). Ids and stored names are matched first."""
+    return _codes_by_other_name().get(_folded(value), value.upper())
+
+
+# A country is named by its id, its name in any case, or its code (`country_code_named`).
 _COUNTRY_NAMED = or_(
     func.lower(Country.name) == bindparam("country_name"), Country.code == bindparam("country_code")
 )
@@ -110,7 +146,7 @@ _COUNTRY_ID_BY_NAME = select(Country.id).where(_COUNTRY_NAMED).limit(1)
 
 
 def _naming(value: str) -> dict[str, str]:
-    return {"country_name": value.lower(), "country_code": value.upper()}
+    return {"country_name": value.lower(), "country_code": country_code_named(value)}
 
 
 def find_country(session: Session, value: str) -> Country | None:
@@ -157,7 +193,7 @@ class _Countries:
         parsed = parse_uuid(value)
         if parsed is not None:
             return self.by_id.get(parsed)
-        return self.by_name.get(value.lower()) or self.by_code.get(value.upper())
+        return self.by_name.get(value.lower()) or self.by_code.get(country_code_named(value))
 
 
 # Countries are reference data that only `db upgrade` adds to (and nothing renames or removes): each

@@ -10,6 +10,7 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from outfitter.catalog.reference import country_code_named
 from outfitter.core.bulk_rows import take_turn
 from outfitter.core.errors import Conflict, ValidationFailed, validation_message
 from outfitter.core.events import NewEvent, as_event_data, record_events
@@ -41,7 +42,8 @@ def _positions(employees: list[Any]) -> Iterator[tuple[str, Any]]:
 
 
 class BatchCountries:
-    """Countries named by id, name (any case) or code, found with one statement for the batch."""
+    """Countries named by id, name or code (`catalog.reference.country_code_named`), found with one
+    statement for the batch."""
 
     def __init__(self, session: Session, values: set[str]) -> None:
         found = countries_matching(session, values)
@@ -53,7 +55,7 @@ class BatchCountries:
         parsed = parse_uuid(value)
         if parsed is not None:
             return self.by_id.get(parsed)
-        return self.by_name.get(value.lower()) or self.by_code.get(value.upper())
+        return self.by_name.get(value.lower()) or self.by_code.get(country_code_named(value))
 
 
 def create_employees(

@@ -14,6 +14,7 @@ from sqlalchemy import ColumnElement, Insert, Select, Table, and_, distinct, fun
 from sqlalchemy.orm import Session, contains_eager, joinedload
 from sqlalchemy.orm.interfaces import ORMOption
 
+from outfitter.catalog.reference import country_code_named
 from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
 from outfitter.core.driver_statements import driver_rows
 from outfitter.core.events import events_written_with, events_written_with_values, record_event_rows
@@ -356,7 +357,8 @@ class DepartmentRepository(CompanyRepository[Department]):
 
 
 def countries_matching(session: Session, values: Iterable[str]) -> Sequence[Country]:
-    """Every country any of `values` names (id, name in any case, or alpha-2 code): one statement."""
+    """Every country any of `values` names (id, name or code, as `find_country` takes them): one
+    statement."""
     ids: set[uuid.UUID] = set()
     names: set[str] = set()
     for value in values:
@@ -372,5 +374,5 @@ def countries_matching(session: Session, values: Iterable[str]) -> Sequence[Coun
         conditions.append(Country.id.in_(ids))
     if names:
         conditions.append(func.lower(Country.name).in_(names))
-        conditions.append(Country.code.in_({name.upper() for name in names if len(name) == 2}))
+        conditions.append(Country.code.in_({country_code_named(name) for name in names}))
     return session.scalars(select(Country).where(or_(*conditions))).all()
