@@ -208,9 +208,13 @@ def _start_embedded_worker() -> BackgroundWorker | None:
 
 class AccessFormatter(uvicorn.logging.AccessFormatter):
     """Uvicorn's access line, its path without the query string: searches and filters name people
-    (`search=ada@example.com`), and a log outlives the request by far."""
+    (`search=ada@example.com`), and a log outlives the request by far. It ends with the request's
+    id (the `X-Request-ID` answered), which the line of an unexpected error quotes too."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
+        from outfitter.core.middleware import current_request_id  # the app's, loaded by now
+
+        record.request_id = current_request_id.get()
         if isinstance(record.args, tuple) and len(record.args) == 5:
             client, method, path, version, status = record.args
             path, query = str(path).partition("?")[::2]
@@ -228,7 +232,8 @@ LOG_CONFIG: dict[str, Any] = {
         },
         "access": {
             "()": "outfitter.server.AccessFormatter",
-            "fmt": '%(asctime)s %(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s',
+            "fmt": '%(asctime)s %(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s'
+            " %(request_id)s",
         },
     },
 }

@@ -324,18 +324,21 @@ def test_a_kept_alive_connection_gets_both_answers_with_tcp_nodelay(served: Serv
         assert _worker_side_nodelay(served, client) == 1
 
 
-def test_the_access_log_has_the_time_and_no_query_string(served: Served) -> None:
+def test_the_access_log_has_the_time_the_request_id_and_no_query_string(served: Served) -> None:
     """A search names a person (`search=ada@example.com`): the access log keeps the path, its
-    query string replaced by `?...`, and each line starts with its time."""
+    query string replaced by `?...`, and each line starts with its time and ends with the request's
+    id, the one answered in `X-Request-ID`."""
     url = f"http://127.0.0.1:{served.port}/api/v2/client/employees"
     answer = httpx.get(url, params={"search": "ada.obi@example.com"}, timeout=10)
     assert answer.status_code == 401  # no token: the line is written all the same
+    request_id = answer.headers["x-request-id"]
+    assert re.fullmatch(r"[0-9a-f]{32}", request_id)
     deadline = time.monotonic() + 10  # the line is flushed by another process: a bound, not a timing
     while "/api/v2/client/employees" not in served.log_text() and time.monotonic() < deadline:
         time.sleep(0.1)
     (line,) = [line for line in served.log_text().splitlines() if "/api/v2/client/employees" in line]
     assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO: ", line), line
-    assert '"GET /api/v2/client/employees?... HTTP/1.1" 401' in line
+    assert line.endswith(f'"GET /api/v2/client/employees?... HTTP/1.1" 401 Unauthorized {request_id}'), line
     assert "ada.obi" not in served.log_text()
 
 

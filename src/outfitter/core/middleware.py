@@ -4,6 +4,7 @@ guard against input no endpoint can handle (NUL, lone surrogates, JSON nested to
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import logging
 import re
@@ -19,6 +20,10 @@ from outfitter.core.errors import ValidationFailed, error_body
 from outfitter.core.handlers import methods_of_path
 
 logger = logging.getLogger("outfitter")
+
+# The request id of the request this task serves: the access line (outfitter.server) is written
+# from within the response's `send`, where only this tells it which request it is.
+current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
 _SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
@@ -85,6 +90,7 @@ class RequestContextMiddleware:
         request_id = offered if offered and _SANE_REQUEST_ID.match(offered) else uuid.uuid4().hex
         state: dict[str, Any] = scope.setdefault("state", {})
         state["request_id"] = request_id
+        current_request_id.set(request_id)  # each request is a task of its own: nothing to reset
         for prefix, error_format in self.error_formats.items():
             if scope["path"].startswith(prefix):
                 state["error_format"] = error_format
