@@ -51,9 +51,14 @@ def default_database_url() -> str:
     return f"sqlite:///{directory / 'outfitter.db'}"
 
 
+# libpq's parameters that hold a secret: it takes `?password=...` as well as `user:password@`.
+_SECRET_QUERY_KEYS = ("password", "sslpassword")
+
+
 def display_database_url(url: str) -> str:
-    """The database as an operator names it in messages: no password, no driver suffix."""
-    parsed = make_url(url)
+    """The database as an operator names it in messages: no password (in either place libpq takes
+    one), no driver suffix."""
+    parsed = make_url(url).difference_update_query(_SECRET_QUERY_KEYS)
     # URL.set() reads None as "unchanged"; _replace (URL is a named tuple) drops the password.
     return parsed._replace(drivername=parsed.get_backend_name(), password=None).render_as_string(
         hide_password=False

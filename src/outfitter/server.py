@@ -222,7 +222,8 @@ class AccessFormatter(uvicorn.logging.AccessFormatter):
         return super().formatMessage(record)
 
 
-# uvicorn's logging, with the time on every line and the access line above.
+# uvicorn's logging, with the time on every line and the access line above; the app's own logger
+# (the 503s and 500s, readiness, the embedded worker) beside it, in the same form with its name.
 LOG_CONFIG: dict[str, Any] = {
     **uvicorn.config.LOGGING_CONFIG,
     "formatters": {
@@ -235,6 +236,22 @@ LOG_CONFIG: dict[str, Any] = {
             "fmt": '%(asctime)s %(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s'
             " %(request_id)s",
         },
+        "outfitter": {
+            "()": "uvicorn.logging.DefaultFormatter",
+            "fmt": "%(asctime)s %(levelprefix)s %(name)s: %(message)s",
+        },
+    },
+    "handlers": {
+        **uvicorn.config.LOGGING_CONFIG["handlers"],
+        "outfitter": {
+            "formatter": "outfitter",
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stderr",
+        },
+    },
+    "loggers": {
+        **uvicorn.config.LOGGING_CONFIG["loggers"],
+        "outfitter": {"handlers": ["outfitter"], "level": "INFO", "propagate": False},
     },
 }
 

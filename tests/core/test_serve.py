@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -340,6 +341,33 @@ def test_the_access_log_has_the_time_the_request_id_and_no_query_string(served: 
     assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO: ", line), line
     assert line.endswith(f'"GET /api/v2/client/employees?... HTTP/1.1" 401 Unauthorized {request_id}'), line
     assert "ada.obi" not in served.log_text()
+
+
+@pytest.mark.parametrize("served", [1], indirect=True, ids=["1-worker"])
+def test_the_apps_own_lines_have_the_time_the_level_and_the_logger(
+    served: Served, serve_env: dict[str, str]
+) -> None:
+    """The app's warnings (a 503, readiness) are what an operator reads in an outage: each carries
+    its time and level as uvicorn's lines do, not only its message."""
+    database = serve_env["OUTFITTER_DATABASE_URL"].removeprefix("sqlite:///")
+    with closing(sqlite3.connect(database)) as connection:
+        (revision,) = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+        connection.execute("UPDATE alembic_version SET version_num = '0001'")  # the schema behind
+        connection.commit()
+        try:
+            answer = httpx.get(f"http://127.0.0.1:{served.port}/readyz", timeout=10)
+        finally:
+            connection.execute("UPDATE alembic_version SET version_num = ?", (revision,))
+            connection.commit()
+    assert answer.status_code == 503
+    deadline = time.monotonic() + 10  # the line is flushed by another process: a bound, not a timing
+    while "readiness:" not in served.log_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (line,) = [line for line in served.log_text().splitlines() if "readiness:" in line]
+    assert re.match(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} WARNING: +outfitter: readiness: the database schema in sqlite:///",
+        line,
+    ), line
 
 
 def test_workers_end_when_the_master_is_killed(served: Served) -> None:

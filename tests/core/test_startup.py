@@ -158,14 +158,19 @@ def test_serve_and_worker_refuse_an_unmigrated_sqlite_database(command: list[str
 @pytest.mark.parametrize(
     "command", [["serve", "--port", "0", "--workers", "2"], ["worker"], ["company", "list"]]
 )
+@pytest.mark.parametrize("password_in", ["authority", "query"])
 def test_serve_and_worker_refuse_an_unmigrated_postgres_database_naming_it_without_password(
-    command: list[str], empty_postgres: str
+    command: list[str], password_in: str, empty_postgres: str
 ) -> None:
-    env = clean_env(OUTFITTER_DATABASE_URL=empty_postgres, OUTFITTER_RATE_LIMIT="off")
     shown = empty_postgres.replace(":s3cret-pw@", "@")
+    given = empty_postgres
+    if password_in == "query":  # libpq's other place for it, handy when it holds an `@`
+        given = f"{shown}?sslpassword=key-pw&password=s3cret-pw&connect_timeout=5"
+        shown = f"{shown}?connect_timeout=5"
+    env = clean_env(OUTFITTER_DATABASE_URL=given, OUTFITTER_RATE_LIMIT="off")
     done = outfitter(env, *command)
     assert_one_error_line(done, schema_behind(shown))
-    assert "s3cret-pw" not in done.stderr
+    assert "s3cret-pw" not in done.stderr and "key-pw" not in done.stderr
 
 
 def test_readyz_is_503_while_the_schema_is_behind(tmp_path: Path) -> None:
