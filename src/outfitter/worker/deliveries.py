@@ -222,7 +222,7 @@ class DeliveryRun:
                 full_companies,
             )
         except Exception:
-            logger.exception("claiming deliveries failed; retrying shortly")
+            self.worker.failures.failed("claiming deliveries failed; retrying shortly")
             return 0, True
         for outgoing in claimed:
             # One claim can bring more of a company or endpoint than its share: the rest goes back.
@@ -390,7 +390,9 @@ class DeliveryRun:
         try:
             enabled = await self.in_thread(enabled_among, self.worker.sessions, waiting_for)
         except Exception:
-            logger.exception("checking the endpoints of %d waiting deliveries failed", len(waiting_for))
+            self.worker.failures.failed(
+                f"checking the endpoints of {len(waiting_for)} waiting deliveries failed"
+            )
             return
         withdrawn = waiting_for - enabled
         if withdrawn:
@@ -421,7 +423,9 @@ class DeliveryRun:
             try:
                 await self.in_thread(release, self.worker.sessions, self.worker.name, ids)
             except Exception:
-                logger.exception("releasing %d deliveries failed; their leases expire instead", len(ids))
+                self.worker.failures.failed(
+                    f"releasing {len(ids)} deliveries failed; their leases expire instead"
+                )
 
     # -- sending and recording -------------------------------------------------------------------
 
@@ -479,7 +483,7 @@ class DeliveryRun:
             )
         except Exception:
             # Their leases expire and they are sent again: at least once, never lost.
-            logger.exception("recording the outcomes of %d deliveries failed", len(batch))
+            self.worker.failures.failed(f"recording the outcomes of {len(batch)} deliveries failed")
         for outgoing, outcome in batch:
             if outcome.gone:
                 self.gone_recorded.add(outgoing.endpoint_id)  # disabled: the next claim leaves it out

@@ -28,6 +28,7 @@ from outfitter.db.base import utcnow
 from outfitter.payments.gateways import GatewayRegistry
 from outfitter.worker.deliveries import DeliveryRun
 from outfitter.worker.jobs import JOBS, Job, claim_job, finish_job
+from outfitter.worker.outages import FailureLog
 
 logger = logging.getLogger("outfitter.worker")
 JOB_CHECK_SECONDS = 5.0
@@ -65,6 +66,7 @@ class Worker:
         self._job_future: Future[None] | None = None
         self._next_job_check = 0.0
         self._stopping = threading.Event()
+        self.failures = FailureLog()
         self._run: DeliveryRun | None = None
 
     # -- one pass, for tests and `outfitter worker --once` ------------------------------------
@@ -90,7 +92,7 @@ class Worker:
             try:
                 job.run(self.sessions, self.gateways)
             except Exception:
-                logger.exception("job %s failed; it runs again next round", job.name)
+                self.failures.failed(f"job {job.name} failed; it runs again next round")
             finally:
                 finish_job(self.sessions, job.name, self.name)
 
@@ -147,13 +149,12 @@ class Worker:
         self._next_job_check = now + min(JOB_CHECK_SECONDS, self.settings.worker_poll_seconds * 5)
         self._job_future = self._job_runner.submit(self._guarded(self.run_due_jobs))
 
-    @staticmethod
-    def _guarded(function: Callable[[], None]) -> Callable[[], None]:
+    def _guarded(self, function: Callable[[], None]) -> Callable[[], None]:
         def run() -> None:
             try:
                 function()
             except Exception:
-                logger.exception("the worker's jobs failed; retrying next round")
+                self.failures.failed("the worker's jobs failed; retrying next round")
 
         return run
 
