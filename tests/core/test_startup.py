@@ -6,10 +6,12 @@ default lives in the user's data directory, not in the current one."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from sqlalchemy.engine import make_url
 
 from outfitter.app import create_app
 from outfitter.config import Settings
+from outfitter.db.base import Base
 from tests.conftest import POSTGRES_URL
 
 OUTFITTER = Path(sys.executable).parent / "outfitter"
@@ -243,6 +246,27 @@ def test_db_upgrade_says_what_it_did(tmp_path: Path) -> None:
     first, again = outfitter(env, "db", "upgrade"), outfitter(env, "db", "upgrade")
     assert first.stdout.strip() == f"database migrated to revision {head} (from an empty database)"
     assert again.stdout.strip() == f"database is up to date (revision {head})"
+
+
+def test_db_upgrade_refuses_our_tables_without_a_revision_in_one_line(tmp_path: Path) -> None:
+    """A restore that left `alembic_version` out: migrating from the start would fail on the first
+    table after a page of traceback; the operator is told what is wrong, and nothing changes."""
+    database = tmp_path / "restored.db"
+    env = clean_env(OUTFITTER_DATABASE_URL=f"sqlite:///{database}")
+    assert outfitter(env, "db", "upgrade").returncode == 0
+    with closing(sqlite3.connect(database)) as connection:
+        connection.execute("DELETE FROM alembic_version")
+        connection.commit()
+    assert_one_error_line(
+        outfitter(env, "db", "upgrade"),
+        f"error: the database sqlite:///{database} holds {len(Base.metadata.tables)} of Outfitter's tables "
+        "(api_tokens, asset_models, asset_pricing, ...) but no schema revision (its alembic_version table "
+        "is missing or empty), so it cannot be migrated: restore the backup with its alembic_version "
+        "table, or start from an empty database",
+    )
+    with closing(sqlite3.connect(database)) as connection:  # left as it was
+        assert connection.execute("SELECT count(*) FROM companies").fetchone() == (0,)
+        assert connection.execute("SELECT count(*) FROM alembic_version").fetchone() == (0,)
 
 
 # --- item 19: the SQLite default is anchored in the user's data directory ----------------------

@@ -118,14 +118,22 @@ def require_current_schema(engine: Engine) -> None:
         fail(schema_behind_message(engine))
 
 
-def upgrade_schema(engine: Engine) -> None:
-    """Migrate to this release's newest revision; one line if a newer release migrated it."""
-    from outfitter.migrations import SchemaAhead, upgrade
+def upgrade_schema(engine: Engine) -> frozenset[str]:
+    """Migrate to this release's newest revision and answer the revisions it was at; one line if a
+    newer release migrated it, or if it holds our tables without a revision."""
+    from outfitter.migrations import SchemaAhead, SchemaUnversioned, upgrade
 
     try:
-        upgrade(engine)
+        return upgrade(engine)
     except SchemaAhead as exc:
         fail(schema_ahead_message(engine, exc.revisions))
+    except SchemaUnversioned as exc:
+        named = ", ".join(exc.tables[:3]) + (", ..." if len(exc.tables) > 3 else "")
+        fail(
+            f"the database {_database(engine)} holds {len(exc.tables)} of Outfitter's tables ({named}) "
+            "but no schema revision (its alembic_version table is missing or empty), so it cannot be "
+            "migrated: restore the backup with its alembic_version table, or start from an empty database"
+        )
 
 
 def _database(engine: Engine) -> str:

@@ -31,8 +31,7 @@ def db_upgrade() -> None:
 
     engine = make_engine(get_settings().database_url)
     try:
-        before = current_revisions(engine)
-        upgrade_schema(engine)
+        before = upgrade_schema(engine)  # as found once its turn came: a concurrent one is done
         after = current_revisions(engine)
     finally:
         engine.dispose()

@@ -7,7 +7,7 @@ seeds the countries and currencies (catalog) and the default fee schedules (paym
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -17,10 +17,12 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, inspect
 from sqlalchemy.orm import Session
 
+import outfitter.models  # noqa: F401  (every table, in Base.metadata)
 from outfitter.catalog.reference import sync_reference_data
+from outfitter.db.base import Base
 from outfitter.db.session import one_at_a_time
 from outfitter.payments.fees import ensure_default_fee_schedules
 
@@ -74,22 +76,35 @@ class SchemaAhead(Exception):
         self.revisions = revisions
 
 
-def upgrade(engine: Engine) -> None:
+class SchemaUnversioned(Exception):
+    """The database holds tables of ours but no revision (a restore without `alembic_version`):
+    migrating it from the start would fail on the first table, after a page of traceback."""
+
+    def __init__(self, tables: Collection[str]) -> None:
+        super().__init__(", ".join(sorted(tables)))
+        self.tables = sorted(tables)
+
+
+def upgrade(engine: Engine) -> frozenset[str]:
     """Bring the schema to the newest revision, then load any missing countries, currencies and
-    fees; SchemaAhead if a newer release migrated it (Alembic would fail on a revision it lacks).
+    fees; answers the revisions it found. SchemaAhead if a newer release migrated it (Alembic would
+    fail on a revision it lacks), SchemaUnversioned if it has our tables and no revision.
     Upgrades of one database run one at a time (every host's start script may run one): the next
-    finds the schema current and changes nothing."""
+    finds the schema current and changes nothing (and answers the current revision)."""
     with migrating(engine) as config:
         connection: Connection = config.attributes["connection"]
         one_at_a_time(connection, MIGRATION)
         revisions = frozenset(MigrationContext.configure(connection).get_current_heads())
         if revisions - known_revisions():
             raise SchemaAhead(revisions)
+        if not revisions and (ours := set(inspect(connection).get_table_names()) & set(Base.metadata.tables)):
+            raise SchemaUnversioned(ours)
         command.upgrade(config, "head")
     with Session(engine) as session, session.begin():
         one_at_a_time(session.connection(), MIGRATION)
         sync_reference_data(session)
         ensure_default_fee_schedules(session)
+    return revisions
 
 
 @lru_cache
