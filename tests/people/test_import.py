@@ -146,3 +146,33 @@ def test_a_large_import_leaves_its_table_analyzed(postgres_only: None, api: Api,
     assert counted == {"employees": ANALYZE_FROM_ROWS, "equipment": ANALYZE_FROM_ROWS}
     export = api.get("/client/equipment/export")
     assert export.status_code == 200 and export.text.count("\n") == ANALYZE_FROM_ROWS + 1
+
+
+def test_a_required_column_missing_from_the_header_is_said_once(api: Api, db: Session) -> None:
+    """Not once per row and field (a file of 10,000 rows lacking four columns: 40,000 errors)."""
+    content = "first_name,email\n" + "".join(f"Ada,ada{number}@acme.io\n" for number in range(500))
+    body = assert_error(post_csv(api, content, dry_run="true"), 422)
+    assert body["errors"] == {
+        f"rows.1.{column}": [f"The file has no {column!r} column, which every row needs."]
+        for column in ("last_name", "country_id", "phone", "address")
+    }
+    assert employee_count(db) == 0
+
+
+def test_blank_lines_are_skipped_up_to_a_bound(api: Api, db: Session) -> None:
+    """A few blank lines (or rows of empty cells, as spreadsheets write) are nothing; a file of
+    little else is refused before it costs the server seconds of reading."""
+    content = "\n".join([HEADER, "", row(1), ",,,,,,", "  ", row(2), ""]) + "\n"
+    response = post_csv(api, content)
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["count"] == 2
+
+    content = HEADER + "\n" + row(3) + "\n" + "\r\n" * 10_000 + ",,,\n" + row(4) + "\n"
+    body = assert_error(post_csv(api, content), 422)
+    assert body["errors"] == {
+        "rows": [
+            "At most 10,000 blank lines (or rows of empty cells) a file; this one has more (from line "
+            "10003): delete them."
+        ]
+    }
+    assert employee_count(db) == 2

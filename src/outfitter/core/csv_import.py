@@ -37,6 +37,9 @@ MAX_IMPORT_BYTES = 10 * 1024 * 1024
 # (100 texts) can pass: any cell that fits in a file is read, and the fields' own limits judge it.
 csv.field_size_limit(MAX_IMPORT_BYTES)
 MAX_IMPORT_ROWS = 10_000
+# Blank lines (or rows of empty cells) are skipped, but each costs a turn of the reader: a file of
+# nothing else (10 MiB of newlines: 13 s of a server's CPU) is refused past this many.
+MAX_BLANK_LINES = MAX_IMPORT_ROWS
 MAX_IMPORT_COLUMNS = 200
 MAX_HEADER_PROBLEMS = 20  # listed one by one; the rest are counted
 MAX_CELL_NESTING = 32  # arrays and objects inside a JSON cell (`other_details`)
@@ -142,10 +145,12 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
-def read_rows(data: bytes, columns: Collection[str], progress: Progress | None = None) -> list[CsvRow]:
+def read_rows(
+    data: bytes, columns: Collection[str], progress: Progress | None = None, *, required: Collection[str] = ()
+) -> list[CsvRow]:
     """The file's data rows (blank lines skipped); 422 for a file that is not UTF-8, has no header,
-    names an unknown column or too many, has a row with more cells than the header, a quoted cell
-    never closed, or too many rows."""
+    names an unknown column or too many, lacks a `required` one, has a row with more cells than the
+    header, a quoted cell never closed, too many rows or too many blank lines."""
     text = _text(data)
     header_line = text.split("\n", 1)[0]
     delimiter = ";" if header_line.count(";") > header_line.count(",") else ","
@@ -153,7 +158,7 @@ def read_rows(data: bytes, columns: Collection[str], progress: Progress | None =
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     started = _LineTracker(reader)
     try:
-        return _rows(reader, columns, progress, started)
+        return _rows(reader, columns, required, progress, started)
     except csv.Error as error:  # a cell over the csv module's field size limit, and the like
         if "unexpected end of data" in str(error):
             raise ValidationFailed.field(
@@ -182,9 +187,12 @@ class _LineTracker:
             yield cells
 
 
-def _header_errors(header: list[str], columns: Collection[str]) -> dict[str, list[str]]:
+def _header_errors(
+    header: list[str], columns: Collection[str], required: Collection[str]
+) -> dict[str, list[str]]:
     """What is wrong with the header (one pass: a header of thousands of columns costs its length),
-    the first MAX_HEADER_PROBLEMS problems listed and the others counted."""
+    the first MAX_HEADER_PROBLEMS problems listed and the others counted. A required column missing
+    is said once, here, rather than on every row."""
     known = ", ".join(columns)
     if len(header) > MAX_IMPORT_COLUMNS:
         return {
@@ -202,6 +210,9 @@ def _header_errors(header: list[str], columns: Collection[str]) -> dict[str, lis
             problems.append((f"rows.1.{name}", f"Unknown column {name!r}; the columns are: {known}."))
         elif counts[name] > 1:
             problems.append((f"rows.1.{name}", "This column is named twice."))
+    for name in required:
+        if name not in counts:
+            problems.append((f"rows.1.{name}", f"The file has no {name!r} column, which every row needs."))
     errors: dict[str, list[str]] = {}
     for path, message in problems[:MAX_HEADER_PROBLEMS]:
         if message not in errors.get(path, []):
@@ -213,19 +224,32 @@ def _header_errors(header: list[str], columns: Collection[str]) -> dict[str, lis
 
 
 def _rows(
-    reader: Any, columns: Collection[str], progress: Progress | None, lines: _LineTracker
+    reader: Any,
+    columns: Collection[str],
+    required: Collection[str],
+    progress: Progress | None,
+    lines: _LineTracker,
 ) -> list[CsvRow]:
     header = [name.strip() for name in next(reader, [])]
     if not any(header):
         raise ValidationFailed.field("rows.1", "The file is empty: give a header row naming the columns.")
-    errors = _header_errors(header, columns)
+    errors = _header_errors(header, columns, required)
     if errors:
         raise ValidationFailed.fields(errors)
 
     rows: list[CsvRow] = []
+    blank = 0
     for cells in lines:
         line = lines.line
-        if any(cell.strip() for cell in cells):
+        if not any(cell.strip() for cell in cells):
+            blank += 1
+            if blank > MAX_BLANK_LINES:
+                raise ValidationFailed.field(
+                    "rows",
+                    f"At most {MAX_BLANK_LINES:,} blank lines (or rows of empty cells) a file; this one "
+                    f"has more (from line {line}): delete them.",
+                )
+        else:
             if len(cells) > len(header):
                 errors[f"rows.{line}"] = [f"This row has {len(cells)} cells; the header names {len(header)}."]
             fields: dict[str, Any] = {}

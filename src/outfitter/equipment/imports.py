@@ -30,6 +30,7 @@ COLUMNS = (
     *(f"specs.{name}" for name in SpecsIn.model_fields),
 )
 _ROW = TypeAdapter(EquipmentCreate)
+REQUIRED = tuple(name for name, field in EquipmentCreate.model_fields.items() if field.is_required())
 # A file the import takes, for the OpenAPI document.
 EXAMPLE = (
     "title,serial_number,type,country,currency,purchase_price,specs.memory,status\n"
@@ -69,7 +70,7 @@ def import_equipment(
 def _import(
     session: Session, actor: str, data: bytes, *, dry_run: bool, progress: Progress | None
 ) -> dict[str, Any]:
-    rows = read_rows(data, COLUMNS, progress)
+    rows = read_rows(data, COLUMNS, progress, required=REQUIRED)
     unreadable: dict[str, list[str]] = {}
     for row in rows:
         problem = _other_details(row.fields)

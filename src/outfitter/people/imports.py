@@ -16,6 +16,7 @@ from outfitter.people.schemas import EmployeeCreate
 
 COLUMNS = tuple(EmployeeCreate.model_fields)
 _ROW = TypeAdapter(EmployeeCreate)
+REQUIRED = tuple(name for name, field in EmployeeCreate.model_fields.items() if field.is_required())
 # A file the import takes, for the OpenAPI document.
 EXAMPLE = (
     "first_name,last_name,email,country_id,phone,address\n"
@@ -28,7 +29,7 @@ def import_employees(
     session: Session, actor: str, data: bytes, *, dry_run: bool, progress: Progress | None = None
 ) -> dict[str, Any]:
     """Create the file's employees, or with `dry_run` only check them: what was (would be) created."""
-    rows = read_rows(data, COLUMNS, progress)
+    rows = read_rows(data, COLUMNS, progress, required=REQUIRED)
     valid, errors = validate_rows(rows, _ROW, COLUMNS)
     try:
         created = bulk.create_validated(session, valid, errors, write=not dry_run, actor=actor)
