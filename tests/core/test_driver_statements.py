@@ -102,14 +102,16 @@ def test_a_copys_error_is_handled_as_sqlalchemy_handles_one(
     """A batch's COPY runs on the driver's cursor too (core.bulk_rows): a serial number the unique
     index refuses mid-COPY reaches the engine's listeners as SQLAlchemy's own errors do, and the
     batch answers its 422 (the numbers are not read before the write)."""
-    assert api.post("/client/equipment", {"title": "Held", "serial_number": "SN-HELD"}).status_code == 201
+    held = api.post("/client/equipment", {"title": "Held", "serial_number": "SN-HELD"})
+    assert held.status_code == 201
     items = [{"title": f"Batch {n}", "serial_number": f"SN-B{n}"} for n in range(COPY_FROM)]
     items[-1]["serial_number"] = "SN-HELD"
     with _errors_heard(app.state.engine) as heard:
         answer = api.post("/client/equipment/bulk", {"equipment": items})
     assert assert_error(answer, 422)["errors"] == {
         f"equipment.{COPY_FROM - 1}.serial_number": [
-            "Equipment with serial number 'SN-HELD' already exists in this company."
+            "Equipment with serial number 'SN-HELD' already exists in this company: "
+            f"device {held.json()['data']['id']} (Unassigned)."
         ]
     }
     assert len(heard) == 1 and "uq_equipment_company_id_serial_number" in str(heard[0])

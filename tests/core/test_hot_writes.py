@@ -142,7 +142,10 @@ def test_an_equipment_create_is_one_statement_after_the_token(
 
     before = _rows(db, api.company_id)
     again = assert_error(api.post("/client/equipment", {**body, "title": "Another"}), 409)
-    assert again["message"] == "Equipment with serial number 'SN-HOT-1' already exists in this company."
+    assert again["message"] == (
+        f"Equipment with serial number 'SN-HOT-1' already exists in this company: device {answer['id']} "
+        "(Unassigned)."
+    )
     assert _rows(db, api.company_id) == before
 
 
@@ -216,7 +219,9 @@ RACES = {
     "equipment": (
         "/client/equipment",
         lambda n: {"title": f"Racer {n}", "serial_number": "SN-RACE", "status": "In_Storage"},
-        "Equipment with serial number 'SN-RACE' already exists in this company.",
+        # the losers name the winner, which they waited for (ON CONFLICT), then read
+        "Equipment with serial number 'SN-RACE' already exists in this company: device {winner} "
+        "(In_Storage).",
     ),
     "employees": (
         "/client/employees",
@@ -251,9 +256,9 @@ def test_creates_racing_for_one_key_make_exactly_one_record(
     for thread in threads:
         thread.join(timeout=60)
     assert sorted(answer.status_code for answer in answers) == [201] + [409] * (RACERS - 1)
-    for refused in (answer for answer in answers if answer.status_code == 409):
-        assert assert_error(refused, 409)["message"] == message
     [won] = [answer.json()["data"] for answer in answers if answer.status_code == 201]
+    for refused in (answer for answer in answers if answer.status_code == 409):
+        assert assert_error(refused, 409)["message"] == message.format(winner=won["id"])
     events = 2 if case == "equipment" else 1  # a device created In_Storage: added, then stored
     assert _rows(db, api.company_id) == {
         "employees": int(case == "employees"),

@@ -104,12 +104,16 @@ def test_a_batchs_serial_numbers_are_looked_up_in_the_unique_index(grown: tuple[
     api, engine_of_app = grown
     _load_devices(engine_of_app, api.company_id)
     with engine_of_app.connect() as connection:
-        taken = connection.execute(text("SELECT serial_number FROM equipment LIMIT 1")).scalar_one()
+        taken, holder, status = connection.execute(
+            text("SELECT serial_number, id, status FROM equipment LIMIT 1")
+        ).one()
     items: list[dict[str, Any]] = [{"title": "New", "serial_number": f"NEW-{n}"} for n in range(1000)]
     items[500]["serial_number"] = taken
     with _statements(engine_of_app, "JOIN unnest") as checks:
         body = assert_error(api.post("/client/equipment/bulk", {"equipment": items}), 422)
-    message = f"Equipment with serial number {taken!r} already exists in this company."
+    message = (
+        f"Equipment with serial number {taken!r} already exists in this company: device {holder} ({status})."
+    )
     assert body["errors"] == {"equipment.500.serial_number": [message]}
     [(statement, parameters)] = checks
     plan = _plan(engine_of_app, statement, parameters)

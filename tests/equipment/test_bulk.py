@@ -157,7 +157,7 @@ def test_a_taken_serial_number_alone_is_refused_by_the_write_and_reported_at_its
 ) -> None:
     """With no other error the numbers are not looked up first: the unique index refuses the
     write (a COPY of 30 rows on PostgreSQL), which is undone, and the 422 names the item."""
-    register(api, title="Existing", serial_number="TAKEN-7")
+    existing = register(api, title="Existing", serial_number="TAKEN-7")
     items: list[dict[str, Any]] = [
         {"title": f"Device {index}", "serial_number": f"NEW-{index}", "status": "In_Storage"}
         for index in range(30)
@@ -166,7 +166,8 @@ def test_a_taken_serial_number_alone_is_refused_by_the_write_and_reported_at_its
     body = assert_error(api.post("/client/equipment/bulk", {"equipment": items}), 422)
     assert body["errors"] == {
         "equipment.7.serial_number": [
-            "Equipment with serial number 'TAKEN-7' already exists in this company."
+            f"Equipment with serial number 'TAKEN-7' already exists in this company: device {existing['id']} "
+            "(Unassigned)."
         ]
     }
     assert count(db, Equipment) == 1 and count(db, EquipmentHistory) == 1

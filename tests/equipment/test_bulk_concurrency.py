@@ -64,9 +64,11 @@ def test_one_of_two_racing_batches_wins_and_nothing_of_the_other_remains(
     assert statuses == [201, 422], {name: r.text[:300] for name, r in answers.items()}
     winner = next(name for name, response in answers.items() if response.status_code == 201)
     loser = next(name for name, response in answers.items() if response.status_code != 201)
+    held = next(device for device in answers[winner].json()["data"] if device["serial_number"] == contested)
     assert answers[loser].json()["errors"] == {
         f"equipment.{DEVICES - 1}.serial_number": [
-            f"Equipment with serial number '{contested}' already exists in this company."
+            f"Equipment with serial number '{contested}' already exists in this company: "
+            f"device {held['id']} ({held['status']})."
         ]
     }
     assert len(answers[winner].json()["data"]) == DEVICES

@@ -131,6 +131,30 @@ def test_delete_archives_once_then_404_and_archived_is_listed_on_request(api: Ap
     assert api.get("/client/equipment/in-storage").json()["total"] == 0
 
 
+def test_a_serial_number_an_archived_device_keeps_is_refused_naming_that_device(api: Api) -> None:
+    """The lists leave archived devices out by default: the refusal says which device holds the
+    number and why it still does, wherever the number is given."""
+    archived = register(api, serial_number="SN-4")
+    assert api.delete(f"/client/equipment/{archived['id']}").status_code == 200
+    message = (
+        f"Equipment with serial number 'SN-4' already exists in this company: device {archived['id']} "
+        "(Archived). Archived devices keep their serial numbers, as they keep their history."
+    )
+    assert (
+        assert_error(api.post("/client/equipment", {"title": "Back", "serial_number": "SN-4"}), 409)[
+            "message"
+        ]
+        == message
+    )
+    other = register(api, serial_number="SN-5")
+    refused = api.patch(f"/client/equipment/{other['id']}", {"serial_number": "SN-4"})
+    assert assert_error(refused, 409)["message"] == message
+    items = [{"title": "Back", "serial_number": "SN-4"}]
+    refused = api.post("/client/equipment/bulk", {"equipment": items})
+    assert assert_error(refused, 422)["errors"] == {"equipment.0.serial_number": [message]}
+    assert api.get(f"/client/equipment/{other['id']}").json()["data"]["serial_number"] == "SN-5"
+
+
 def test_another_company_cannot_see_filter_change_or_archive(api: Api, other_api: Api, db: Session) -> None:
     employee = make_employee(db, api.company_id)
     record = register(

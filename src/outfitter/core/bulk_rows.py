@@ -46,7 +46,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from pydantic_core import to_json
-from sqlalchemy import JSON, Connection, Dialect, Insert, Table, Uuid, bindparam, func, select
+from sqlalchemy import JSON, Connection, Dialect, Insert, Row, Table, Uuid, bindparam, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import QueryableAttribute, Session
 from sqlalchemy.types import TypeEngine
@@ -323,21 +323,30 @@ def _chunked(rows: Iterable[Mapping[str, Any]], first: int, size: int) -> Iterat
 
 def values_taken(session: Session, column: QueryableAttribute[Any], values: Collection[Any]) -> set[Any]:
     """Which of `values` the session's company already holds in `column` (serial numbers, emails):
-    one statement for a whole batch (the tenancy hook adds the company filter).
+    one statement for a whole batch (the tenancy hook adds the company filter); `rows_holding`."""
+    return set(rows_holding(session, column, values))
+
+
+def rows_holding(
+    session: Session, column: QueryableAttribute[Any], values: Collection[Any], *also: QueryableAttribute[Any]
+) -> dict[Any, Row[Any]]:
+    """The session's company's rows holding any of `values` in `column`, by value: each row is the
+    value, then the columns `also` names. One statement for a whole batch (the tenancy hook adds
+    the company filter).
 
     On PostgreSQL the values are one array parameter, unnested and joined to the table, so that
     each is looked up in the company's unique index (as `column IN (...)` a file's check would
     compile and send 10,000 parameters). No other index serves `column = value`: the column's
     trigram index is of `lower(column)` (db.base.trigram_index). Elsewhere it is an IN."""
     if not values:
-        return set()
+        return {}
     if session.get_bind().dialect.name == "postgresql":
         array = bindparam(None, list(values), type_=ARRAY(column.type))
         given = func.unnest(array).table_valued("value").render_derived()
-        statement = select(column).join(given, column == given.c.value)
+        statement = select(column, *also).join(given, column == given.c.value)
     else:
-        statement = select(column).where(column.in_(values))
-    return set(session.scalars(statement))
+        statement = select(column, *also).where(column.in_(values))
+    return {row[0]: row for row in session.execute(statement)}
 
 
 def _check_companies(session: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:

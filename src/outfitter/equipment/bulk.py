@@ -71,7 +71,7 @@ def check_devices(
     currencies = currencies_by_code(session, {body.currency for _, body in items if body.currency})
     assignees = repository.employees({body.assignee_id for _, body in items if body.assignee_id})
     serials = {body.serial_number for _, body in items if body.serial_number}
-    taken = repository.serials_taken(serials) if serials_taken else set()
+    taken = repository.serial_holders(serials) if serials_taken else {}
     errors: dict[str, list[str]] = {}
     first_seen: dict[str, str] = {}
     checked: list[CheckedDevice] = []
@@ -104,9 +104,7 @@ def check_devices(
             problems["assignee_id"] = assignee_error
         serial = body.serial_number
         if serial and serial in taken:
-            problems["serial_number"] = (
-                f"Equipment with serial number {serial!r} already exists in this company."
-            )
+            problems["serial_number"] = service.serial_taken_message(serial, taken[serial])
         elif serial and serial in first_seen:
             problems["serial_number"] = f"The serial number {serial!r} is also given at {first_seen[serial]}."
         if serial:

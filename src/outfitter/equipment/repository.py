@@ -26,7 +26,7 @@ from sqlalchemy import (
     type_coerce,
 )
 
-from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
+from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, rows_holding, written_unless_taken
 from outfitter.core.driver_statements import driver_rows
 from outfitter.core.events import events_written_with, events_written_with_values, record_event_rows
 from outfitter.core.reads import run_in_session
@@ -50,6 +50,7 @@ from outfitter.models import (
     Equipment,
     EquipmentHistory,
     EquipmentReservation,
+    EquipmentStatus,
     Transaction,
 )
 from outfitter.people.repository import EmployeeRepository
@@ -231,20 +232,27 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         values = {**device, **entries, **events_written_with_values(device["company_id"], events)}
         return bool(driver_rows(connection, statement, values))
 
-    def serial_taken(self, serial_number: str, except_id: uuid.UUID | None = None) -> bool:
-        statement = select(Equipment.id).where(Equipment.serial_number == serial_number)
+    def serial_holder(
+        self, serial_number: str, except_id: uuid.UUID | None = None
+    ) -> tuple[uuid.UUID, EquipmentStatus] | None:
+        """The company's device (id, status) carrying `serial_number`, other than `except_id`."""
+        statement = select(Equipment.id, Equipment.status).where(Equipment.serial_number == serial_number)
         if except_id is not None:
             statement = statement.where(Equipment.id != except_id)
-        return self.session.scalar(statement.limit(1)) is not None
+        row = self.session.execute(statement.limit(1)).first()
+        return (row.id, row.status) if row is not None else None
 
     def employee(self, employee_id: uuid.UUID) -> Employee | None:
         """An employee of this company to assign a device to, or None (unknown or another
         company's): held as `EmployeeRepository.referenced` holds it."""
         return self.employees({employee_id}).get(employee_id)
 
-    def serials_taken(self, serial_numbers: Collection[str]) -> set[str]:
-        """Which of `serial_numbers` the company's devices already carry: one statement."""
-        return values_taken(self.session, Equipment.serial_number, serial_numbers)
+    def serial_holders(self, serial_numbers: Collection[str]) -> dict[str, tuple[uuid.UUID, EquipmentStatus]]:
+        """The company's devices (id, status) carrying any of `serial_numbers`, by number."""
+        rows = rows_holding(
+            self.session, Equipment.serial_number, serial_numbers, Equipment.id, Equipment.status
+        )
+        return {serial: (row.id, row.status) for serial, row in rows.items()}
 
     def employees(self, employee_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Employee]:
         """The company's employees among `employee_ids` (another company's are simply absent), to

@@ -158,7 +158,8 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
         changes.append((status_event(body.status), device["id"]))
     events = event_rows(session, answered_events(changes, {device["id"]: answer}), actor=auth.actor)
     if not repository.insert_created(device, history, events):
-        raise _serial_conflict(body.serial_number or "")
+        serial = body.serial_number or ""
+        raise Conflict(serial_taken_message(serial, repository.serial_holder(serial)))
     return answer
 
 
@@ -234,8 +235,8 @@ def update_equipment(
     references = _resolve_references(session, body, fields)
     target = _target_move(repository, equipment, body.status, body.assignee_id, "assignee_id" in fields)
     serial = body.serial_number if "serial_number" in fields else None
-    if serial and repository.serial_taken(serial, except_id=equipment.id):
-        raise _serial_conflict(serial)
+    if serial and (holder := repository.serial_holder(serial, except_id=equipment.id)) is not None:
+        raise Conflict(serial_taken_message(serial, holder))
 
     changes: list[tuple[EventType, Equipment]] = []
     if target is not None:
@@ -371,12 +372,22 @@ def _flush(session: Session, serial_number: str | None) -> None:
     try:
         session.flush()
     except IntegrityError:
-        # Another request registered the same serial number between our check and this write.
-        raise _serial_conflict(serial_number or "") from None
+        # Another request registered the same serial number between our check and this write (the
+        # transaction is spoilt: no asking which device).
+        raise Conflict(serial_taken_message(serial_number or "", None)) from None
 
 
-def _serial_conflict(serial_number: str) -> Conflict:
-    return Conflict(f"Equipment with serial number {serial_number!r} already exists in this company.")
+def serial_taken_message(serial_number: str, holder: tuple[uuid.UUID, EquipmentStatus] | None) -> str:
+    """Why a serial number cannot be given, naming the device holding it (id, status) when known:
+    an archived or sold device keeps its number, and the lists leave those out by default."""
+    message = f"Equipment with serial number {serial_number!r} already exists in this company"
+    if holder is None:
+        return message + "."
+    holder_id, status = holder
+    message += f": device {holder_id} ({status})."
+    if status in (EquipmentStatus.ARCHIVED, EquipmentStatus.SOLD):
+        message += f" {status} devices keep their serial numbers, as they keep their history."
+    return message
 
 
 def _detail(repository: EquipmentRepository, equipment_id: uuid.UUID | str) -> dict[str, Any]:
