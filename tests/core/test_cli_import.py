@@ -169,3 +169,57 @@ def test_a_catalog_file_is_checked_as_the_api_checks_what_it_becomes(
     ]
     (tidy,) = [record for record in listed if record["name"] == "Tidy Phone"]
     assert tidy["images"] == ["https://images.example.com/tidy.jpg"] and tidy["spec"] == {"RAM": "8GB"}
+
+
+def _priced(tmp_path: Path, *prices: dict[str, str]) -> Path:
+    asset = {
+        "name": "Yen Phone",
+        "make": "Yen",
+        "model": "One",
+        "year": "2024",
+        "category": "Phones",
+        "asset_code": "YEN-1",
+        "specifications": [{"spec": {"RAM": "8GB"}, "prices": list(prices)}],
+    }
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"assets": [asset]}))
+    return path
+
+
+@pytest.mark.parametrize("amount", ["\u0661\u0662", "1e3", "1_000", "NaN"])
+def test_a_catalog_amount_written_otherwise_than_with_the_digits_0_9_is_refused(
+    engine: Engine, tmp_path: Path, amount: str
+) -> None:
+    """Decimal alone reads Arabic-Indic digits as 12: a spreadsheet's slip would become a price."""
+    path = _priced(tmp_path, {"country": "KW", "currency": "KWD", "amount": amount})
+    code, out, err = run("catalog", "import", str(path))
+    assert code == 1, out
+    assert err.strip() == (
+        f"error: {path}: assets.0.specifications.0.prices.0.amount: Give the amount as the "
+        'digits 0-9 with at most one point, e.g. "1999.00".'
+    )
+    with Session(engine) as session:
+        assert session.scalar(text("SELECT count(*) FROM assets WHERE asset_code = 'YEN-1'")) == 0
+
+
+def test_prices_in_a_currency_without_a_fee_schedule_are_imported_with_a_warning(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Listed but never payable until the operator sets the fees: said at once, to the operator."""
+    path = _priced(
+        tmp_path,
+        {"country": "JP", "currency": "JPY", "amount": "15227"},
+        {"country": "NG", "currency": "NGN", "amount": "1500000"},
+    )
+    code, out, err = run("catalog", "import", str(path), "--json")
+    assert code == 0, err
+    assert json.loads(out)["currencies_without_fees"] == ["JPY"]
+    assert err.strip().splitlines()[-1] == (
+        "warning: no fee schedule for JPY: prices in it are listed, but orders paid in it are refused "
+        "until 'outfitter fees set CURRENCY ...' gives it one"
+    )
+    code, out, err = run("fees", "set", "JPY", "--onboarding-fee", "1000")
+    assert code == 0, err
+    code, out, err = run("catalog", "import", str(path), "--json")
+    assert code == 0 and "warning" not in err, err
+    assert json.loads(out)["currencies_without_fees"] == []

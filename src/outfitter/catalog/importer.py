@@ -9,13 +9,21 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import find_country, find_currency
 from outfitter.core.errors import validation_message
-from outfitter.core.money import round_money
+from outfitter.core.money import decimal_text, round_money
 from outfitter.core.schemas import WEB_URL
 from outfitter.db.session import one_at_a_time
 from outfitter.models import Asset, AssetModel, AssetPricing, AssetSpecification, AssetStatus, Category
@@ -47,10 +55,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _written_as_prices_are(value: object) -> object:
+    """An amount given as text is the digits 0-9 with at most one point: Decimal alone also reads
+    other scripts' digits ("١٢" is 12), an exponent and "_", which a spreadsheet's slip would
+    turn into a price unseen. A JSON number is taken as it is."""
+    if isinstance(value, str) and decimal_text(value) is None:
+        raise ValueError('Give the amount as the digits 0-9 with at most one point, e.g. "1999.00".')
+    return value
+
+
 class PriceIn(_Strict):
     country: Text
     currency: Text
-    amount: Annotated[Decimal, Field(gt=0, max_digits=18, decimal_places=6)]
+    amount: Annotated[
+        Decimal, BeforeValidator(_written_as_prices_are), Field(gt=0, max_digits=18, decimal_places=6)
+    ]
 
 
 class SpecificationIn(_Strict):

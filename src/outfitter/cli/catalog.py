@@ -27,11 +27,31 @@ def catalog_import(file: Path, as_json: JsonFlag = False) -> None:
         catalog = parse_catalog(data, str(file))
     except CatalogImportError as exc:
         fail(str(exc))  # it names the file
+    from outfitter.payments.fees import without_schedule
+
+    priced_in = {
+        price.currency.upper()
+        for asset in catalog.assets
+        for spec in asset.specifications
+        for price in spec.prices
+    }
     try:
         with unit_of_work() as session, progress_bar() as bar:
             task = bar.add_task(f"Importing {file.name}", total=len(catalog.assets))
             summary = import_catalog(session, catalog, progress=lambda done: bar.advance(task, done))
+            unpayable = without_schedule(session, priced_in)
     except CatalogImportError as exc:
         fail(f"{file}: {exc}")  # nothing of the file was written
     payload = vars(summary)
-    emit(as_json, payload, ", ".join(f"{key.replace('_', ' ')}: {value}" for key, value in payload.items()))
+    emit(
+        as_json,
+        {**payload, "currencies_without_fees": unpayable},
+        ", ".join(f"{key.replace('_', ' ')}: {value}" for key, value in payload.items()),
+    )
+    if unpayable:  # imported all the same: the operator may set the fees next
+        codes = ", ".join(unpayable)
+        typer.echo(
+            f"warning: no fee schedule for {codes}: prices in it are listed, but orders paid in it are "
+            "refused until 'outfitter fees set CURRENCY ...' gives it one",
+            err=True,
+        )

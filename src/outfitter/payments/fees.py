@@ -69,6 +69,16 @@ def ensure_default_fee_schedules(session: Session) -> int:
     return added
 
 
+def without_schedule(session: Session, currency_codes: set[str]) -> list[str]:
+    """Which of `currency_codes` have no fee schedule (orders in them are refused), sorted."""
+    scheduled = set(
+        session.scalars(
+            select(FeeSchedule.currency_code).where(FeeSchedule.currency_code.in_(currency_codes))
+        )
+    )
+    return sorted(currency_codes - scheduled)
+
+
 def schedule_for(session: Session, currency_code: str, field: str) -> FeeSchedule:
     schedule = session.scalars(
         select(FeeSchedule).where(FeeSchedule.currency_code == currency_code)
