@@ -60,6 +60,8 @@ def test_company_and_token_create_print_json_and_the_token_works(client: TestCli
     revoked_at = next(item["revoked_at"] for item in listed["tokens"] if item["id"] == token["id"])
     assert revoked_at.endswith("Z")  # the API's form of a time
     assert code == 0 and again == f"token {token['id']} was already revoked, at {revoked_at}\n"
+    code, out, _ = run("token", "revoke", token["id"], "--json")  # as every printing command takes it
+    assert code == 0 and json.loads(out) == {"id": token["id"], "revoked": True, "revoked_before": revoked_at}
 
 
 def test_default_token_has_both_scopes_and_no_expiry() -> None:
@@ -111,7 +113,7 @@ def test_a_second_company_of_the_same_name_needs_to_be_asked_for() -> None:
     code, out, err = run("company", "create", "  acme ltd ")
     assert (code, out) == (1, "")
     assert err.strip() == (
-        f"error: a company named 'acme ltd' exists already (id {first['id']}): use it, or give "
+        f"error: a company named 'Acme Ltd' exists already (id {first['id']}): use it, or give "
         "--allow-same-name to create another"
     )
     code, out, _ = run("company", "create", "Acme Ltd", "--allow-same-name", "--json")

@@ -28,11 +28,13 @@ def company_create(
     from outfitter.models import Company
 
     with unit_of_work() as session:
-        same = session.scalars(select(Company.id).where(func.lower(Company.name) == name.strip().lower()))
+        same = session.execute(
+            select(Company.id, Company.name).where(func.lower(Company.name) == name.strip().lower())
+        )
         existing = same.first()
         if existing is not None and not allow_same_name:
             fail(
-                f"a company named {name.strip()!r} exists already (id {existing}): use it, or give "
+                f"a company named {existing.name!r} exists already (id {existing.id}): use it, or give "
                 "--allow-same-name to create another"
             )
         try:
@@ -193,7 +195,7 @@ def token_create(
 
 
 @token_app.command("revoke")
-def token_revoke(token_id: str) -> None:
+def token_revoke(token_id: str, as_json: JsonFlag = False) -> None:
     """Revoke a token; requests with it answer 401 from now on."""
     from outfitter.core.tokens import revoke_token
 
@@ -203,7 +205,9 @@ def token_revoke(token_id: str) -> None:
             revoked_before = revoke_token(session, token_uuid)
         except ValueError as exc:
             fail(str(exc))
-    if revoked_before is not None:  # nothing to do, and a script may run it twice: still exit 0
-        typer.echo(f"token {token_id} was already revoked, at {iso_or_none(revoked_before)}")
-        return
-    typer.echo(f"token {token_id} revoked")
+    # Revoked before: nothing to do, and a script may run it twice: still exit 0.
+    payload = {"id": str(token_uuid), "revoked": True, "revoked_before": iso_or_none(revoked_before)}
+    if revoked_before is not None:
+        emit(as_json, payload, f"token {token_id} was already revoked, at {iso_or_none(revoked_before)}")
+    else:
+        emit(as_json, payload, f"token {token_id} revoked")
