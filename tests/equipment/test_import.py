@@ -186,6 +186,18 @@ def test_other_details_nested_too_deep_is_422_on_its_cell(api: Api, db: Session)
     assert device_count(db) == 0
 
 
+def test_an_item_of_a_list_cell_refused_is_named_in_its_message(api: Api, db: Session) -> None:
+    content = 'title,other_details\nA,"[1, ""fine"", null]"\n'
+    body = assert_error(post_csv(api, content), 422)
+    assert body["errors"] == {
+        "rows.2.other_details": [
+            "other_details.0: Input should be a valid string",
+            "other_details.2: Input should be a valid string",
+        ]
+    }
+    assert device_count(db) == 0
+
+
 def test_an_unterminated_quote_is_named_with_its_row(api: Api, db: Session) -> None:
     content = 'title,serial_number\nA,1\n"B,2\nC,3\n'
     body = assert_error(post_csv(api, content), 422, "quote")

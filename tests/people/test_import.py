@@ -69,6 +69,16 @@ def test_bom_semicolons_and_non_ascii_names(api: Api) -> None:
     assert (record["first_name"], record["last_name"], record["country_code"]) == ("Zoë", "Müller", "DE")
 
 
+def test_tab_separated_cells_as_a_spreadsheet_copies_them(api: Api) -> None:
+    cells = ("Ada", "Obi", "ada@acme.io", "NG", "+234 801 234 5678", "1 Marina, Lagos", "")
+    content = HEADER.replace(",", "\t") + "\n" + "\t".join(cells) + "\n"
+    response = post_csv(api, content)
+    assert response.status_code == 200, response.text
+    [employee_id] = response.json()["data"]["ids"]
+    record = api.get(f"/client/employees/{employee_id}").json()["data"]
+    assert (record["email"], record["address"]) == ("ada@acme.io", "1 Marina, Lagos")  # the comma is text
+
+
 def test_errors_are_keyed_by_line_and_column_and_nothing_is_created(api: Api, db: Session) -> None:
     create_employee(api, email="taken@acme.io")
     rows = [row(number) for number in range(2, 1502)]

@@ -1,14 +1,15 @@
 """Spreadsheet imports: a CSV file read into rows, each validated like the JSON body it stands for.
 
-The file is UTF-8, with or without a BOM (Excel writes one), its separator a comma or a semicolon
-(Excel's in many locales), guessed from the header line. The header names the columns as the
-fields of the JSON body, nested ones dotted (`specs.memory`), at most MAX_IMPORT_COLUMNS of them.
-A cell is the JSON body's string as it stands (spaces and tabs included: the body's own rules strip
-what they strip); an empty or blank cell leaves its field out; a cell that our export escaped
-(`'=...`, `''...`: one `'` before a formula's first character or another `'`) is read back
-unescaped, so an export imports back exactly. Every error is keyed `rows.<line>.<column>`,
-`<line>` the file's own line number (the header is line 1), so that a person can find it in their
-spreadsheet; a quoted cell never closed is named by the line its row starts on.
+The file is UTF-8, with or without a BOM (Excel writes one), its separator a comma, a semicolon
+(Excel's in many locales) or a tab (cells copied from a spreadsheet), guessed from the header line.
+The header names the columns as the fields of the JSON body, nested ones dotted (`specs.memory`),
+at most MAX_IMPORT_COLUMNS of them. A cell is the JSON body's string as it stands (spaces and tabs
+included: the body's own rules strip what they strip); an empty or blank cell leaves its field out;
+a cell that our export escaped (`'=...`, `''...`: one `'` before a formula's first character or
+another `'`) is read back unescaped, so an export imports back exactly. Every error is keyed
+`rows.<line>.<column>`, `<line>` the file's own line number (the header is line 1), so that a
+person can find it in their spreadsheet; a quoted cell never closed is named by the line its row
+starts on.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ MAX_IMPORT_COLUMNS = 200
 MAX_HEADER_PROBLEMS = 20  # listed one by one; the rest are counted
 MAX_CELL_NESTING = 32  # arrays and objects inside a JSON cell (`other_details`)
 UPLOAD_FIELD = "file"
+DELIMITERS = (",", ";", "\t")  # in order of preference when the header has as many of each
 
 
 def csv_request_body(example: str) -> dict[str, Any]:
@@ -52,7 +54,7 @@ def csv_request_body(example: str) -> dict[str, Any]:
         "requestBody": {
             "required": True,
             "description": (
-                "A CSV file (UTF-8, comma or semicolon) whose header names the create body's fields: "
+                "A CSV file (UTF-8; comma, semicolon or tab) whose header names the create body's fields: "
                 f"the body itself (text/csv), or a form upload in the field `{UPLOAD_FIELD}`"
             ),
             "content": {
@@ -153,7 +155,9 @@ def read_rows(
     header, a quoted cell never closed, too many rows or too many blank lines."""
     text = _text(data)
     header_line = text.split("\n", 1)[0]
-    delimiter = ";" if header_line.count(";") > header_line.count(",") else ","
+    # the separator the header uses most: a comma unless semicolons (Excel in many locales) or tabs
+    # (a spreadsheet's cells copied and pasted) outnumber it
+    delimiter = max(DELIMITERS, key=header_line.count)
     # strict: a quote left open is an error at the end of the file, not a cell swallowing the rest
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     started = _LineTracker(reader)
@@ -283,10 +287,11 @@ def validate_rows(
         except ValidationError as error:
             for detail in error.errors():
                 location = [str(part) for part in detail["loc"]]
-                column = ".".join(location)
-                if column not in columns:  # an item of a list column (`other_details.0`)
+                column, message = ".".join(location), validation_message(detail)
+                if column not in columns:  # an item of a list column: keyed by the column, named
+                    message = f"{column}: {message}"  # in the message (`other_details.2: ...`)
                     column = location[0] if location else "row"
-                errors.setdefault(f"{row.path}.{column}", []).append(validation_message(detail))
+                errors.setdefault(f"{row.path}.{column}", []).append(message)
     return valid, errors
 
 
