@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -63,6 +65,13 @@ def display_database_url(url: str) -> str:
     return parsed._replace(drivername=parsed.get_backend_name(), password=None).render_as_string(
         hide_password=False
     )
+
+
+# Development-only secrets, documented in docs/operations.md (published here, so refused in
+# production).
+DEVELOPMENT_SANDBOX_SECRET = "whsec_b3V0Zml0dGVyLWVtYmVkZGVkLWRldmVsb3BtZW50LW9ubHk="
+DEVELOPMENT_CURSOR_SECRET = "outfitter-cursor-development-key"
+MIN_CURSOR_SECRET = 32  # characters of an HMAC key worth the name (openssl rand -hex 32 gives 64)
 
 
 class Settings(BaseSettings):
@@ -205,28 +214,57 @@ class Settings(BaseSettings):
                 )
         return value
 
+    @field_validator("sandbox_webhook_secret")
+    @classmethod
+    def _standard_webhooks_secret(cls, value: str | None) -> str | None:
+        """`whsec_` and 24 to 64 bytes in base64, as the Standard Webhooks specification has them:
+        a copied half or a password would sign every notice with a guessable key."""
+        if value is None:
+            return None
+        try:
+            key = base64.b64decode(value.removeprefix("whsec_"), validate=True)
+        except binascii.Error:
+            key = b""
+        if not value.startswith("whsec_") or not 24 <= len(key) <= 64:
+            raise ValueError(
+                "expected a Standard Webhooks secret: whsec_ then 24 to 64 random bytes in base64 "
+                "(echo whsec_$(openssl rand -base64 32) makes one)"
+            )
+        return value
+
     @model_validator(mode="after")
     def _production_needs_secrets(self) -> Settings:
         if self.environment != "production":
             if self.sandbox_webhook_secret is None:
-                # Development-only secret, documented in docs/operations.md; refused in production.
-                self.sandbox_webhook_secret = "whsec_b3V0Zml0dGVyLWVtYmVkZGVkLWRldmVsb3BtZW50LW9ubHk="
+                self.sandbox_webhook_secret = DEVELOPMENT_SANDBOX_SECRET
             if self.cursor_secret is None:
-                self.cursor_secret = "outfitter-cursor-development-key"  # the same: development only
+                self.cursor_secret = DEVELOPMENT_CURSOR_SECRET
             return self
-        missing = []
+        missing, weak = [], []
         if self.database_url.startswith("sqlite"):
             missing.append("OUTFITTER_DATABASE_URL (a postgresql:// URL)")
         if not self.cursor_secret:
             missing.append("OUTFITTER_CURSOR_SECRET")
+        elif len(self.cursor_secret) < MIN_CURSOR_SECRET or self.cursor_secret == DEVELOPMENT_CURSOR_SECRET:
+            weak.append(
+                f"OUTFITTER_CURSOR_SECRET (at least {MIN_CURSOR_SECRET} characters, not the published "
+                "development key: openssl rand -hex 32 makes one)"
+            )
         if self.gateway == "sandbox" and not self.sandbox_webhook_secret:
             missing.append("OUTFITTER_SANDBOX_WEBHOOK_SECRET")
+        elif self.gateway == "sandbox" and self.sandbox_webhook_secret == DEVELOPMENT_SANDBOX_SECRET:
+            weak.append("OUTFITTER_SANDBOX_WEBHOOK_SECRET (not the published development secret)")
         if self.gateway == "flutterwave" and not (
             self.flutterwave_secret_key and self.flutterwave_webhook_hash
         ):
             missing.append("OUTFITTER_FLUTTERWAVE_SECRET_KEY and OUTFITTER_FLUTTERWAVE_WEBHOOK_HASH")
-        if missing:
-            raise ValueError("production configuration is missing: " + ", ".join(missing))
+        problems = [
+            f"{what}: {', '.join(names)}"
+            for what, names in (("missing", missing), ("too weak", weak))
+            if names
+        ]
+        if problems:
+            raise ValueError("production configuration is " + "; ".join(problems))
         return self
 
     @property

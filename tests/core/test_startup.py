@@ -20,7 +20,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from outfitter.app import create_app
-from outfitter.config import Settings
+from outfitter.config import DEVELOPMENT_SANDBOX_SECRET, Settings
 from outfitter.db.base import Base
 from tests.conftest import POSTGRES_URL
 
@@ -117,12 +117,37 @@ def test_production_refuses_to_start_on_published_development_secrets(tmp_path: 
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "OUTFITTER_CURSOR_SECRET" in done.stderr and "OUTFITTER_SANDBOX_WEBHOOK_SECRET" in done.stderr
 
-    configured = outfitter(
-        {**env, "OUTFITTER_CURSOR_SECRET": "x" * 32, "OUTFITTER_SANDBOX_WEBHOOK_SECRET": "whsec_c2VjcmV0"},
-        "company",
-        "list",
-    )
+    own = {"OUTFITTER_CURSOR_SECRET": "x" * 32, "OUTFITTER_SANDBOX_WEBHOOK_SECRET": "whsec_" + "c2VjcmV0" * 4}
+    configured = outfitter({**env, **own}, "company", "list")
     assert "OUTFITTER_CURSOR_SECRET" not in configured.stderr, configured.stderr
+
+
+def test_production_refuses_secrets_too_weak_to_be_keys() -> None:
+    """A one-character cursor key or the published development values would be accepted as set."""
+    env = clean_env(
+        OUTFITTER_ENVIRONMENT="production",
+        OUTFITTER_DATABASE_URL="postgresql://127.0.0.1:1/outfitter",
+        OUTFITTER_CURSOR_SECRET="a",
+        OUTFITTER_SANDBOX_WEBHOOK_SECRET=DEVELOPMENT_SANDBOX_SECRET,
+    )
+    assert_one_error_line(
+        outfitter(env, "company", "list"),
+        "error: invalid configuration: production configuration is too weak: OUTFITTER_CURSOR_SECRET (at "
+        "least 32 characters, not the published development key: openssl rand -hex 32 makes one), "
+        "OUTFITTER_SANDBOX_WEBHOOK_SECRET (not the published development secret)",
+    )
+
+
+@pytest.mark.parametrize("secret", ["notwhsec", "whsec_c2VjcmV0", "whsec_not base64!", "c2VjcmV0" * 4])
+def test_a_sandbox_secret_that_is_not_a_standard_webhooks_one_is_refused(secret: str) -> None:
+    env = clean_env(OUTFITTER_SANDBOX_WEBHOOK_SECRET=secret, OUTFITTER_DATABASE_URL="sqlite:///:memory:")
+    assert_one_error_line(
+        outfitter(env, "company", "list"),
+        "error: invalid configuration: OUTFITTER_SANDBOX_WEBHOOK_SECRET: expected a Standard Webhooks "
+        "secret: whsec_ then 24 to 64 random bytes in base64 (echo whsec_$(openssl rand -base64 32) "
+        "makes one)",
+    )
+    assert secret not in outfitter(env, "company", "list").stderr
 
 
 # --- item 19: the schema must be at the head revision -----------------------------------------
