@@ -653,3 +653,35 @@ def count_claimed(db: Session) -> int:
     value = db.scalar(select(func.count()).where(WebhookDelivery.claimed_by.is_not(None))) or 0
     db.commit()
     return value
+
+
+def test_a_claim_takes_each_endpoints_oldest_in_turn_whatever_another_company_has_queued(
+    postgres_only: None, api: Api, other_api: Api, private_ok: Settings, engine: Engine
+) -> None:
+    """Company A has a backlog older than B's one delivery. A claim of 10 takes B's with A's first
+    ones, rather than A's ten oldest; and with A's endpoint left out (its share already in hand),
+    B's alone, found by a seek of the endpoint rather than a walk through A's backlog."""
+    from outfitter.webhooks.dispatch import claim_deliveries
+
+    backlogged = register(api, "https://8.8.8.8/a")
+    emit(engine, api.company_id, *[EventType.EMPLOYEE_CREATED] * 300)
+    register(other_api, "https://8.8.4.4/b")
+    (b_event,) = emit(engine, other_api.company_id, EventType.EMPLOYEE_CREATED)
+    sessions = make_sessionmaker(engine, TenantSession)
+    settings = private_ok
+
+    claimed = claim_deliveries(sessions, "w1", 10, settings)
+    assert len(claimed) == 10
+    assert [outgoing.event_id for outgoing in claimed if outgoing.company_id == other_api.company_id] == [
+        b_event
+    ]
+
+    (b_again,) = emit(engine, other_api.company_id, EventType.EMPLOYEE_UPDATED)
+    without_a = claim_deliveries(
+        sessions, "w2", 10, settings, exclude_endpoints=[uuid.UUID(backlogged["id"])]
+    )
+    assert [(outgoing.company_id, outgoing.event_id) for outgoing in without_a] == [
+        (other_api.company_id, b_again)
+    ]
+    without_a = claim_deliveries(sessions, "w2", 10, settings, exclude_companies=[api.company_id])
+    assert without_a == []  # B's are claimed; A's are not the worker's to take

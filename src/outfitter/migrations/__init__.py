@@ -7,11 +7,11 @@ seeds the countries and currencies (catalog) and the default fee schedules (paym
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from alembic import command
 from alembic.config import Config
@@ -28,6 +28,18 @@ from outfitter.payments.fees import ensure_default_fee_schedules
 
 SCRIPTS = Path(__file__).parent
 MIGRATION = "outfitter migration"  # what concurrent upgrades wait on (db.session.one_at_a_time)
+
+
+def built_here(dialect: str) -> Callable[[Any, str | None, str, bool, Any], bool]:
+    """Alembic's `include_object` for a database of `dialect`: leaves out what the models build on
+    another database only (`ddl_if`: PostgreSQL's claim index, SQLite's), which Alembic would
+    otherwise find missing."""
+
+    def include(item: Any, _name: str | None, _type: str, _reflected: bool, _compare_to: Any) -> bool:
+        only_on = getattr(item, "_ddl_if", None)
+        return only_on is None or only_on.dialect in (None, dialect)
+
+    return include
 
 
 def alembic_config() -> Config:

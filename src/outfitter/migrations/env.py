@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
+from outfitter.migrations import built_here
 from outfitter.models import metadata
 
 config = context.config
@@ -16,6 +17,7 @@ def run_migrations(connection: Connection) -> None:
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",  # SQLite alters tables by copying them
         compare_type=True,
+        include_object=built_here(connection.dialect.name),
     )
     with context.begin_transaction():
         context.run_migrations()

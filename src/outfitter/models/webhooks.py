@@ -9,7 +9,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, String
+from sqlalchemy import JSON, ForeignKey, Index, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from outfitter.db.base import Base, CompanyOwned, IdMixin, TimestampMixin, str_enum, utcnow
@@ -49,8 +49,17 @@ class WebhookEndpoint(IdMixin, CompanyOwned, TimestampMixin, Base):
 class WebhookDelivery(IdMixin, CompanyOwned, Base):
     __tablename__ = "webhook_deliveries"
     __table_args__ = (
-        # The workers' claim: pending ones whose time has come, oldest due first.
-        Index("ix_webhook_deliveries_status_due", "status", "next_attempt_at"),
+        # SQLite's claim: pending ones whose time has come, oldest due first. PostgreSQL has it not
+        # (migration 0014): its planner took it for the claim below, walking a backlog again.
+        Index("ix_webhook_deliveries_status_due", "status", "next_attempt_at").ddl_if(dialect="sqlite"),
+        # PostgreSQL's claim visits each endpoint with pending deliveries and takes its oldest due
+        # ones (webhooks.dispatch): one endpoint's backlog is not walked to reach another's.
+        Index(
+            "ix_webhook_deliveries_pending_endpoint_due",
+            "endpoint_id",
+            "next_attempt_at",
+            postgresql_where=text("status = 'pending'"),
+        ).ddl_if(dialect="postgresql"),
         # The delivery log of one endpoint, newest first, optionally by status.
         Index("ix_webhook_deliveries_endpoint_created", "endpoint_id", "created_at", "id"),
         Index("ix_webhook_deliveries_endpoint_status_created", "endpoint_id", "status", "created_at"),

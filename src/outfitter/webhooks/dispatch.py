@@ -23,7 +23,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert, or_, select, update
+from sqlalchemy import Select, insert, or_, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
@@ -48,28 +48,22 @@ def claim_deliveries(
     exclude_endpoints: Collection[uuid.UUID] = (),
     exclude_companies: Collection[uuid.UUID] = (),
 ) -> list[Outgoing]:
-    """Up to `limit` due deliveries, oldest first, leased to `worker`; none of the excluded
-    endpoints or companies (those that have their share in the worker's hands already)."""
+    """Up to `limit` due deliveries, leased to `worker`; none of the excluded endpoints or
+    companies (those that have their share in the worker's hands already). On PostgreSQL each
+    endpoint's oldest due ones, the endpoints in turn (`_DUE_BY_ENDPOINT`); on SQLite the oldest
+    due of all."""
     with across_companies(sessions()) as session, session.begin():
         now = utcnow()
-        due = (
-            select(WebhookDelivery.id)
-            .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
-            .where(
-                WebhookDelivery.status == DeliveryStatus.PENDING,
-                WebhookDelivery.next_attempt_at <= now,
-                or_(WebhookDelivery.claimed_until.is_(None), WebhookDelivery.claimed_until < now),
-                WebhookEndpoint.enabled.is_(True),
-            )
-            .order_by(WebhookDelivery.next_attempt_at)
-            .limit(limit)
-            .with_for_update(of=WebhookDelivery, skip_locked=True)
-        )
-        if exclude_endpoints:
-            due = due.where(WebhookDelivery.endpoint_id.not_in(exclude_endpoints))
-        if exclude_companies:
-            due = due.where(WebhookDelivery.company_id.not_in(exclude_companies))
-        ids = list(session.scalars(due))
+        if session.get_bind().dialect.name == "postgresql":
+            parameters = {
+                "now": now,
+                "limit": limit,
+                "excluded_endpoints": list(exclude_endpoints),
+                "excluded_companies": list(exclude_companies),
+            }
+            ids = list(session.scalars(_DUE_BY_ENDPOINT, parameters))
+        else:
+            ids = list(session.scalars(_oldest_due(now, limit, exclude_endpoints, exclude_companies)))
         if not ids:
             return []
         session.execute(
@@ -106,6 +100,73 @@ def claim_deliveries(
         )
         for row in rows
     ]
+
+
+# The claim on PostgreSQL. A skip scan (a recursive CTE, one seek a step of the pending deliveries'
+# index, whose order its ORDER BY names so that no other index serves it) lists the endpoints
+# that have pending deliveries; for each enabled one the worker may send to, a lateral subquery
+# locks its oldest due deliveries, which no other worker holds; the endpoints' first ones come
+# first. So a company's backlog costs a seek, not a walk: with 660,000 of one company's deliveries
+# pending, oldest first over all endpoints walked them all whenever that company had its share
+# (a second a claim), and another company's delivery waited 15-30 s (migration 0014).
+_DUE_BY_ENDPOINT = text(
+    """
+    WITH RECURSIVE pending AS (
+        (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'pending'
+         ORDER BY endpoint_id, next_attempt_at LIMIT 1)
+        UNION ALL
+        SELECT (SELECT d.endpoint_id FROM webhook_deliveries d
+                WHERE d.status = 'pending' AND d.endpoint_id > pending.endpoint_id
+                ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1)
+        FROM pending WHERE pending.endpoint_id IS NOT NULL
+    )
+    SELECT due.id FROM pending
+    JOIN webhook_endpoints e ON e.id = pending.endpoint_id AND e.enabled
+        AND e.id <> ALL(CAST(:excluded_endpoints AS uuid[]))
+        AND e.company_id <> ALL(CAST(:excluded_companies AS uuid[]))
+    CROSS JOIN LATERAL (
+        SELECT d.id, d.next_attempt_at,
+               row_number() OVER (ORDER BY d.next_attempt_at) AS turn
+        FROM (
+            SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+            WHERE d.endpoint_id = pending.endpoint_id AND d.status = 'pending'
+              AND d.next_attempt_at <= :now
+              AND (d.claimed_until IS NULL OR d.claimed_until < :now)
+            ORDER BY d.next_attempt_at
+            LIMIT :limit
+            FOR UPDATE OF d SKIP LOCKED
+        ) d
+    ) due
+    ORDER BY due.turn, due.next_attempt_at
+    LIMIT :limit
+    """
+)
+
+
+def _oldest_due(
+    now: datetime,
+    limit: int,
+    exclude_endpoints: Collection[uuid.UUID],
+    exclude_companies: Collection[uuid.UUID],
+) -> Select[uuid.UUID]:
+    """The claim on SQLite, whose one writer claims alone: the oldest due deliveries of all."""
+    due = (
+        select(WebhookDelivery.id)
+        .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
+        .where(
+            WebhookDelivery.status == DeliveryStatus.PENDING,
+            WebhookDelivery.next_attempt_at <= now,
+            or_(WebhookDelivery.claimed_until.is_(None), WebhookDelivery.claimed_until < now),
+            WebhookEndpoint.enabled.is_(True),
+        )
+        .order_by(WebhookDelivery.next_attempt_at)
+        .limit(limit)
+    )
+    if exclude_endpoints:
+        due = due.where(WebhookDelivery.endpoint_id.not_in(exclude_endpoints))
+    if exclude_companies:
+        due = due.where(WebhookDelivery.company_id.not_in(exclude_companies))
+    return due
 
 
 def signing_secrets(
