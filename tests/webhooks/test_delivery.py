@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -226,6 +227,24 @@ def test_a_private_address_is_refused_again_at_send_time(
     (shown,) = api.get(f"/client/webhook-endpoints/{endpoint['id']}/deliveries").json()["data"]["data"]
     assert shown["last_error"] == "Refused: the host resolves to a non-public address."
     assert "127.0.0.1" not in str(attempts(db, delivery.id)[-1].error)
+
+
+def test_a_receiver_that_refuses_the_connection_is_said_so_in_our_words(
+    api: Api, private_ok: Settings, engine: Engine, worker: Worker, db: Session
+) -> None:
+    """Not the HTTP library's text, which named the address and port it tried and its internals
+    (`ClientConnectorError: Cannot connect to host 127.0.0.1:8713 ssl:default [...]`)."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    endpoint = register(api, f"http://127.0.0.1:{port}/hook")
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    worker.run_once(jobs=False)
+    (shown,) = api.get(f"/client/webhook-endpoints/{endpoint['id']}/deliveries").json()["data"]["data"]
+    assert shown["last_error"] == "Could not connect to the receiver: connection refused."
+    assert shown["last_status_code"] is None and shown["attempts"] == 3
+    (delivery,) = deliveries(db)
+    assert {attempt.error for attempt in attempts(db, delivery.id)} == {shown["last_error"]}
 
 
 # --- a request that fails sends nothing --------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -152,5 +153,23 @@ async def _attempt(
     except TimeoutError:
         return outcome(None, f"No answer within {settings.webhook_timeout_seconds:g} s.")
     except aiohttp.ClientError as exc:
-        return outcome(None, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        return outcome(None, failure_of(exc))
     return outcome(code, None if 200 <= code < 300 else f"The receiver answered {code}.")
+
+
+def failure_of(error: aiohttp.ClientError) -> str:
+    """What a failed send tells the endpoint's owner (the delivery's `last_error`, the worker's log):
+    in our words, never the library's text, which names the address the host resolved to and
+    its internals (`Cannot connect to host 10.0.0.5:443 ssl:default [...]`)."""
+    if isinstance(error, aiohttp.ClientSSLError):
+        return "The TLS handshake with the receiver failed: its certificate is not trusted or not its host's."
+    if isinstance(error, aiohttp.ClientConnectorDNSError):
+        return "The host does not resolve."
+    if isinstance(error, aiohttp.ClientConnectorError):
+        reason = os.strerror(error.errno).lower() if error.errno else "the connection failed"
+        return f"Could not connect to the receiver: {reason}."
+    if isinstance(error, aiohttp.ServerDisconnectedError):
+        return "The receiver closed the connection without answering."
+    if isinstance(error, aiohttp.ClientResponseError | aiohttp.ClientPayloadError):
+        return "The receiver's answer is not valid HTTP."
+    return f"The send failed ({type(error).__name__})."
