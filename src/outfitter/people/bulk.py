@@ -20,7 +20,7 @@ from outfitter.models import Country, Employee
 from outfitter.models.events import EventType
 from outfitter.people.repository import EmployeeRepository, countries_matching
 from outfitter.people.schemas import EmployeeCreate, EmployeeOut
-from outfitter.people.service import email_taken, employee_out
+from outfitter.people.service import email_taken, employee_out, user_name_taken
 
 MAX_BULK_EMPLOYEES = 1000
 _ITEM = TypeAdapter(EmployeeCreate)
@@ -101,7 +101,8 @@ def create_validated(
         take_turn(session, Employee)
     countries = BatchCountries(session, {body.country_id for _, body in valid})
     repository = EmployeeRepository(session)
-    taken = repository.existing_emails({body.email for _, body in valid})
+    emails = {body.email for _, body in valid}
+    taken, known_as = repository.existing_emails(emails), repository.user_names_taken(emails)
     first_seen: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     answer_countries: list[Country] = []
@@ -114,6 +115,8 @@ def create_validated(
             )
         if body.email in taken:
             errors.setdefault(f"{path}.email", []).append(email_taken(body.email))
+        elif body.email in known_as:
+            errors.setdefault(f"{path}.email", []).append(user_name_taken(body.email))
         elif body.email in first_seen:
             errors.setdefault(f"{path}.email", []).append(
                 f"The email {body.email} is also given at {first_seen[body.email]}."

@@ -123,6 +123,10 @@ class EmployeeRepository(CompanyRepository[Employee]):
     def existing_emails(self, emails: Collection[str]) -> set[str]:
         return values_taken(self.session, Employee.email, emails)
 
+    def user_names_taken(self, emails: Collection[str]) -> set[str]:
+        """Which of `emails` are another employee's SCIM userName (both are stored lower-cased)."""
+        return values_taken(self.session, Employee.user_name, emails)
+
     def insert_many(self, rows: list[dict[str, Any]]) -> None:
         """One write for the whole batch (a COPY on PostgreSQL: core.bulk_rows)."""
         company_id = company_of(self.session)

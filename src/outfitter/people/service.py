@@ -49,6 +49,12 @@ def email_taken(email: str) -> str:
     return f"An employee with the email {email} already exists in this company."
 
 
+def user_name_taken(email: str) -> str:
+    """An email that another employee's identity provider login is (SCIM's `userName`): a second
+    employee known by it would answer an IdP's `userName eq` lookup beside the first."""
+    return f"The email {email} is the SCIM userName of another employee of this company."
+
+
 def employee_out(
     employee: Employee | SimpleNamespace,
     country: Country | CountryRef,
@@ -132,9 +138,9 @@ def record_employee_event(
 
 
 def create_employee(session: Session, body: EmployeeCreate, actor: str | None = None) -> EmployeeOut:
-    """One INSERT for the employee and its event (the unique constraint answers a taken email: no
-    read first), the country from the process's copy, and the answer (and the event's data) from
-    the row to write."""
+    """One INSERT for the employee and its event (the unique constraint answers a taken email), after
+    one read for an email that is another employee's SCIM userName; the country from the process's
+    copy, and the answer (and the event's data) from the row to write."""
     country = resolve_country_ref(session, body.country_id, "country_id")
     now = utcnow()
     row = {
@@ -147,7 +153,11 @@ def create_employee(session: Session, body: EmployeeCreate, actor: str | None = 
     }
     answer = employee_out(SimpleNamespace(**row, last_login=None, level=None, status=None), country)
     created = NewEvent(EventType.EMPLOYEE_CREATED, answer.id, as_event_data(EmployeeOut, answer))
-    if not EmployeeRepository(session).insert_created(row, event_rows(session, [created], actor=actor)):
+    repository = EmployeeRepository(session)
+    # A read first (the write's unique index knows emails only): SCIM's create reads the same way.
+    if repository.user_names_taken({body.email}):
+        raise Conflict(user_name_taken(body.email))
+    if not repository.insert_created(row, event_rows(session, [created], actor=actor)):
         raise Conflict(email_taken(body.email))
     return answer
 
