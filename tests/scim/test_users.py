@@ -362,6 +362,17 @@ def test_delete_offboards_and_hides_the_user(scim: Scim, api: Api) -> None:
     assert types == ["employee.offboarded", "employee.created"]
     # the userName is free again: the person can be hired back
     assert scim.post("/Users", user_body("ada.again@acme.example", userName="ada")).status_code == 201
+    # the email is not: the record keeps it, and the refusal names it, since SCIM cannot find it
+    refused = assert_scim_error(scim.post("/Users", user_body("ada@acme.example")), 409, "uniqueness")
+    assert refused["detail"] == (
+        f"An employee with the email ada@acme.example already exists in this company. It is employee "
+        f"{user['id']}, deprovisioned through SCIM, which keeps its records: delete it through the REST "
+        f"API (DELETE /api/v2/client/employees/{user['id']}, once its devices are returned) to provision "
+        "this email again."
+    )
+    assert scim.get("/Users", filter='userName eq "ada@acme.example"').json()["totalResults"] == 0
+    assert api.delete(f"/client/employees/{user['id']}").status_code == 200
+    assert scim.post("/Users", user_body("ada@acme.example")).status_code == 201
 
 
 def test_delete_moves_the_departments_it_leaves_into_the_sync(scim: Scim, api: Api) -> None:

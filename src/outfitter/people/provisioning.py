@@ -109,7 +109,7 @@ def check_identities(session: Session, wanted: ProvisionedEmployee, except_id: u
     lookups, each on a unique index."""
 
     def others(condition: ColumnElement[bool]) -> list[Any]:
-        statement = select(Employee.user_name, Employee.deprovisioned_at).where(condition)
+        statement = select(Employee.id, Employee.user_name, Employee.deprovisioned_at).where(condition)
         if except_id is not None:
             statement = statement.where(Employee.id != except_id)
         return list(session.execute(statement.limit(2)))
@@ -117,8 +117,15 @@ def check_identities(session: Session, wanted: ProvisionedEmployee, except_id: u
     # A deprovisioned employee keeps its email but answers to no userName.
     if any(row.user_name or row.deprovisioned_at is None for row in others(known_as(wanted.user_name))):
         raise IdentityTaken(f"The userName {wanted.user_name} is already taken in this company.")
-    if others(Employee.email == wanted.email):
-        raise IdentityTaken(f"An employee with the email {wanted.email} already exists in this company.")
+    if holders := others(Employee.email == wanted.email):
+        message = f"An employee with the email {wanted.email} already exists in this company."
+        if holders[0].deprovisioned_at is not None:  # SCIM cannot see it: say what holds the email
+            message += (
+                f" It is employee {holders[0].id}, deprovisioned through SCIM, which keeps its records: "
+                f"delete it through the REST API (DELETE /api/v2/client/employees/{holders[0].id}, "
+                "once its devices are returned) to provision this email again."
+            )
+        raise IdentityTaken(message)
     if wanted.external_id and others(Employee.external_id == wanted.external_id):
         raise IdentityTaken(f"The externalId {wanted.external_id} is already taken in this company.")
 
