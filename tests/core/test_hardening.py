@@ -130,6 +130,37 @@ def test_a_time_in_other_digits_than_0_to_9_is_422(api: Api) -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (  # a "+" not sent as %2B arrives as a space
+            "2026-11-28T17:32:00 05:30",
+            "The offset's '+' arrived as a space: in a query string send it as %2B "
+            "(2026-01-31T09:30:00%2B05:30), or give the time in UTC (2026-01-31T04:00:00Z).",
+        ),
+        (
+            "2026-11-28T25:00:00Z",
+            "Give an ISO 8601 date and time, such as 2026-01-31T09:30:00Z: this one does not exist (hour "
+            "must be in 0..23).",
+        ),
+        (
+            "2026-02-30T10:00:00Z",
+            "Give an ISO 8601 date and time, such as 2026-01-31T09:30:00Z: this one does not exist (day is "
+            "out of range for month).",
+        ),
+        ("2026-11-28T17:32:00Z and more", "Give an ISO 8601 date and time, such as 2026-01-31T09:30:00Z."),
+    ],
+)
+def test_a_time_that_cannot_be_read_is_said_in_words_a_person_can_act_on(
+    api: Api, given: str, message: str
+) -> None:
+    """Not the parser's "unexpected extra characters at the end of the input"."""
+    for path, name in (("/client/equipment", "updated_since"), ("/client/events", "since")):
+        assert assert_error(api.get(path, **{name: given}), 422)["errors"] == {f"query.{name}": [message]}
+    listed = api.get("/client/equipment", updated_since="2026-11-28T17:32:00+05:30")
+    assert listed.status_code == 200, listed.text  # sent as %2B (httpx encodes it), the offset is read
+
+
 @pytest.mark.parametrize("when", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
 def test_a_time_outside_the_storable_years_is_422(api: Api, when: str) -> None:
     response = api.post("/client/equipment", {"title": "MacBook", "purchase_date": when})

@@ -65,13 +65,29 @@ Timestamp = Annotated[
     WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
 ]
 _DATE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}")  # ASCII digits only
+# A time whose offset's "+" came as a space: a query string's "+" is a space unless sent as %2B.
+_OFFSET_AS_SPACE = re.compile(r"[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)? [0-9]{2}(:?[0-9]{2})?$")
+GIVE_A_DATE_TIME = "Give an ISO 8601 date and time, such as 2026-01-31T09:30:00Z."
 
 
 def _date_time_text(value: object) -> object:
-    """Only a date and time written out: never a number, which Pydantic would read as unix seconds."""
+    """Only a date and time written out: never a number, which Pydantic would read as unix seconds;
+    parsed here, so that a time that does not exist (hour 25, 30 February) or an offset whose "+"
+    became a space is said in words a person can act on, not the parser's."""
     if not isinstance(value, str) or not _DATE_TIME.match(value):
-        raise ValueError("Give an ISO 8601 date and time, such as 2026-01-31T09:30:00Z.")
-    return value
+        raise ValueError(GIVE_A_DATE_TIME)
+    if _OFFSET_AS_SPACE.search(value):
+        raise ValueError(
+            "The offset's '+' arrived as a space: in a query string send it as %2B "
+            "(2026-01-31T09:30:00%2B05:30), or give the time in UTC (2026-01-31T04:00:00Z)."
+        )
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError as error:
+        if str(error).startswith("Invalid isoformat"):  # not the form (text after it, say)
+            raise ValueError(GIVE_A_DATE_TIME) from None
+        # the form, but no such time: "hour must be in 0..23", "day is out of range for month"
+        raise ValueError(f"{GIVE_A_DATE_TIME[:-1]}: this one does not exist ({error}).") from None
 
 
 # A time a client gives in a query (`since`, `updated_since`).
