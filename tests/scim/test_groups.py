@@ -25,6 +25,7 @@ def test_create_list_and_filter_groups(scim: Scim, api: Api) -> None:
     assert created.status_code == 201, created.text
     group = created.json()
     assert group["displayName"] == "Engineering" and group["externalId"] == "g-1"
+    assert group["meta"]["lastModified"] == group["meta"]["created"]  # nothing changed it since
     assert sorted((member["value"], member["$ref"]) for member in group["members"]) == sorted(
         (member, f"http://testserver/scim/v2/Users/{member}") for member in (ada, grace)
     )

@@ -11,6 +11,7 @@ from scim2_models import Context, Group, InvalidFilterException, InvalidValueExc
 from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm.attributes import flag_modified
 
 from outfitter.core.errors import NotFound
 from outfitter.core.tenancy import parse_uuid
@@ -180,6 +181,8 @@ def create_group(work: ClientWork, body: Any, links: Links) -> dict[str, Any]:
         session, work.auth, DepartmentCreate(name=_display_name(group), member_ids=_members(session, group))
     )
     department = _live_group(session, str(created.id))
+    if group.external_id:  # part of the creation: lastModified stays `created`, the UPDATE
+        flag_modified(department, "updated_at")  # setting it as it is rather than onupdate's now
     _set_external_id(session, department, group.external_id)
     return get_group(session, str(department.id), links)
 
