@@ -412,6 +412,29 @@ def test_0014_indexes_the_pending_deliveries_by_endpoint_and_downgrades(
         assert is_current(old)
 
 
+def _triggers_on_employees(engine: Engine) -> set[str]:
+    sql = (
+        "SELECT tgname FROM pg_trigger WHERE tgrelid = 'employees'::regclass AND NOT tgisinternal"
+        if engine.dialect.name == "postgresql"
+        else "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'employees'"
+    )
+    with engine.connect() as connection:
+        return set(connection.scalars(text(sql)))
+
+
+def test_0015_refuses_an_email_that_is_a_user_name_on_both_databases_and_downgrades(
+    database_url: str, tmp_path: Path
+) -> None:
+    with _database_at(database_url, tmp_path, "0014") as (_url, old):
+        assert _triggers_on_employees(old) == set()
+        upgrade(old)
+        assert _triggers_on_employees(old) == {"employees_email_not_a_user_name"}
+        _migrate(old, "0014", down=True)
+        assert _triggers_on_employees(old) == set()
+        upgrade(old)
+        assert is_current(old)
+
+
 REFERRING = {  # rows that refer to the employee, each read as it was written
     "equipment": "SELECT assignee_id FROM equipment",
     "equipment_history": "SELECT assignee_id FROM equipment_history",

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
 from outfitter.catalog.reference import CountryRef, resolve_country, resolve_country_ref
@@ -47,6 +48,18 @@ from outfitter.people.schemas import (
 
 def email_taken(email: str) -> str:
     return f"An employee with the email {email} already exists in this company."
+
+
+# What refuses an email that is another employee's SCIM userName (a trigger: migration 0015).
+EMAIL_NOT_A_USER_NAME = "employees_email_not_a_user_name"
+
+
+def refused_as_a_user_name(error: IntegrityError) -> bool:
+    """Whether the trigger of migration 0015 refused the write (PostgreSQL names it as the
+    constraint; SQLite's RAISE gives it as the message)."""
+    diagnostics = getattr(error.orig, "diag", None)
+    named = getattr(diagnostics, "constraint_name", None) or str(error.orig)
+    return EMAIL_NOT_A_USER_NAME in named
 
 
 def user_name_taken(email: str) -> str:
@@ -138,9 +151,9 @@ def record_employee_event(
 
 
 def create_employee(session: Session, body: EmployeeCreate, actor: str | None = None) -> EmployeeOut:
-    """One INSERT for the employee and its event (the unique constraint answers a taken email), after
-    one read for an email that is another employee's SCIM userName; the country from the process's
-    copy, and the answer (and the event's data) from the row to write."""
+    """One INSERT for the employee and its event (the unique constraint answers a taken email, a
+    trigger one that is another employee's SCIM userName: migration 0015), the country from the
+    process's copy, and the answer (and the event's data) from the row to write."""
     country = resolve_country_ref(session, body.country_id, "country_id")
     now = utcnow()
     row = {
@@ -153,11 +166,13 @@ def create_employee(session: Session, body: EmployeeCreate, actor: str | None = 
     }
     answer = employee_out(SimpleNamespace(**row, last_login=None, level=None, status=None), country)
     created = NewEvent(EventType.EMPLOYEE_CREATED, answer.id, as_event_data(EmployeeOut, answer))
-    repository = EmployeeRepository(session)
-    # A read first (the write's unique index knows emails only): SCIM's create reads the same way.
-    if repository.user_names_taken({body.email}):
-        raise Conflict(user_name_taken(body.email))
-    if not repository.insert_created(row, event_rows(session, [created], actor=actor)):
+    try:
+        written = EmployeeRepository(session).insert_created(row, event_rows(session, [created], actor=actor))
+    except IntegrityError as error:
+        if not refused_as_a_user_name(error):
+            raise
+        raise Conflict(user_name_taken(body.email)) from None
+    if not written:
         raise Conflict(email_taken(body.email))
     return answer
 
