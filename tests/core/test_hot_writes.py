@@ -96,7 +96,7 @@ def test_an_employee_create_is_one_statement_after_the_token(
         response = api.post("/client/employees", employee_body(email="Grace@Acme.io", country_id="ng"))
     assert response.status_code == 201, response.text
     # read: the token; written: on PostgreSQL one statement (its CTEs, then the event itself; a
-    # trigger refuses an email that is a SCIM userName: tests/scim/test_rest_identities.py)
+    # unique index refuses an email that is a SCIM userName: tests/scim/test_rest_identities.py)
     expected = (
         [["employees", "webhook_deliveries", "events"]]
         if is_postgres

@@ -17,7 +17,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, inspect
+from sqlalchemy import Connection, Engine, Index, TextClause, inspect
 from sqlalchemy.orm import Session
 
 import outfitter.models  # noqa: F401  (every table, in Base.metadata)
@@ -33,9 +33,13 @@ MIGRATION = "outfitter migration"  # what concurrent upgrades wait on (db.sessio
 def built_here(dialect: str) -> Callable[[Any, str | None, str, bool, Any], bool]:
     """Alembic's `include_object` for a database of `dialect`: leaves out what the models build on
     another database only (`ddl_if`: PostgreSQL's claim index, SQLite's), which Alembic would
-    otherwise find missing."""
+    otherwise find missing, and an index of an expression given as SQL text (the SCIM identity's),
+    which it cannot compare."""
 
-    def include(item: Any, _name: str | None, _type: str, _reflected: bool, _compare_to: Any) -> bool:
+    def include(item: Any, _name: str | None, _type: str, reflected: bool, compare_to: Any) -> bool:
+        declared = compare_to if reflected else item
+        if isinstance(declared, Index) and any(isinstance(part, TextClause) for part in declared.expressions):
+            return False  # an expression written as SQL text: Alembic can compare it on neither side
         only_on = getattr(item, "_ddl_if", None)
         return only_on is None or only_on.dialect in (None, dialect)
 

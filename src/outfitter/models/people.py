@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from outfitter.db.base import (
@@ -42,6 +42,14 @@ class Employee(IdMixin, ChangeTracked, CompanyOwned, Base):
         # SCIM identities (scim/): unique in the company; NULLs (employees made by the API) never clash.
         Index("uq_employees_company_user_name", "company_id", "user_name", unique=True),
         Index("uq_employees_company_external_id", "company_id", "external_id", unique=True),
+        # The identity SCIM knows an employee by (people.provisioning.known_as): its userName, else,
+        # until SCIM deprovisions it, its email. One employee each (migration 0015).
+        Index(
+            "uq_employees_company_scim_identity",
+            "company_id",
+            text("(COALESCE(user_name, CASE WHEN deprovisioned_at IS NULL THEN email END))"),
+            unique=True,
+        ),
     )
 
     first_name: Mapped[str] = mapped_column(String(100))

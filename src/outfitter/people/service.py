@@ -50,16 +50,16 @@ def email_taken(email: str) -> str:
     return f"An employee with the email {email} already exists in this company."
 
 
-# What refuses an email that is another employee's SCIM userName (a trigger: migration 0015).
-EMAIL_NOT_A_USER_NAME = "employees_email_not_a_user_name"
+# The unique index that refuses an email that is another employee's SCIM userName (migration 0015).
+SCIM_IDENTITY = "uq_employees_company_scim_identity"
 
 
 def refused_as_a_user_name(error: IntegrityError) -> bool:
-    """Whether the trigger of migration 0015 refused the write (PostgreSQL names it as the
-    constraint; SQLite's RAISE gives it as the message)."""
+    """Whether the write broke SCIM_IDENTITY (PostgreSQL names it as the constraint; SQLite names
+    the index in its message)."""
     diagnostics = getattr(error.orig, "diag", None)
     named = getattr(diagnostics, "constraint_name", None) or str(error.orig)
-    return EMAIL_NOT_A_USER_NAME in named
+    return SCIM_IDENTITY in named
 
 
 def user_name_taken(email: str) -> str:
@@ -151,8 +151,8 @@ def record_employee_event(
 
 
 def create_employee(session: Session, body: EmployeeCreate, actor: str | None = None) -> EmployeeOut:
-    """One INSERT for the employee and its event (the unique constraint answers a taken email, a
-    trigger one that is another employee's SCIM userName: migration 0015), the country from the
+    """One INSERT for the employee and its event (a unique index answers a taken email, another one
+    an email that is another employee's SCIM userName: migration 0015), the country from the
     process's copy, and the answer (and the event's data) from the row to write."""
     country = resolve_country_ref(session, body.country_id, "country_id")
     now = utcnow()

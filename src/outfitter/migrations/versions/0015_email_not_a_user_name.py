@@ -1,21 +1,18 @@
-"""an employee made without a SCIM userName may not take an email that is another's userName
+"""one SCIM identity per employee: an email may not be another employee's userName
 
-SCIM knows an employee made through the REST API by its email (people.provisioning.known_as), so
-such an employee whose email is another employee's userName made an identity provider's `userName
-eq` lookup find two Users. SCIM's own writes check it; the REST creates did not. A trigger checks
-it wherever an employee is written without a userName (a single create's one statement, a bulk
-COPY, an import), on the (company_id, user_name) unique index, for no round trip: a read before
-each single create halved its throughput (bench/writes.py: 0.69x -> 0.37x of the bare stack). The
-error is a unique violation named `employees_email_not_a_user_name`, which the services answer as
-409 / 422 (people.service.user_name_taken).
+SCIM knows an employee made through the REST API by its email (people.provisioning.known_as): its
+identity is its userName, else (until SCIM deprovisions it) its email. An employee made through the
+REST API whose email was another employee's userName made an identity provider's `userName eq`
+lookup find two Users; SCIM's own writes checked it, the REST creates did not. A unique index of
+that identity refuses it on every path (a single create, a bulk COPY, an import, a race), with no
+read and no plan: a read before each single create, and then a trigger's lookup, were planned
+while `employees` looked empty (a new database not yet analyzed) and then scanned the company's
+employees for every row (bench/writes.py: 0.69x -> 0.3x of the bare stack; an import of 10,000
+employees 1.5 s -> 7-11 s). The services answer its violation as 409 / 422
+(people.service.user_name_taken).
 
-The lookup is planned on each call (`plan_cache_mode = force_custom_plan`): PL/pgSQL keeps a
-statement's plan, and one made while the table looked empty (a new database, never analyzed)
-scanned the whole table on every insert once it had grown (3-4 ms of the server's CPU an insert
-at 10,000 employees, in bench/writes.py); planned each time, it is the unique index's probe.
-
-SQLite drops a table's triggers when a batch migration copies the table: a later migration that
-copies `employees` must create these again.
+A database where the REST API already made such a twin cannot take the index: the upgrade stops,
+naming the emails, for the operator to rename or delete one of each pair.
 
 Revision ID: 0015
 Revises: 0014
@@ -24,6 +21,7 @@ Create Date: 2026-11-28 18:45:00.000000
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0015"
@@ -31,42 +29,26 @@ down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-NAME = "employees_email_not_a_user_name"
-
-POSTGRESQL = f"""
-CREATE FUNCTION {NAME}() RETURNS trigger LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM employees WHERE company_id = NEW.company_id AND user_name = NEW.email) THEN
-        RAISE EXCEPTION 'the email % is the SCIM userName of another employee', NEW.email
-            USING ERRCODE = 'unique_violation', CONSTRAINT = '{NAME}';
-    END IF;
-    RETURN NEW;
-END
-$$;
-CREATE TRIGGER {NAME} BEFORE INSERT ON employees
-    FOR EACH ROW WHEN (NEW.user_name IS NULL) EXECUTE FUNCTION {NAME}();
-"""
-
-SQLITE = f"""
-CREATE TRIGGER {NAME} BEFORE INSERT ON employees
-WHEN NEW.user_name IS NULL
-    AND EXISTS (SELECT 1 FROM employees WHERE company_id = NEW.company_id AND user_name = NEW.email)
-BEGIN
-    SELECT RAISE(ABORT, '{NAME}');
-END
-"""
+NAME = "uq_employees_company_scim_identity"
+IDENTITY = "COALESCE(user_name, CASE WHEN deprovisioned_at IS NULL THEN email END)"
 
 
 def upgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute(POSTGRESQL)
-    else:
-        op.execute(SQLITE)
+    twins = op.get_bind().execute(
+        sa.text(
+            f"SELECT {IDENTITY} AS identity FROM employees WHERE {IDENTITY} IS NOT NULL "
+            f"GROUP BY company_id, {IDENTITY} HAVING count(*) > 1"
+        )
+    )
+    found = sorted(row.identity for row in twins)
+    if found:
+        raise RuntimeError(
+            f"{len(found)} SCIM identities are each held by two employees of a company (one's userName is "
+            f"the other's email): {', '.join(found[:20])}. Change the email of the one made through the "
+            "REST API (or delete it), then upgrade again."
+        )
+    op.execute(f"CREATE UNIQUE INDEX {NAME} ON employees (company_id, ({IDENTITY}))")
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute(f"DROP TRIGGER {NAME} ON employees")
-        op.execute(f"DROP FUNCTION {NAME}()")
-    else:
-        op.execute(f"DROP TRIGGER {NAME}")
+    op.execute(f"DROP INDEX {NAME}")
