@@ -104,6 +104,12 @@ class ServiceUnavailable(DomainError):
         super().__init__(message, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 
+def outage_detail(error: BaseException) -> str:
+    """What a log line says of a database failure: its class and the first line of the driver's
+    message, never the SQL, its parameters or a stack trace (an outage would flood the log)."""
+    return f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:300]}"
+
+
 def error_body(message: str, errors: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"success": False, "message": message, "data": None}
     if errors is not None:

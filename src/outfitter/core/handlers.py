@@ -25,6 +25,7 @@ from outfitter.core.errors import (
     WRITES_CROSSED,
     DomainError,
     error_body,
+    outage_detail,
     validation_message,
 )
 
@@ -166,17 +167,14 @@ def install_fixed_path_guard(app: FastAPI, routes: RouteMethods) -> None:
 
 
 def _unavailable(request: Request, exc: Exception, message: str) -> JSONResponse:
-    # One warning line per request: the class and the first line of the driver's message, never
-    # the SQL, its parameters or a stack trace (an outage would otherwise flood the log).
-    detail = (str(exc).splitlines() or [""])[0][:300]
+    # One warning line per request (outage_detail: no SQL, parameters or stack trace).
     request_id = getattr(request.state, "request_id", "-")
     logger.warning(
-        "answered 503 to %s %s (request %s): %s: %s",
+        "answered 503 to %s %s (request %s): %s",
         request.method,
         request.url.path,
         request_id,
-        type(exc).__name__,
-        detail,
+        outage_detail(exc),
     )
     return JSONResponse(
         error_body(message), status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)}

@@ -34,7 +34,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED, ServiceUnavailable
+from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED, ServiceUnavailable, outage_detail
 from outfitter.core.tenancy import TenantScopeError, company_rows, scoped_for_company, touches_company_data
 
 logger = logging.getLogger("outfitter")
@@ -238,8 +238,7 @@ class AsyncpgReads:
 
 
 def _unavailable(exc: BaseException, message: str) -> ServiceUnavailable:
-    detail = (str(exc).splitlines() or [""])[0][:300]
-    logger.warning("answered 503 on a read: %s: %s", type(exc).__name__, detail)
+    logger.warning("answered 503 on a read: %s", outage_detail(exc))
     return ServiceUnavailable(message)
 
 

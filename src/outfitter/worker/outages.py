@@ -7,6 +7,7 @@ import sys
 import threading
 import time
 
+from outfitter.core.errors import outage_detail
 from outfitter.core.handlers import outage_message
 
 logger = logging.getLogger("outfitter.worker")
@@ -39,6 +40,5 @@ class FailureLog:
                 self._unreported += 1
                 return
             self._warned_at, unreported, self._unreported = now, self._unreported, 0
-        detail = (str(error).splitlines() or [""])[0][:300]
         since = f" ({unreported} more such failures since the last line)" if unreported else ""
-        logger.warning("%s: the database is unavailable: %s: %s%s", what, type(error).__name__, detail, since)
+        logger.warning("%s: the database is unavailable: %s%s", what, outage_detail(error), since)
