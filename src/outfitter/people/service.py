@@ -50,16 +50,9 @@ def email_taken(email: str) -> str:
     return f"An employee with the email {email} already exists in this company."
 
 
-# The unique index that refuses an email that is another employee's SCIM userName (migration 0015).
+# The unique index that refuses an email that is another employee's SCIM userName (migration 0015),
+# which both databases name in their message.
 SCIM_IDENTITY = "uq_employees_company_scim_identity"
-
-
-def refused_as_a_user_name(error: IntegrityError) -> bool:
-    """Whether the write broke SCIM_IDENTITY (PostgreSQL names it as the constraint; SQLite names
-    the index in its message)."""
-    diagnostics = getattr(error.orig, "diag", None)
-    named = getattr(diagnostics, "constraint_name", None) or str(error.orig)
-    return SCIM_IDENTITY in named
 
 
 def user_name_taken(email: str) -> str:
@@ -169,7 +162,7 @@ def create_employee(session: Session, body: EmployeeCreate, actor: str | None = 
     try:
         written = EmployeeRepository(session).insert_created(row, event_rows(session, [created], actor=actor))
     except IntegrityError as error:
-        if not refused_as_a_user_name(error):
+        if SCIM_IDENTITY not in str(error.orig):
             raise
         raise Conflict(user_name_taken(body.email)) from None
     if not written:
