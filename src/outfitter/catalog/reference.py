@@ -11,7 +11,7 @@ import uuid
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import iso4217
 import pycountry
@@ -177,19 +177,36 @@ class CountryRef:
     currency_code: str
 
 
-class _Countries:
-    """Every country of one database, by id, lower-cased name and code."""
+class _Named(Protocol):
+    """A country as a lookup needs it: a `Country` row, or a `CountryRef`."""
 
-    def __init__(self, countries: Iterable[CountryRef]) -> None:
-        self.by_id: dict[uuid.UUID, CountryRef] = {}
-        self.by_name: dict[str, CountryRef] = {}
-        self.by_code: dict[str, CountryRef] = {}
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def code(self) -> str: ...
+
+
+NamedT = TypeVar("NamedT", bound=_Named)
+
+
+class Countries(Generic[NamedT]):
+    """Countries by id, lower-cased name and code; `find` takes a country as a client names it
+    (`find_country`'s rules, without a statement): the process's copy of them all, or a batch's."""
+
+    def __init__(self, countries: Iterable[NamedT]) -> None:
+        self.by_id: dict[uuid.UUID, NamedT] = {}
+        self.by_name: dict[str, NamedT] = {}
+        self.by_code: dict[str, NamedT] = {}
         for country in countries:
             self.by_id[country.id] = country
             self.by_name[country.name.lower()] = country
             self.by_code[country.code] = country
 
-    def find(self, value: str) -> CountryRef | None:
+    def find(self, value: str) -> NamedT | None:
         parsed = parse_uuid(value)
         if parsed is not None:
             return self.by_id.get(parsed)
@@ -199,12 +216,12 @@ class _Countries:
 # Countries are reference data that only `db upgrade` adds to (and nothing renames or removes): each
 # process keeps a copy per database (engine), so the writes that name one read none. A value the copy
 # does not know is asked of the database, as `find_country` asks, and a hit renews the copy.
-_countries: weakref.WeakKeyDictionary[Any, _Countries] = weakref.WeakKeyDictionary()
+_countries: weakref.WeakKeyDictionary[Any, Countries[CountryRef]] = weakref.WeakKeyDictionary()
 _ALL_COUNTRIES = select(Country.id, Country.name, Country.code, Country.currency_code)
 
 
-def _load_countries(session: Session) -> _Countries:
-    countries = _Countries(CountryRef(*row) for row in session.execute(_ALL_COUNTRIES))
+def _load_countries(session: Session) -> Countries[CountryRef]:
+    countries = Countries(CountryRef(*row) for row in session.execute(_ALL_COUNTRIES))
     _countries[session.get_bind()] = countries
     return countries
 

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.reference import currencies_by_code
+from outfitter.catalog.reference import Countries, currencies_by_code
 from outfitter.core.auth import AuthContext
 from outfitter.core.bulk_rows import rows_written_meanwhile, take_turn
 from outfitter.core.errors import Conflict, ValidationFailed
@@ -35,8 +35,7 @@ from outfitter.equipment.schemas import EquipmentBulkMove, EquipmentCreate, Equi
 from outfitter.models import Country, Currency, Employee, Equipment, EquipmentHistory, EquipmentStatus, Event
 from outfitter.models.events import EventType
 from outfitter.models.webhooks import WebhookDelivery
-from outfitter.people.bulk import BatchCountries
-from outfitter.people.repository import UNKNOWN_EMPLOYEE
+from outfitter.people.repository import UNKNOWN_EMPLOYEE, countries_matching
 
 MAX_BULK_EQUIPMENT = 1000
 
@@ -66,8 +65,8 @@ def check_devices(
     the rows are written (`write_or_report_taken`)."""
     repository = EquipmentRepository(session)
     named_countries = {body.country for _, body in items if body.country}
-    countries = BatchCountries(session, named_countries)
-    country_named = {name: countries.get(name) for name in named_countries}  # a lookup per name, not per item
+    countries = Countries(countries_matching(session, named_countries))
+    country_named = {name: countries.find(name) for name in named_countries}  # per name, not per item
     currencies = currencies_by_code(session, {body.currency for _, body in items if body.currency})
     assignees = repository.employees({body.assignee_id for _, body in items if body.assignee_id})
     serials = {body.serial_number for _, body in items if body.serial_number}

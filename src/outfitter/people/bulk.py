@@ -10,11 +10,10 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.catalog.reference import country_code_named
+from outfitter.catalog.reference import Countries
 from outfitter.core.bulk_rows import take_turn
 from outfitter.core.errors import Conflict, ValidationFailed, validation_message
 from outfitter.core.events import NewEvent, as_event_data, record_events
-from outfitter.core.tenancy import parse_uuid
 from outfitter.db.base import new_id, utcnow
 from outfitter.models import Country, Employee
 from outfitter.models.events import EventType
@@ -39,23 +38,6 @@ def _positions(employees: list[Any]) -> Iterator[tuple[str, Any]]:
         )
     for position, item in enumerate(employees):
         yield f"employees.{position}", item
-
-
-class BatchCountries:
-    """Countries named by id, name or code (`catalog.reference.country_code_named`), found with one
-    statement for the batch."""
-
-    def __init__(self, session: Session, values: set[str]) -> None:
-        found = countries_matching(session, values)
-        self.by_id = {country.id: country for country in found}
-        self.by_name = {country.name.lower(): country for country in found}
-        self.by_code = {country.code: country for country in found}
-
-    def get(self, value: str) -> Country | None:
-        parsed = parse_uuid(value)
-        if parsed is not None:
-            return self.by_id.get(parsed)
-        return self.by_name.get(value.lower()) or self.by_code.get(country_code_named(value))
 
 
 def create_employees(
@@ -99,7 +81,7 @@ def create_validated(
     errors = dict(errors or {})
     if write:  # before the emails are read: a batch racing this one has committed them by then
         take_turn(session, Employee)
-    countries = BatchCountries(session, {body.country_id for _, body in valid})
+    countries = Countries(countries_matching(session, {body.country_id for _, body in valid}))
     repository = EmployeeRepository(session)
     emails = {body.email for _, body in valid}
     taken, known_as = repository.existing_emails(emails), repository.user_names_taken(emails)
@@ -108,7 +90,7 @@ def create_validated(
     answer_countries: list[Country] = []
     now = utcnow()
     for path, body in valid:
-        country = countries.get(body.country_id)
+        country = countries.find(body.country_id)
         if country is None:
             errors.setdefault(f"{path}.country_id", []).append(
                 f"Unknown country {body.country_id!r}: give a country id, name or two-letter code."
