@@ -21,14 +21,13 @@ def catalog_import(file: Path, as_json: JsonFlag = False) -> None:
         import_catalog,
         parse_catalog,
     )
+    from outfitter.payments.fees import without_schedule
 
     data = read_limited(file, MAX_CATALOG_BYTES)
     try:
         catalog = parse_catalog(data, str(file))
     except CatalogImportError as exc:
         fail(str(exc))  # it names the file
-    from outfitter.payments.fees import without_schedule
-
     priced_in = {
         price.currency.upper()
         for asset in catalog.assets
