@@ -63,6 +63,15 @@ class FlutterwaveStandIn:
         )
         return payment
 
+    def fetched(self, payment: dict[str, Any]) -> httpx.Response:
+        """A verification's answer; a payment's `amount_json`, if set, is its amount as raw JSON."""
+        fields = {name: value for name, value in payment.items() if name != "amount_json"}
+        data = {**fields, "amount": float(payment["amount"]), "charged_amount": float(payment["amount"])}
+        body = json.dumps({"status": "success", "message": "Transaction fetched", "data": data})
+        if "amount_json" in payment:
+            body = body.replace(f'"amount": {data["amount"]}', f'"amount": {payment["amount_json"]}', 1)
+        return httpx.Response(200, content=body, headers={"Content-Type": "application/json"})
+
     def handle(self, request: httpx.Request) -> httpx.Response:
         if self.timeouts:
             self.timeouts -= 1
@@ -94,10 +103,7 @@ class FlutterwaveStandIn:
                 return httpx.Response(
                     404, json={"status": "error", "message": "No transaction was found for this id"}
                 )
-            data = {**charge, "amount": float(charge["amount"]), "charged_amount": float(charge["amount"])}
-            return httpx.Response(
-                200, json={"status": "success", "message": "Transaction fetched", "data": data}
-            )
+            return self.fetched(charge)
         if request.method == "GET" and request.url.path == "/v3/transactions/verify_by_reference":
             self.verified_by.append("reference")
             payment = self.payments.get(request.url.params.get("tx_ref", ""))
@@ -105,10 +111,7 @@ class FlutterwaveStandIn:
                 return httpx.Response(
                     400, json={"status": "error", "message": "No transaction was found", "data": None}
                 )
-            data = {**payment, "amount": float(payment["amount"]), "charged_amount": float(payment["amount"])}
-            return httpx.Response(
-                200, json={"status": "success", "message": "Transaction fetched", "data": data}
-            )
+            return self.fetched(payment)
         return httpx.Response(404, json={"status": "error", "message": "Not found"})
 
 
@@ -323,7 +326,71 @@ def test_an_overpayment_fulfils_and_records_the_excess(
     payment = standin.pay(data["tx_ref"], amount=str(paid))
     assert webhook(fw, payment).json()["data"]["outcome"] == "fulfilled"
     [over] = _anomalies(monkeypatch, database_url)
-    assert over["kind"] == "overpayment" and Decimal(over["amount"]) == Decimal("100")
+    assert (over["kind"], over["amount"], over["currency"]) == ("overpayment", "100.00", "NGN")
+
+
+def test_less_than_a_minor_unit_over_is_no_overpayment(
+    fw: Api, db: Session, standin: FlutterwaveStandIn, monkeypatch: pytest.MonkeyPatch, database_url: str
+) -> None:
+    """A float's last digits at the gateway are not money an operator must refund."""
+    data = _initiate(fw, db)
+    payment = standin.pay(data["tx_ref"])
+    payment["amount_json"] = f"{data['total_amount']:.2f}0000000001"
+    assert fw.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]["status"] == "Fulfilled"
+    assert _anomalies(monkeypatch, database_url) == []
+
+
+@pytest.mark.parametrize("amount", ["NaN", "Infinity", "-Infinity", "1e400", '"1e40"', "-5", "true", "null"])
+def test_an_amount_no_payment_can_have_is_a_malformed_answer(
+    fw: Api, db: Session, standin: FlutterwaveStandIn, amount: str
+) -> None:
+    """Such an answer left verify and the webhook at 500 on every retry; it is the gateway's error
+    now (as "abc" was): the transaction stays Pending, and the gateway's next word settles it."""
+    data = _initiate(fw, db)
+    payment = standin.pay(data["tx_ref"])
+    payment["amount_json"] = amount
+    verified = fw.get(f"/client/transactions/{data['tx_ref']}/verify")
+    assert verified.status_code == 200 and verified.json()["data"]["status"] == "Pending"
+    refused = assert_error(webhook(fw, payment), 502)
+    assert "amount" in refused["message"] and "Flutterwave" in refused["message"]
+    del payment["amount_json"]  # the gateway answers a real amount again
+    assert webhook(fw, payment).json()["data"]["outcome"] == "fulfilled"
+    assert count(db, Order) == 1
+
+
+def test_reconcile_goes_past_a_transaction_it_cannot_settle(
+    flutterwave_app: FastAPI,
+    fw: Api,
+    db: Session,
+    standin: FlutterwaveStandIn,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Runs take the oldest Pending first: one that cannot be settled was retried first in every run
+    and stopped it, so no transaction after it was ever settled."""
+    from outfitter.payments import reconcile as reconciliation
+
+    stuck, paid = _initiate(fw, db), _initiate(fw, db)
+    standin.pay(stuck["tx_ref"]), standin.pay(paid["tx_ref"])
+    settle = reconciliation.settle
+    stuck_id = db.scalars(select(Transaction.id).where(Transaction.tx_ref == stuck["tx_ref"])).one()
+    db.commit()  # the test's own session holds no lock while the run writes
+
+    def refusing(session: Session, transaction_id: Any, *args: Any, **kwargs: Any) -> Transaction:
+        transaction = settle(session, transaction_id, *args, **kwargs)
+        if transaction_id == stuck_id:
+            session.flush()
+            raise ValueError("a value the database refuses")  # after its writes: they must go too
+        return transaction
+
+    monkeypatch.setattr(reconciliation, "settle", refusing)
+    state = flutterwave_app.state
+    summary = reconciliation.reconcile(state.sessionmaker, registry_of(state))
+    assert (summary.checked, summary.outcomes, summary.failed) == (2, {"Fulfilled": 1}, 1)
+    assert "could not be settled 1" in summary.described()
+    rows = db.execute(select(Transaction.tx_ref, Transaction.status))
+    statuses = {tx_ref: status for tx_ref, status in rows}
+    assert (statuses[stuck["tx_ref"]], statuses[paid["tx_ref"]]) == ("Pending", "Fulfilled")
+    assert count(db, Order) == 1
 
 
 def test_webhooks_verify_by_the_charge_id_and_check_its_tx_ref(

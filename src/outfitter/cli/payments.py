@@ -20,7 +20,7 @@ from outfitter.cli import (
     unit_of_work,
 )
 from outfitter.config import get_settings
-from outfitter.core.money import MAX_AMOUNT, decimal_text, storable
+from outfitter.core.money import MAX_AMOUNT, decimal_text, round_money, storable
 from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.db.base import utcnow
 from outfitter.db.session import make_engine
@@ -204,6 +204,7 @@ def payments_anomalies(
 ) -> None:
     """Money a gateway took that no order accounts for: late payments (fulfil or refund them) and
     overpayments (refund the excess). Mark one done with `payments resolve`."""
+    from outfitter.catalog.reference import minor_units
     from outfitter.models import PaymentAnomaly
 
     statement = select(PaymentAnomaly).order_by(PaymentAnomaly.created_at)
@@ -216,7 +217,7 @@ def payments_anomalies(
                 "company_id": str(anomaly.company_id),
                 "tx_ref": anomaly.tx_ref,
                 "kind": str(anomaly.kind),
-                "amount": format(anomaly.amount.normalize(), "f"),
+                "amount": format(round_money(anomaly.amount, minor_units(anomaly.currency_code)), "f"),
                 "currency": anomaly.currency_code,
                 "gateway_reference": anomaly.gateway_reference,
                 "created_at": iso_or_none(anomaly.created_at),
@@ -261,10 +262,19 @@ def payments_reconcile(as_json: JsonFlag = False) -> None:
         summary = reconcile(sessions, GatewayRegistry(settings, sessions))
     finally:
         engine.dispose()
-    payload = {"checked": summary.checked, "outcomes": summary.outcomes, "unreachable": summary.unreachable}
+    payload = {
+        "checked": summary.checked,
+        "outcomes": summary.outcomes,
+        "unreachable": summary.unreachable,
+        "failed": summary.failed,
+    }
     outcomes = ", ".join(f"{key}: {value}" for key, value in sorted(summary.outcomes.items())) or "none"
+    failed = f"; could not be settled: {summary.failed} (the log says why; Pending)" if summary.failed else ""
     emit(
         as_json,
         payload,
-        f"checked {summary.checked} pending transaction(s); {outcomes}; unreachable: {summary.unreachable}",
+        f"checked {summary.checked} pending transaction(s); {outcomes}; unreachable: {summary.unreachable}"
+        + failed,
     )
+    if summary.failed:
+        raise typer.Exit(1)

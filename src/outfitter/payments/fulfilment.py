@@ -17,7 +17,9 @@ from decimal import Decimal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from outfitter.catalog.reference import minor_units
 from outfitter.catalog.repository import CatalogRepository
+from outfitter.core.money import round_money
 from outfitter.db.base import new_id, utcnow
 from outfitter.db.session import insert_if_absent
 from outfitter.equipment import lifecycle
@@ -96,8 +98,9 @@ def settle(
             finish(session, transaction, TransactionStatus.FAILED, problem, now)
         else:
             fulfil(session, transaction, payment, now, actor)
-            if payment.amount > transaction.total_amount:
-                excess = payment.amount - transaction.total_amount
+            # Less than the currency's minor unit over is no money to refund (a float's last digits).
+            excess = round_money(payment.amount - transaction.total_amount, minor_units(payment.currency))
+            if excess > 0:
                 _record_anomaly(session, transaction, PaymentAnomalyKind.OVERPAYMENT, excess, payment)
     elif payment is not None and payment.status == GatewayPaymentStatus.DECLINED:
         finish(session, transaction, TransactionStatus.FAILED, "The payment was declined.", now)
@@ -123,7 +126,9 @@ def _record_anomaly(
     payment: GatewayPayment,
     detail: str = "",
 ) -> None:
-    """Once per payment and kind, however often the gateway tells us."""
+    """Once per payment and kind, however often the gateway tells us; the amount in the payment
+    currency's minor units, as every amount is shown."""
+    amount = round_money(amount, minor_units(payment.currency))
     logger.warning(
         "transaction %s: %s of %s %s%s", transaction.tx_ref, kind, amount, payment.currency, detail
     )

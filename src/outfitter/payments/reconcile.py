@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.core.tenancy import across_companies, bind_company
@@ -29,11 +30,13 @@ class ReconcileSummary:
     checked: int
     outcomes: dict[TransactionStatus, int]
     unreachable: int
+    failed: int = 0  # could not be settled (logged with the cause), left Pending
 
     def described(self) -> str:
         """For a log line: "Fulfilled 1, Expired 2, gateway unreachable 1"."""
         parts = [f"{status.value} {count}" for status, count in sorted(self.outcomes.items())]
         parts += [f"gateway unreachable {self.unreachable}"] if self.unreachable else []
+        parts += [f"could not be settled {self.failed}"] if self.failed else []
         return ", ".join(parts) or "nothing changed"
 
 
@@ -54,20 +57,31 @@ def settle_with_gateway(
     One whose gateway does not answer is left as it is, for the next run: without the gateway's
     word a transaction is never expired (it may have been paid), as verify does not expire it."""
     outcomes: Counter[TransactionStatus] = Counter()
-    unreachable = 0
+    unreachable = failed = 0
     for transaction_id in ids:
         with across_companies(factory()) as session:
             transaction = session.get(Transaction, transaction_id)
             if transaction is None or transaction.status != TransactionStatus.PENDING:
                 continue
+            tx_ref = transaction.tx_ref
             session.commit()  # only read: no transaction stays open while the gateway is asked
             try:
                 payment = ask_gateway(transaction, gateways)
             except GatewayError as exc:
-                logger.warning("%s %s: the gateway did not answer: %s", job, transaction.tx_ref, exc)
+                logger.warning("%s %s: the gateway did not answer: %s", job, tx_ref, exc)
                 unreachable += 1
                 continue
             bind_company(session, transaction.company_id)
-            outcomes[settle(session, transaction_id, payment).status] += 1
-            session.commit()
-    return ReconcileSummary(checked=len(ids), outcomes=dict(outcomes), unreachable=unreachable)
+            try:
+                status = settle(session, transaction_id, payment).status
+                session.commit()
+            except (OperationalError, InterfaceError):
+                raise  # the database is away: the run stops here, the next one starts over
+            except Exception:
+                # Runs take the oldest first: one transaction that cannot be settled must not hold
+                # up every one after it, run after run. Its work is rolled back; it stays Pending.
+                logger.exception("%s %s: could not be settled, left Pending", job, tx_ref)
+                failed += 1
+                continue
+            outcomes[status] += 1
+    return ReconcileSummary(checked=len(ids), outcomes=dict(outcomes), unreachable=unreachable, failed=failed)

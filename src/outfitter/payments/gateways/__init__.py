@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
+from outfitter.core.money import storable
 from outfitter.models import GatewayPaymentStatus
 
 
@@ -53,6 +54,22 @@ class WebhookNotice:
 
 class GatewayError(Exception):
     """The gateway could not be reached or answered something unexpected."""
+
+
+def paid_amount(value: object, gateway: str) -> Decimal:
+    """The amount a gateway says was paid, as an exact Decimal (a JSON number is read from its
+    text, so 41.75 stays 41.75). Anything but a finite amount from 0 to what an amount may be
+    (core.money.MAX_AMOUNT) is a malformed answer (GatewayError: the transaction stays Pending for
+    the next verify, webhook or reconciliation): `"abc"`, `true`, `NaN`, `Infinity`, `1e400`."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
+        raise GatewayError(f"{gateway} answered an amount that is not a number")
+    try:
+        amount = Decimal(str(value).strip())
+    except InvalidOperation as exc:
+        raise GatewayError(f"{gateway} answered an amount that is not a number") from exc
+    if not storable(amount) or amount < 0:
+        raise GatewayError(f"{gateway} answered an amount no payment can have: {str(value)[:40]}")
+    return amount
 
 
 class Gateway(Protocol):

@@ -16,7 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 from urllib.parse import quote
 
@@ -30,6 +30,7 @@ from outfitter.payments.gateways import (
     InvalidPayload,
     InvalidSignature,
     WebhookNotice,
+    paid_amount,
 )
 
 logger = logging.getLogger("outfitter.payments")
@@ -158,10 +159,7 @@ class FlutterwaveGateway:
             raise GatewayError(f"Flutterwave could not verify {tx_ref}: {response.status_code} {message}")
         successful = str(data.get("status", "")).lower() == _SUCCESSFUL
         status = GatewayPaymentStatus.SUCCESSFUL if successful else GatewayPaymentStatus.PENDING
-        try:
-            amount = Decimal(str(data.get("amount")))
-        except InvalidOperation as exc:
-            raise GatewayError("Flutterwave answered an amount that is not a number") from exc
+        amount = paid_amount(data.get("amount"), "Flutterwave")
         if charge_id is not None and data.get("tx_ref") != tx_ref:
             logger.warning(
                 "Flutterwave charge %s is for %r, not %r: ignored", charge_id, data.get("tx_ref"), tx_ref
