@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, func, select, text, update
 from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
 
@@ -40,7 +40,7 @@ from outfitter.worker.jobs import JOBS, claim_job, finish_job
 from tests.factories import Api, load_demo_catalog
 from tests.payments.conftest import card_body, prices
 from tests.people.helpers import create_employee
-from tests.webhooks.conftest import attempts, deliveries, emit, make_worker, register
+from tests.webhooks.conftest import attempts, count, deliveries, emit, make_worker, register
 from tests.webhooks.receiver import Receiver, event_data
 
 
@@ -156,6 +156,53 @@ def test_one_worker_of_many_runs_each_round_of_a_job(engine: Engine, private_ok:
     assert not claim_job(sessions, "expire_transactions", "b", interval=60, lease=60)  # a holds it
     finish_job(sessions, "expire_transactions", "a")
     assert not claim_job(sessions, "expire_transactions", "b", interval=60, lease=60)  # next round: in 60 s
+
+
+def test_recording_a_failure_while_its_endpoint_is_deleted_waits_instead_of_deadlocking(
+    postgres_only: None, api: Api, private_ok: Settings, engine: Engine, db: Session
+) -> None:
+    """A DELETE of an endpoint locks it, then its deliveries (the cascade). Recording a batch took
+    the deliveries, then the endpoint (a first failure marks it failing): each waited on the other,
+    PostgreSQL aborted one, and the DELETE answered 503 (a black-box probe's Schemathesis run).
+    Recording now takes the endpoints first: here it waits for the DELETE, then finds nothing left."""
+    from outfitter.webhooks.dispatch import record_outcomes
+    from outfitter.webhooks.sender import Outcome, Outgoing
+
+    endpoint = register(api, "https://8.8.8.8/hook")
+    emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+    [delivery] = deliveries(db)
+    outgoing = Outgoing(
+        delivery.id, api.company_id, delivery.endpoint_id, endpoint["url"], delivery.event_id, {}, ()
+    )
+    failed = Outcome(attempted_at=utcnow(), status_code=500, error=None, duration_ms=3)
+    errors: list[BaseException] = []
+
+    def record() -> None:
+        try:
+            record_outcomes(
+                make_sessionmaker(engine, TenantSession), "worker-1", [(outgoing, failed)], private_ok
+            )
+        except BaseException as error:  # reported by the assertion below
+            errors.append(error)
+
+    with engine.connect() as deleting:  # the DELETE's transaction, as delete_endpoint runs it
+        row = {"id": delivery.endpoint_id}
+        deleting.execute(text("SELECT id FROM webhook_endpoints WHERE id = :id FOR UPDATE"), row)
+        recorder = threading.Thread(target=record)
+        recorder.start()
+        blocked = text("SELECT count(*) FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid))")
+        own_pid = deleting.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        deadline = time.monotonic() + 10
+        with engine.connect() as watching:
+            while not watching.execute(blocked, {"pid": own_pid}).scalar_one():
+                assert time.monotonic() < deadline, "the recording never waited for the DELETE"
+                time.sleep(0.02)
+        deleting.execute(text("DELETE FROM webhook_endpoints WHERE id = :id"), row)  # cascades
+        deleting.commit()
+    recorder.join(timeout=30)
+    assert not recorder.is_alive() and errors == []
+    assert api.get(f"/client/webhook-endpoints/{delivery.endpoint_id}").status_code == 404
+    assert deliveries(db) == [] and count(db, WebhookAttempt) == 0
 
 
 def test_racing_workers_claim_a_job_round_once(postgres_only: None, database_url: str) -> None:

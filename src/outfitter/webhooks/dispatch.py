@@ -201,8 +201,17 @@ def record_outcomes(
     if not results:
         return
     with across_companies(sessions()) as session, session.begin():
+        # The endpoints first, then the deliveries, each in id order: the order a DELETE of an
+        # endpoint takes them in (the endpoint, then its deliveries by the cascade), and two workers
+        # alike. Taken the other way round, a DELETE and a recorded failure (which marks its
+        # endpoint) each waited on the other: a deadlock, and a 503 for the DELETE.
+        session.execute(
+            select(WebhookEndpoint.id)
+            .where(WebhookEndpoint.id.in_({outgoing.endpoint_id for outgoing, _ in results}))
+            .order_by(WebhookEndpoint.id)
+            .with_for_update(read=True, key_share=True)
+        )
         ids = sorted({outgoing.delivery_id for outgoing, _ in results})
-        # Locked in id order: two workers recording at once never wait on each other crosswise.
         found = session.execute(
             select(*_STATE).where(WebhookDelivery.id.in_(ids)).order_by(WebhookDelivery.id).with_for_update()
         )
