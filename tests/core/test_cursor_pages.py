@@ -141,7 +141,7 @@ def test_pages_and_cursors_do_not_mix(api: Api, query: dict[str, Any], named: st
     }
 
 
-@pytest.mark.parametrize("limit", ["0", "101", "ten", "1.5"])
+@pytest.mark.parametrize("limit", ["0", "101", "ten", "1.5", "1_0", "5.0", "+5"])
 def test_a_limit_out_of_range_is_422(api: Api, limit: str) -> None:
     assert "query.limit" in assert_error(api.get("/client/employees", limit=limit), 422)["errors"]
 

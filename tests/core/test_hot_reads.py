@@ -57,6 +57,8 @@ LEFT_TO_FASTAPI = [
     f"{BASE}?page=0",
     f"{BASE}?per_page=101",
     f"{BASE}?page=1&page=2",
+    f"{BASE}?page=1_0",
+    f"{BASE}?per_page=2.0",
     f"{BASE}?status=assigned",
     f"{BASE}?type=Laptop",
     f"{BASE}?sort=price",

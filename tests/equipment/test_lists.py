@@ -115,6 +115,17 @@ def test_bad_filters_are_422_naming_the_parameter(api: Api, params: dict[str, An
     assert field in result["errors"], result["errors"]
 
 
+@pytest.mark.parametrize("written", ["1_0", "+2", " 2", "2 ", "2.0", "15.0", "\t1", "\u0662"])
+@pytest.mark.parametrize("name", ["page", "per_page"])
+def test_a_page_number_is_digits_and_nothing_else(api: Api, name: str, written: str) -> None:
+    """Pydantic reads "1_0" as 10 and "2.0" as 2; a client that sends them has made a mistake."""
+    result = assert_error(api.get("/client/equipment", **{name: written}), 422)
+    assert result["errors"] == {f"query.{name}": ["Give a whole number in digits, such as 2."]}
+    assert api.get("/client/equipment", **{name: "02"}).json()["data"]["current_page"] == (
+        2 if name == "page" else 1
+    )
+
+
 def test_closed_values_are_documented_and_refused_by_name(api: Api) -> None:
     """The statuses and types are enums: OpenAPI lists exactly the allowed values, and a value
     outside them is a 422 that names them."""

@@ -26,7 +26,7 @@ from sqlalchemy.types import Enum, Uuid
 
 from outfitter.core.cursors import OTHER_QUERY, decode_cursor, encode_cursor, query_fingerprint
 from outfitter.core.errors import ValidationFailed
-from outfitter.core.schemas import DateTimeText, NotNull, as_utc
+from outfitter.core.schemas import DateTimeText, NotNull, WholeNumberText, as_utc
 from outfitter.db.base import UTCDateTime, utcnow
 
 DEFAULT_PER_PAGE = 15
@@ -107,7 +107,10 @@ def _list_params(
 # No default in the document (the defaults are applied here): a generated client that fills in
 # documented defaults would otherwise send page=1 with every cursor, and be refused for mixing.
 PageQuery = Annotated[
-    int | None, Query(ge=1, le=MAX_PAGE, description="Page number, from 1 (page mode; default 1)"), NotNull()
+    int | None,
+    Query(ge=1, le=MAX_PAGE, description="Page number, from 1 (page mode; default 1)"),
+    NotNull(),
+    WholeNumberText,
 ]
 PerPageQuery = Annotated[
     int | None,
@@ -117,6 +120,7 @@ PerPageQuery = Annotated[
         description=f"Records per page, 1 to {MAX_PER_PAGE} (page mode; default {DEFAULT_PER_PAGE})",
     ),
     NotNull(),
+    WholeNumberText,
 ]
 CursorQuery = Annotated[
     str | None,
@@ -128,6 +132,7 @@ CursorQuery = Annotated[
 LimitQuery = Annotated[
     int | None,
     Query(ge=1, le=MAX_PER_PAGE, description=f"Cursor mode: records per page, 1 to {MAX_PER_PAGE} (15)"),
+    WholeNumberText,
 ]
 UpdatedSinceQuery = Annotated[
     DateTimeText | None,
@@ -160,9 +165,11 @@ async def sync_list_params(
 
 
 async def page_params(
-    page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number, from 1")] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number, from 1"), WholeNumberText] = 1,
     per_page: Annotated[
-        int, Query(ge=1, le=MAX_PER_PAGE, description=f"Records per page, 1 to {MAX_PER_PAGE}")
+        int,
+        Query(ge=1, le=MAX_PER_PAGE, description=f"Records per page, 1 to {MAX_PER_PAGE}"),
+        WholeNumberText,
     ] = DEFAULT_PER_PAGE,
 ) -> PageParams:
     return PageParams(page=page, per_page=per_page)

@@ -94,6 +94,18 @@ def _date_time_text(value: object) -> object:
 DateTimeText = Annotated[datetime, BeforeValidator(_date_time_text)]
 
 
+def _whole_number_text(value: object) -> object:
+    """A whole number as people write one in a query: ASCII digits and nothing else. Pydantic's
+    reading of a text also takes "1_0" (as 10), "+2", " 2" and "2.0"."""
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        raise ValueError("Give a whole number in digits, such as 2.")
+    return value
+
+
+# A whole number a client gives in a query (`page`, `per_page`, `limit`).
+WholeNumberText = BeforeValidator(_whole_number_text)
+
+
 # What no one sees: every space (spelled out: JSON Schema's `\s` and Python's differ) and the
 # format characters and fillers that print nothing (zero-width space and joiners, bidi controls,
 # soft hyphen, variation selectors, Hangul fillers, the byte order mark).
