@@ -221,6 +221,9 @@ def test_no_body_or_one_that_is_not_utf8_is_a_400_saying_so(api: Api, path: str)
     assert_error(api.request("POST", path, content=b"", headers=as_json), 400, BODY_REQUIRED)
     latin1 = '{"name": "caf\u00e9", "first_name": "Jos\u00e9"}'.encode("latin-1")
     assert_error(api.request("POST", path, content=latin1, headers=as_json), 400, UNREADABLE_BODY)
+    for encoding in ("utf-16", "utf-16-be", "utf-32", "utf-32-le"):  # Python's parser reads these
+        other = '{"name": "caf\u00e9", "first_name": "Jos\u00e9"}'.encode(encoding)
+        assert_error(api.request("POST", path, content=other, headers=as_json), 400, UNREADABLE_BODY)
     refused = api.request("POST", path, content=b"", headers=as_json | {"Authorization": "Bearer otf_x"})
     assert_error(refused, 401)  # the token first, as for any input
 

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from outfitter.core.errors import ValidationFailed, error_body
-from outfitter.core.handlers import methods_of_path
+from outfitter.core.handlers import UNREADABLE_BODY, methods_of_path
 
 logger = logging.getLogger("outfitter")
 
@@ -401,6 +401,9 @@ def nested_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     return True
 
 
+_UTF_8 = ("utf-8", "utf-8-sig")  # JSON between systems is UTF-8 (RFC 8259); a byte order mark is let be
+
+
 class InputGuardMiddleware:
     """The one place that refuses input no endpoint can handle, before any endpoint runs:
 
@@ -409,7 +412,8 @@ class InputGuardMiddleware:
     - a JSON body nested more than MAX_JSON_DEPTH levels (422), which would overflow a parser;
     - NaN or Infinity as a JSON value (400): not JSON, though Python's parser reads them; an
       integer longer than Python reads (400);
-    - more than one Authorization header (400): which one counts would be a guess.
+    - more than one Authorization header (400): which one counts would be a guess;
+    - a JSON body in UTF-16 or UTF-32 (400: send UTF-8).
 
     Only JSON can carry a lone surrogate: percent-decoding (path, query, urlencoded forms) replaces
     invalid UTF-8 with U+FFFD, and multipart fields that are not valid in their charset are read as
@@ -444,6 +448,9 @@ class InputGuardMiddleware:
         if body is None:
             return  # the client went away
         if _is_json(scope):
+            if json.detect_encoding(body) not in _UTF_8:  # Python's parser reads UTF-16 and -32 too
+                await send_error(scope, send, 400, UNREADABLE_BODY, [])
+                return
             if nested_too_deep(body):
                 await send_validation_error(scope, send, {"body": [DEPTH_MESSAGE]})
                 return
