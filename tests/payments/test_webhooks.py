@@ -71,8 +71,7 @@ def test_a_signed_notice_that_is_not_a_json_object_is_400_saying_so(
     """The signature holds, so the sender is the gateway: a 401 would send it looking at its
     secret and clock; the 400 says what is wrong with the notice, and nothing is recorded."""
     data = pending(api, db)
-    for payload in ([1, 2], "paid", None):
-        body = json.dumps(payload)
+    for body in (json.dumps([1, 2]), json.dumps("paid"), json.dumps(None), "paid", "{not json", ""):
         headers = sandbox.signature_headers(f"m-{body}", body, datetime.now(UTC))
         refused = assert_error(client.post(URL, content=body.encode(), headers=headers), 400)
         assert refused["message"] == (
