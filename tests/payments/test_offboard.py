@@ -24,6 +24,7 @@ from outfitter.models import (
     EquipmentStatus,
     Event,
     Order,
+    SandboxPayment,
     Transaction,
 )
 from outfitter.payments.gateways.sandbox import SandboxGateway
@@ -222,6 +223,27 @@ def test_offboarding_by_card_through_the_sandbox(
     kinds = [kind for kind, _, _ in events(db, api.company_id)]
     assert kinds[0] == "transaction.initiated" and kinds.count("order.created") == 1
     assert kinds.count("order.updated") == 3 and kinds.count("order.completed") == 1
+
+
+def test_a_card_offboarding_with_nothing_to_pay_is_fulfilled_without_the_gateway(
+    api: Api, db: Session, sandbox: SandboxGateway, operator: None
+) -> None:
+    """A fee schedule without retrieval fees (an operator's `fees set`, as migration 0005 left the
+    currencies it does not list): a Card transaction of 0 was sent to the gateway, which would take
+    a payment of 0 or refuse it (a 502)."""
+    result = runner.invoke(cli, ["fees", "set", "JPY", "--retrieval-fee", "0", "--inspection-fee", "0"])
+    assert result.exit_code == 0, result.output
+    employee = add_employee(db, api.company_id, country_code="JP")
+    laptop = add_assigned_device(db, employee)
+    body = {**offboard_body(employee, [str(laptop)], "Card"), "employee_country_id": "JP"}
+    response = api.post(INITIATE, body)
+    assert response.status_code == 200, response.text
+    data = response.json()["data"]
+    assert (data["payment_method"], data["currency"], data["total_amount"]) == ("Card", "JPY", 0)
+    assert data["status"] == "Fulfilled" and data["link"] is None and data["order_id"]
+    assert count(db, SandboxPayment) == 0  # no checkout was opened
+    order = api.get(f"/client/orders/{data['order_id']}").json()["data"]
+    assert order["kind"] == "retrieval" and [item["equipment_id"] for item in order["items"]] == [str(laptop)]
 
 
 def test_refusals_name_the_problem_and_write_nothing(api: Api, other_api: Api, db: Session) -> None:

@@ -321,8 +321,8 @@ def _register_with_gateway(work: ClientWork, draft: _Draft, gateways: GatewayReg
             f"This transaction would total {total:,} {draft.currency.code}, fees included; one "
             f"transaction charges less than {MAX_AMOUNT:,}: split it into smaller ones.",
         )
-    if draft.payment_method != PaymentMethod.CARD:
-        return
+    if draft.payment_method != PaymentMethod.CARD or total == 0:
+        return  # nothing for a gateway to take: `_pay` settles it at once, as a Credit one
     gateway = gateways.get(gateways.default_name)
     assert gateway is not None
     work.end_reads()
@@ -399,8 +399,10 @@ def _hold_employees(session: Session, draft: _Draft) -> None:
 
 
 def _pay(work: ClientWork, transaction: Transaction) -> Transaction:
-    """Credit: the wallet pays now and the transaction is fulfilled. Card: it waits for the payer."""
-    if transaction.payment_method != PaymentMethod.CREDIT:
+    """Credit: the wallet pays now and the transaction is fulfilled. Card: it waits for the payer,
+    unless there is nothing to pay (an offboarding where the currency's fees are 0): then it is
+    fulfilled now, with no checkout and no gateway, as a Credit one of 0 is."""
+    if transaction.payment_method != PaymentMethod.CREDIT and transaction.total_amount > 0:
         return transaction
     session = work.session
     reference = None
