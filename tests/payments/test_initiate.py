@@ -188,6 +188,11 @@ def test_prices_in_two_currencies_unknown_pricing_and_bad_values_are_422(api: Ap
         {**card_body(employee, ngn), "orders": {}},
     ):
         assert_error(api.post("/client/transactions/initiate", bad), 422)
+    for empty in ({}, []):  # a map or a list of lines with nothing in it: no Python words
+        refused = assert_error(
+            api.post("/client/transactions/initiate", {**card_body(employee, ngn), "orders": empty}), 422
+        )
+        assert refused["errors"] == {"orders": ["Give at least 1 entry here; 0 given."]}
     assert count(db, Transaction) == 0
 
 

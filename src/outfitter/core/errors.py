@@ -137,6 +137,10 @@ def validation_message(error: Mapping[str, Any]) -> str:
         return UNKNOWN_FIELD
     if kind == "string_too_short" and (error.get("ctx") or {}).get("min_length") == 1:
         return EMPTY_TEXT  # the value was stripped first: "   " is not "at least 1 character" short
+    if kind == "too_short":  # pydantic says "Dictionary should have at least 1 item after validation"
+        context = error.get("ctx") or {}
+        least, given = context.get("min_length"), context.get("actual_length")
+        return f"Give at least {least} {'entry' if least == 1 else 'entries'} here; {given} given."
     message = str(error.get("msg", "Invalid value"))
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)
