@@ -251,11 +251,10 @@ def _record_unavailable(
     equipment_ids: Sequence[uuid.UUID | None],
 ) -> None:
     """The share of the total paid for `gone` of the transaction's `devices`, in its currency's
-    minor units, as one `device_unavailable` anomaly."""
-    minor_units = session.scalar(
-        select(Currency.minor_units).where(Currency.code == transaction.currency_code)
-    )
-    share = (transaction.total_amount * gone / devices).quantize(Decimal(1).scaleb(-(minor_units or 0)))
+    minor units (ISO 4217's, as `_record_anomaly` rounds to and the currencies table holds: no
+    read), as one `device_unavailable` anomaly."""
+    places = minor_units(transaction.currency_code)
+    share = (transaction.total_amount * gone / devices).quantize(Decimal(1).scaleb(-places))
     detail = f" (devices {', '.join(str(equipment_id) for equipment_id in equipment_ids)})"
     _record_anomaly(session, transaction, PaymentAnomalyKind.DEVICE_UNAVAILABLE, share, payment, detail)
 
