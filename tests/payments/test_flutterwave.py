@@ -370,7 +370,8 @@ def test_reconcile_goes_past_a_transaction_it_cannot_settle(
     from outfitter.payments import reconcile as reconciliation
 
     stuck, paid = _initiate(fw, db), _initiate(fw, db)
-    standin.pay(stuck["tx_ref"]), standin.pay(paid["tx_ref"])
+    for transaction in (stuck, paid):
+        standin.pay(transaction["tx_ref"])
     settle = reconciliation.settle
     stuck_id = db.scalars(select(Transaction.id).where(Transaction.tx_ref == stuck["tx_ref"])).one()
     db.commit()  # the test's own session holds no lock while the run writes
