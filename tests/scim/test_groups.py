@@ -93,6 +93,33 @@ def test_group_conflicts_and_bad_members(scim: Scim, api: Api) -> None:
     assert api.get("/client/departments").json()["data"]["total"] == 2
 
 
+def test_group_names_follow_the_department_rules(scim: Scim, api: Api) -> None:
+    """A displayName on two lines, with a tab, or of invisible characters only is a 400 naming it
+    in every write, as the REST API's 422 for such a department name (each was a 500); nothing is
+    written. A name in decomposed form is kept composed, as the REST API keeps it."""
+    group = scim.post("/Groups", _group("Sales")).json()
+    events = api.get("/client/events").json()["data"]["total"]
+    for name, problem in (
+        ("Sales\nEMEA", "Give it on one line"),
+        ("A\tB", "Give it on one line"),
+        ("\u200b", "Give at least one visible character"),
+    ):
+        refusals = (
+            scim.post("/Groups", _group(name)),
+            scim.put(f"/Groups/{group['id']}", _group(name)),
+            scim.patch(f"/Groups/{group['id']}", [{"op": "replace", "path": "displayName", "value": name}]),
+            scim.patch(f"/Groups/{group['id']}", [{"op": "replace", "value": {"displayName": name}}]),
+        )
+        for response in refusals:
+            refused = assert_scim_error(response, 400, "invalidValue")
+            assert refused["detail"].startswith(f"displayName: {name!r}: {problem}"), refused
+    names = [department["name"] for department in api.get("/client/departments").json()["data"]["data"]]
+    assert names == ["Sales"]
+    assert api.get("/client/events").json()["data"]["total"] == events
+    composed = scim.post("/Groups", _group("Equipe\u0301 R&D")).json()
+    assert composed["displayName"] == "Equip\u00e9 R&D"
+
+
 def test_delete_group_deletes_the_department(scim: Scim, api: Api) -> None:
     group = scim.post(
         "/Groups", _group("Engineering", _user(scim, "ada@acme.example"), externalId="g-1")

@@ -389,6 +389,23 @@ def test_delete_moves_the_departments_it_leaves_into_the_sync(scim: Scim, api: A
     assert changed[0]["updated_at"] > left["updated_at"]
 
 
+def test_deactivation_keeps_the_memberships_that_a_delete_ends(scim: Scim, api: Api) -> None:
+    """`active: false` offboards and leaves the departments as they are (docs/events.md): the
+    department and its Group still list the user, its `updated_at` does not move; reactivated,
+    the user is where they were."""
+    user = _create(scim, "ada@acme.example")
+    team = api.post("/client/departments", {"name": "Team", "member_ids": [user["id"]]}).json()["data"]
+    off = scim.patch(f"/Users/{user['id']}", [{"op": "replace", "value": {"active": False}}])
+    assert off.status_code == 200 and off.json()["active"] is False, off.text
+    assert api.get(f"/client/employees/{user['id']}").json()["data"]["status"] == "Offboarded"
+    kept = api.get(f"/client/departments/{team['id']}").json()["data"]
+    assert (kept["member_count"], kept["updated_at"]) == (1, team["updated_at"])
+    assert [member["value"] for member in scim.get(f"/Groups/{team['id']}").json()["members"]] == [user["id"]]
+    back = scim.patch(f"/Users/{user['id']}", [{"op": "replace", "value": {"active": True}}])
+    assert back.json()["active"] is True
+    assert api.get(f"/client/departments/{team['id']}").json()["data"]["member_count"] == 1
+
+
 def test_nul_characters_are_refused_not_stored(scim: Scim, api: Api) -> None:
     body = user_body("ada@acme.example", title="Ana\x00lyst")
     assert "title" in assert_scim_error(scim.post("/Users", body), 400, "invalidValue")["detail"]
@@ -546,6 +563,50 @@ def test_a_typed_email_path_reaches_its_own_email_never_the_work_one(scim: Scim,
         assert answer.status_code == 200, (operation, answer.text)
         employee = api.get(f"/client/employees/{user['id']}").json()["data"]
         assert (employee["email"], employee["personal_email"]) == expected, operation
+
+
+def test_names_and_texts_follow_the_rest_api_rules(scim: Scim, api: Api) -> None:
+    """A given or family name on two lines, with a tab, or of invisible characters only, and a
+    title or address that shows nothing, are refused as the REST API refuses them (they were stored,
+    leaving employees the API documents as impossible), in a POST, a PUT and a PATCH; nothing is
+    written. A name in decomposed form is kept composed, as the API keeps it."""
+    user = _create(scim, "ada@acme.example")
+    path = f"/Users/{user['id']}"
+    before = api.get(f"/client/employees/{user['id']}").json()["data"]
+    on_one_line, visible = "Give it on one line", "Give at least one visible character"
+    names = (
+        ({"givenName": "Ada\nLovelace", "familyName": "Lovelace"}, "name.givenName", on_one_line),
+        ({"givenName": "\u200b\u200b", "familyName": "Lovelace"}, "name.givenName", visible),
+        ({"givenName": "Ada", "familyName": "F\tG"}, "name.familyName", on_one_line),
+        ({"givenName": "Ada", "familyName": "\u200b"}, "name.familyName", visible),
+    )
+    for name, field, problem in names:
+        for response in (
+            scim.post("/Users", user_body("grace@acme.example", name=name)),
+            scim.put(path, user_body("ada@acme.example", name=name)),
+            scim.patch(path, [{"op": "replace", "path": "name", "value": name}]),
+        ):
+            refused = assert_scim_error(response, 400, "invalidValue")
+            assert refused["detail"].startswith(f"{field}: "), refused
+            assert problem in refused["detail"], refused
+    for body in (
+        user_body("ada@acme.example", title="\u200b"),
+        user_body("ada@acme.example", addresses=[{"country": "NG", "formatted": "\u200b\u2060"}]),
+    ):
+        refused = assert_scim_error(scim.put(path, body), 400, "invalidValue")
+        assert visible in refused["detail"], refused
+    assert api.get(f"/client/employees/{user['id']}").json()["data"] == before
+    assert api.get("/client/employees").json()["data"]["total"] == 1
+
+    renamed = scim.patch(path, [{"op": "replace", "path": "name.givenName", "value": "Zoe\u0308"}])
+    assert renamed.status_code == 200, renamed.text
+    assert api.get(f"/client/employees/{user['id']}").json()["data"]["first_name"] == "Zo\u00eb"
+    # An address on several lines is an address (RFC 7643's formatted), as in the REST API.
+    moved = scim.put(
+        path, user_body("ada@acme.example", addresses=[{"country": "NG", "formatted": "1 Marina\nLagos"}])
+    )
+    assert moved.status_code == 200, moved.text
+    assert api.get(f"/client/employees/{user['id']}").json()["data"]["address"] == "1 Marina\nLagos"
 
 
 def test_patches_the_api_would_refuse_are_scim_errors_in_plain_words(scim: Scim, api: Api) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import TypeAdapter
 from scim2_models import Context, Group, InvalidFilterException, InvalidValueException
 from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
@@ -22,7 +23,7 @@ from outfitter.payments.gateways import GatewayRegistry
 from outfitter.people import departments, provisioning
 from outfitter.people.provisioning import Change
 from outfitter.people.repository import DepartmentRepository
-from outfitter.people.schemas import DepartmentCreate, DepartmentPatch
+from outfitter.people.schemas import DepartmentCreate, DepartmentName, DepartmentPatch
 from outfitter.scim import filters, groups, offboarding, patching, users
 from outfitter.scim.discovery import MAX_RESULTS
 from outfitter.scim.responses import check_version
@@ -30,6 +31,7 @@ from outfitter.scim.settings import settings_of
 from outfitter.scim.users import Links
 
 MAX_MEMBERS = 1000  # as the department endpoints (DepartmentPatch.member_ids)
+_DEPARTMENT_NAME: TypeAdapter[str] = TypeAdapter(DepartmentName)
 
 
 @dataclass(frozen=True)
@@ -253,11 +255,10 @@ def _set_external_id(session: Session, department: Department, external_id: str 
 
 
 def _display_name(group: Group) -> str:
-    name = (group.display_name or "").strip()
+    """The department's name, by the REST API's rule for it; 400 invalidValue naming what is wrong."""
+    name = users.limited_text(group.display_name, "displayName", _DEPARTMENT_NAME)
     if not name:
         raise InvalidValueException(detail="displayName is required.")
-    if len(name) > 200:
-        raise InvalidValueException(detail="displayName is longer than 200 characters.")
     return name
 
 

@@ -47,12 +47,16 @@ from outfitter.people.provisioning import (
     known_as,
     user_name_of,
 )
-from outfitter.people.schemas import Phone
+from outfitter.people.schemas import Address, Name, Phone, Text200
 from outfitter.scim.filters import Attribute, bool_attribute, compare_text
 from outfitter.scim.responses import with_meta
 
 ScimUser = User[EnterpriseUser]
-_PHONE = TypeAdapter(Phone)  # the REST API's own rule for a phone number
+# The REST API's own rules for the fields a User writes: what its 422 refuses, SCIM's 400 refuses.
+_NAME: TypeAdapter[str] = TypeAdapter(Name)  # one line that shows something, composed (NFC)
+_PHONE: TypeAdapter[str] = TypeAdapter(Phone)
+_ADDRESS: TypeAdapter[str] = TypeAdapter(Address)
+_TITLE: TypeAdapter[str] = TypeAdapter(Text200)
 CORE_URN = str(User.__schema__)
 ENTERPRISE_URN = str(EnterpriseUser.__schema__)
 # Requests may carry attributes Outfitter does not keep (locale, ims, an IdP's own extension...):
@@ -87,6 +91,7 @@ LIMITS = {
     "phoneNumbers.value": 50,
     "addresses": 500,
     "department": 200,
+    "displayName": 200,  # a Group's: the department's name
     "externalId": 255,
 }
 
@@ -235,17 +240,17 @@ def to_provisioned(
     enterprise = user[EnterpriseUser]
     manager_id = _manager_id(session, enterprise, current)
     wanted = ProvisionedEmployee(
-        user_name=_limited(user_name, "userName"),
+        user_name=limited_text(user_name, "userName"),
         email=email,
         personal_email=_email(personal, "emails.value") if personal else None,
-        first_name=_limited(first, "name.givenName"),
-        last_name=_limited(last, "name.familyName"),
+        first_name=limited_text(first, "name.givenName", _NAME),
+        last_name=limited_text(last, "name.familyName", _NAME),
         country_id=_country_id(session, address.country if address else None, current, default_country),
-        external_id=_limited(user.external_id, "externalId") or None,
-        phone=_phone(_limited(str(phone.value) if phone else "", "phoneNumbers.value")),
-        address=_limited(_formatted(address), "addresses"),
-        job_title=_limited(user.title, "title") or None,
-        department_name=_limited(enterprise.department if enterprise else None, "department") or None,
+        external_id=limited_text(user.external_id, "externalId") or None,
+        phone=limited_text(str(phone.value) if phone else "", "phoneNumbers.value", _PHONE),
+        address=limited_text(_formatted(address), "addresses", _ADDRESS),
+        job_title=limited_text(user.title, "title", _TITLE) or None,
+        department_name=limited_text(enterprise.department if enterprise else None, "department") or None,
         manager_id=manager_id,
         active=user.active if user.active is not None else (is_active(current) if current else True),
     )
@@ -259,11 +264,21 @@ def _email(value: str, field: str) -> str:
         raise InvalidValueException(detail=f"{field}: {value!r} is not an email address ({exc}).") from None
 
 
-def _limited(value: str | None, field: str) -> str:
+def limited_text(value: str | None, field: str, rule: TypeAdapter[str] | None = None) -> str:
+    """`value` stripped and within the field's length (LIMITS); when sent, as the REST API's `rule`
+    for the field takes it (a name on two lines, or of invisible characters only, is refused there
+    too). 400 invalidValue naming the field and saying why. An empty value stays empty: which
+    fields a resource may leave out is the mapping's to say (docs/scim.md)."""
     value = (value or "").strip()
     if len(value) > LIMITS[field]:
         raise InvalidValueException(detail=f"{field} is longer than {LIMITS[field]} characters.")
-    return value
+    if not value or rule is None:
+        return value
+    try:
+        return rule.validate_python(value)
+    except ValidationError as exc:
+        problem = validation_message(exc.errors()[0])
+        raise InvalidValueException(detail=f"{field}: {value!r}: {problem}") from None
 
 
 def _names(user: ScimUser, user_name: str) -> tuple[str, str]:
@@ -276,17 +291,6 @@ def _names(user: ScimUser, user_name: str) -> tuple[str, str]:
     shown = (user.display_name or (user.name.formatted if user.name else None) or "").strip()
     first, _, rest = shown.partition(" ") if shown else (user_name.partition("@")[0], "", "")
     return first, family or rest.strip()
-
-
-def _phone(value: str) -> str:
-    """A phone number as the API takes one (its `Phone` type), or none."""
-    if not value:
-        return value
-    try:
-        return _PHONE.validate_python(value)
-    except ValidationError as exc:
-        problem = validation_message(exc.errors()[0])
-        raise InvalidValueException(detail=f"phoneNumbers.value: {value!r}: {problem}") from None
 
 
 def _formatted(address: Any) -> str:
