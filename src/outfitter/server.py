@@ -2,13 +2,15 @@
 
 Two things `uvicorn.run` does not do for us:
 
-1. TCP_NODELAY on every connection. With more than one worker uvicorn binds the listening socket
-   itself as `socket.socket(family)`, whose protocol number is 0. Accepted sockets inherit it, and
-   asyncio sets TCP_NODELAY only on sockets whose protocol is IPPROTO_TCP, so every response sat
-   in Nagle's buffer until the client's delayed ACK (~40 ms). `bind_socket` creates the socket as
-   `socket(family, SOCK_STREAM, IPPROTO_TCP)`; every connection accepted from it, in any worker,
-   then gets TCP_NODELAY from asyncio (uvloop sets it on every TCP connection anyway). The same
-   socket serves the single-process path, so both behave alike.
+1. A listening socket bound in the master, with a one-line error when it cannot be, whose
+   connections get TCP_NODELAY. Before 0.55, with more than one worker uvicorn bound it as
+   `socket.socket(family)`, whose protocol number is 0. Accepted sockets inherit it, and asyncio
+   sets TCP_NODELAY only on sockets whose protocol is IPPROTO_TCP, so every response sat in
+   Nagle's buffer until the client's delayed ACK (~40 ms). `bind_socket` creates the socket as
+   `socket(family, SOCK_STREAM, IPPROTO_TCP)` whatever uvicorn's release (pyproject admits older
+   ones); every connection accepted from it, in any worker, then gets TCP_NODELAY from asyncio
+   (uvloop sets it on every TCP connection anyway). The same socket serves the single-process
+   path, so both behave alike.
 2. Workers that die with the master: see `die_with_master`.
 3. A request it cannot parse (malformed, or a request line and headers over MAX_HEAD_BYTES) gets
    the JSON error envelope, not uvicorn's plain-text 400: see `EnvelopeHttpToolsProtocol`.

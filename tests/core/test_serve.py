@@ -91,14 +91,6 @@ def test_connections_accepted_from_the_bound_socket_have_tcp_nodelay(loop: str) 
     assert _server_side_nodelay(listener, loop) == 1
 
 
-def test_the_socket_uvicorn_binds_for_workers_lacks_tcp_nodelay_on_asyncio() -> None:
-    """The control: what `uvicorn.run(workers=N)` binds (protocol 0) leaves Nagle on under asyncio.
-    Were this to change upstream, serve() could go back to uvicorn's own socket."""
-    listener = Config(_tiny_app, port=0, log_config=None).bind_socket()
-    assert listener.proto == 0
-    assert _server_side_nodelay(listener, "asyncio") == 0
-
-
 def test_bind_socket_refuses_a_port_in_use_with_one_line() -> None:
     with closing(bind_socket("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
