@@ -159,7 +159,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(domain_router, prefix=API_PREFIX)
     app.state.route_methods = route_methods(API_PREFIX, domain_routers)
     install_fixed_path_guard(app, app.state.route_methods)
-    app.include_router(sandbox_router)
+    if settings.sandbox_gateway_served:
+        app.include_router(sandbox_router)
     _add_docs(app)
     _add_health_checks(app)
     install_contract(app, partial(add_webhooks, timeout_seconds=settings.webhook_timeout_seconds))

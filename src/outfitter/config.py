@@ -250,22 +250,28 @@ class Settings(BaseSettings):
                 f"OUTFITTER_CURSOR_SECRET (at least {MIN_CURSOR_SECRET} characters, not the published "
                 "development key: openssl rand -hex 32 makes one)"
             )
-        if self.gateway == "sandbox" and not self.sandbox_webhook_secret:
-            missing.append("OUTFITTER_SANDBOX_WEBHOOK_SECRET")
-        elif self.gateway == "sandbox" and self.sandbox_webhook_secret == DEVELOPMENT_SANDBOX_SECRET:
-            weak.append("OUTFITTER_SANDBOX_WEBHOOK_SECRET (not the published development secret)")
-        if self.gateway == "flutterwave" and not (
-            self.flutterwave_secret_key and self.flutterwave_webhook_hash
-        ):
+        refused = []
+        if self.gateway == "sandbox":  # the default: production must name its real gateway
+            refused.append(
+                "OUTFITTER_GATEWAY=sandbox (the sandbox takes no money and its checkout page lets "
+                "anyone mark a payment paid: set OUTFITTER_GATEWAY=flutterwave and its secrets)"
+            )
+        elif not (self.flutterwave_secret_key and self.flutterwave_webhook_hash):
             missing.append("OUTFITTER_FLUTTERWAVE_SECRET_KEY and OUTFITTER_FLUTTERWAVE_WEBHOOK_HASH")
         problems = [
             f"{what}: {', '.join(names)}"
-            for what, names in (("missing", missing), ("too weak", weak))
+            for what, names in (("missing", missing), ("too weak", weak), ("not allowed", refused))
             if names
         ]
         if problems:
             raise ValueError("production configuration is " + "; ".join(problems))
         return self
+
+    @property
+    def sandbox_gateway_served(self) -> bool:
+        """Whether the sandbox gateway (its checkout pages and its webhook) is served: never in
+        production, which refuses it as its gateway too."""
+        return self.environment != "production"
 
     @property
     def is_sqlite(self) -> bool:

@@ -20,8 +20,10 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from outfitter.app import create_app
-from outfitter.config import DEVELOPMENT_SANDBOX_SECRET, Settings
+from outfitter.config import Settings
 from outfitter.db.base import Base
+from outfitter.db.session import make_engine
+from outfitter.migrations import upgrade
 from tests.conftest import POSTGRES_URL
 
 OUTFITTER = Path(sys.executable).parent / "outfitter"
@@ -107,34 +109,89 @@ def test_a_secret_is_never_echoed_in_a_configuration_error(tmp_path: Path) -> No
     assert "hunter2" not in done.stderr
 
 
+_FLUTTERWAVE = {
+    "OUTFITTER_GATEWAY": "flutterwave",
+    "OUTFITTER_FLUTTERWAVE_SECRET_KEY": "FLWSECK-live",
+    "OUTFITTER_FLUTTERWAVE_WEBHOOK_HASH": "a-hash",
+}
+
+
 def test_production_refuses_to_start_on_published_development_secrets(tmp_path: Path) -> None:
-    """The cursor key and the sandbox secret have development defaults; production needs its own."""
+    """The cursor key has a development default; production needs its own."""
     env = clean_env(
         OUTFITTER_ENVIRONMENT="production",
         OUTFITTER_DATABASE_URL="postgresql://127.0.0.1:1/outfitter",
+        **_FLUTTERWAVE,
     )
-    done = outfitter(env, "company", "list")
-    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-    assert "OUTFITTER_CURSOR_SECRET" in done.stderr and "OUTFITTER_SANDBOX_WEBHOOK_SECRET" in done.stderr
+    assert_one_error_line(
+        outfitter(env, "company", "list"),
+        "error: invalid configuration: production configuration is missing: OUTFITTER_CURSOR_SECRET",
+    )
+    configured = outfitter({**env, "OUTFITTER_CURSOR_SECRET": "x" * 32}, "company", "list")
+    assert "invalid configuration" not in configured.stderr, configured.stderr
 
-    own = {"OUTFITTER_CURSOR_SECRET": "x" * 32, "OUTFITTER_SANDBOX_WEBHOOK_SECRET": "whsec_" + "c2VjcmV0" * 4}
-    configured = outfitter({**env, **own}, "company", "list")
-    assert "OUTFITTER_CURSOR_SECRET" not in configured.stderr, configured.stderr
+
+def test_production_refuses_the_sandbox_gateway_and_names_the_real_one() -> None:
+    """The sandbox is the default gateway: production left at it would take no money while its
+    page let anyone mark a payment paid. Production names its gateway and that gateway's secrets."""
+    env = clean_env(
+        OUTFITTER_ENVIRONMENT="production",
+        OUTFITTER_DATABASE_URL="postgresql://127.0.0.1:1/outfitter",
+        OUTFITTER_CURSOR_SECRET="x" * 32,
+        OUTFITTER_SANDBOX_WEBHOOK_SECRET="whsec_" + "c2VjcmV0" * 4,
+    )
+    refusal = (
+        "error: invalid configuration: production configuration is not allowed: OUTFITTER_GATEWAY=sandbox "
+        "(the sandbox takes no money and its checkout page lets anyone mark a payment paid: set "
+        "OUTFITTER_GATEWAY=flutterwave and its secrets)"
+    )
+    for given in ({}, {"OUTFITTER_GATEWAY": "sandbox"}):
+        assert_one_error_line(outfitter({**env, **given}, "serve", "--port", "1"), refusal)
+    assert_one_error_line(
+        outfitter({**env, "OUTFITTER_GATEWAY": "flutterwave"}, "company", "list"),
+        "error: invalid configuration: production configuration is missing: "
+        "OUTFITTER_FLUTTERWAVE_SECRET_KEY and OUTFITTER_FLUTTERWAVE_WEBHOOK_HASH",
+    )
+
+
+def test_production_serves_no_sandbox_page_or_webhook(tmp_path: Path) -> None:
+    """In production the sandbox's checkout pages are not routes and its webhook names no gateway
+    (404), whatever transactions an older release made through it."""
+    settings = Settings(
+        environment="production",
+        database_url="postgresql://127.0.0.1:1/outfitter",
+        cursor_secret="x" * 32,
+        gateway="flutterwave",
+        flutterwave_secret_key="FLWSECK-live",
+        flutterwave_webhook_hash="a-hash",
+    )
+    embedded = Settings(database_url=f"sqlite:///{tmp_path / 'embedded.db'}")
+    upgrade(make_engine(embedded.database_url))
+    with TestClient(create_app(settings)) as client, TestClient(create_app(embedded)) as control:
+        for method, path in (("GET", "/sandbox/checkout/OTF-1"), ("POST", "/sandbox/checkout/OTF-1/pay")):
+            page = client.request(method, path)
+            assert page.status_code == 404 and page.json()["message"].startswith("No such endpoint"), (
+                page.text
+            )
+            assert control.request(method, path).headers["content-type"].startswith("text/html")
+        notice = client.post("/api/v2/webhooks/payments/sandbox", json={})
+        assert notice.status_code == 404, notice.text
+        assert notice.json()["message"] == "Payment gateway not found."
+        assert control.post("/api/v2/webhooks/payments/sandbox", json={}).status_code == 401
 
 
 def test_production_refuses_secrets_too_weak_to_be_keys() -> None:
-    """A one-character cursor key or the published development values would be accepted as set."""
+    """A one-character cursor key or the published development value would be accepted as set."""
     env = clean_env(
         OUTFITTER_ENVIRONMENT="production",
         OUTFITTER_DATABASE_URL="postgresql://127.0.0.1:1/outfitter",
         OUTFITTER_CURSOR_SECRET="a",
-        OUTFITTER_SANDBOX_WEBHOOK_SECRET=DEVELOPMENT_SANDBOX_SECRET,
+        **_FLUTTERWAVE,
     )
     assert_one_error_line(
         outfitter(env, "company", "list"),
         "error: invalid configuration: production configuration is too weak: OUTFITTER_CURSOR_SECRET (at "
-        "least 32 characters, not the published development key: openssl rand -hex 32 makes one), "
-        "OUTFITTER_SANDBOX_WEBHOOK_SECRET (not the published development secret)",
+        "least 32 characters, not the published development key: openssl rand -hex 32 makes one)",
     )
 
 

@@ -130,7 +130,8 @@ class GatewayRegistry:
         return self.settings.gateway
 
     def get(self, name: str) -> Gateway | None:
-        if name not in GATEWAY_NAMES:
+        """The gateway `name`, or None if there is none such here (the sandbox in production)."""
+        if name not in GATEWAY_NAMES or (name == "sandbox" and not self.settings.sandbox_gateway_served):
             return None
         if name not in self._gateways:
             self._gateways[name] = build_gateway(name, self.settings, self.sessions)
