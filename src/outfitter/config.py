@@ -8,11 +8,13 @@ import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from limits import parse as parse_rate_limit
 from platformdirs import user_data_dir
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from redis.connection import parse_url as redis_url_parts
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -169,8 +171,24 @@ class Settings(BaseSettings):
     @field_validator("redis_url")
     @classmethod
     def _check_redis_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.lower().startswith(("redis://", "rediss://", "unix://")):
+        if value is None:
+            return value
+        if not value.lower().startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("expected a redis://, rediss:// or unix:// URL")
+        # As the client will read it, now rather than at the first request: a bad port stopped
+        # every server process after it had bound its socket (one that redis-py ignores, a
+        # database that is no number, would silently be database 0).
+        # The reason is said, not the part of the URL at fault, which might hold the password.
+        try:
+            redis_url_parts(value)
+            database = urlsplit(value).path.strip("/") if not value.lower().startswith("unix") else ""
+        except ValueError:
+            database = "?"
+        if database and not database.isdigit():
+            raise ValueError(
+                "expected a URL such as redis://host:6379/0: a port from 1 to 65535 if one is given, "
+                "and a database number if one is given"
+            )
         return value
 
     @field_validator("rate_limit")
