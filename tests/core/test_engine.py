@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from sqlalchemy import DateTime, Engine, cast, select, text, update
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.engine import make_url
 
 from outfitter.core.schemas import format_timestamp
@@ -87,3 +88,12 @@ def test_utc_text_is_the_time_as_the_answers_write_it_on_each_database(
         connection.execute(update(Company).where(Company.id == company_id).values(created_at=written))
         assert connection.execute(created).scalar() == format_timestamp(written)
         assert connection.execute(select(utc_text(cast(None, DateTime(timezone=True))))).scalar() is None
+
+
+def test_a_failed_statement_never_carries_its_values_into_an_error(engine: Engine) -> None:
+    """What a statement was given (a search, an email, a token's digest) stays out of its error,
+    and so out of the stack trace a 500 logs; the statement itself is named."""
+    with pytest.raises(DBAPIError) as caught, engine.connect() as connection:
+        connection.execute(text("INSERT INTO no_such_table VALUES (:email)"), {"email": "ada@example.com"})
+    assert "no_such_table" in str(caught.value)
+    assert "ada@example.com" not in str(caught.value)

@@ -55,6 +55,10 @@ def _lower(value: Any) -> Any:
 
 def make_engine(database_url: str, **kwargs: Any) -> Engine:
     kwargs.setdefault("json_serializer", json_text)
+    # A statement's values are people's data (searches, names, emails) and token digests: an error
+    # (and so the stack trace of a 500 in the log, kept far longer than a request) names the
+    # statement, never them.
+    kwargs.setdefault("hide_parameters", True)
     if database_url.startswith("sqlite"):
         engine = create_engine(
             database_url, connect_args={"check_same_thread": False, "timeout": 30}, **kwargs
