@@ -5,13 +5,16 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
+import psycopg
 from limits import parse as parse_rate_limit
 from platformdirs import user_data_dir
+from psycopg.conninfo import conninfo_to_dict, make_conninfo, timeout_from_conninfo
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from redis.connection import parse_url as redis_url_parts
@@ -74,6 +77,18 @@ def display_database_url(url: str) -> str:
 DEVELOPMENT_SANDBOX_SECRET = "whsec_b3V0Zml0dGVyLWVtYmVkZGVkLWRldmVsb3BtZW50LW9ubHk="
 DEVELOPMENT_CURSOR_SECRET = "outfitter-cursor-development-key"
 MIN_CURSOR_SECRET = 32  # characters of an HMAC key worth the name (openssl rand -hex 32 gives 64)
+
+
+def _check_connection_options(query: Mapping[str, str | Sequence[str]]) -> None:
+    """The options of a PostgreSQL URL (`?sslmode=require&connect_timeout=5`) as libpq and psycopg
+    read them, at start rather than at the first connection (a traceback there): an unknown name,
+    a timeout that is no number. What it says names the option, never another part of the URL."""
+    options = {name: value if isinstance(value, str) else value[-1] for name, value in query.items()}
+    try:
+        timeout_from_conninfo(conninfo_to_dict(make_conninfo("", **options)))
+    except psycopg.ProgrammingError as exc:
+        problem = str(exc).strip().splitlines()[0]
+        raise ValueError(f"{problem} (the options after '?' are libpq's connection parameters)") from None
 
 
 class Settings(BaseSettings):
@@ -156,9 +171,17 @@ class Settings(BaseSettings):
         if not value.startswith(("sqlite", "postgresql+psycopg://")):
             raise ValueError("expected a sqlite:/// or postgresql:// URL")
         try:
-            make_url(value)
+            url = make_url(value)
         except ArgumentError:
             raise ValueError("not a database URL") from None
+        if url.get_backend_name() == "sqlite":
+            if url.host or not url.database:  # sqlite://x.db names a host, not a file
+                raise ValueError(
+                    "expected sqlite:///relative/path.db or sqlite:////absolute/path.db (three slashes "
+                    "before the path)"
+                )
+        else:
+            _check_connection_options(url.query)
         return value
 
     @field_validator("public_url")
@@ -180,7 +203,7 @@ class Settings(BaseSettings):
         # database that is no number, would silently be database 0).
         # The reason is said, not the part of the URL at fault, which might hold the password.
         try:
-            redis_url_parts(value)
+            redis_url_parts(value)  # type: ignore[no-untyped-call]  # redis-py's own parser
             database = urlsplit(value).path.strip("/") if not value.lower().startswith("unix") else ""
         except ValueError:
             database = "?"

@@ -115,6 +115,32 @@ def test_a_redis_url_the_client_cannot_read_stops_serve_before_it_listens(url: s
         assert_one_error_line(outfitter(env, *command), expected)
 
 
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        (
+            "sqlite://outfitter.db",
+            "expected sqlite:///relative/path.db or sqlite:////absolute/path.db (three slashes before the "
+            "path)",
+        ),
+        (
+            "postgresql://ops:s3cret@127.0.0.1:1/outfitter?foo=bar",
+            "invalid connection option \"foo\" (the options after '?' are libpq's connection parameters)",
+        ),
+        (
+            "postgresql://ops:s3cret@127.0.0.1:1/outfitter?connect_timeout=soon",
+            "bad value for connect_timeout: 'soon' (the options after '?' are libpq's connection parameters)",
+        ),
+    ],
+)
+def test_a_database_url_the_driver_would_refuse_is_one_line_at_start(url: str, problem: str) -> None:
+    """Two slashes before a SQLite path, or a PostgreSQL option libpq does not know or cannot read,
+    were each a traceback of hundreds of lines at the first connection."""
+    done = outfitter(clean_env(OUTFITTER_DATABASE_URL=url), "company", "list")
+    assert_one_error_line(done, f"error: invalid configuration: OUTFITTER_DATABASE_URL: {problem}")
+    assert "s3cret" not in done.stderr
+
+
 def test_a_secret_is_never_echoed_in_a_configuration_error(tmp_path: Path) -> None:
     env = clean_env(
         OUTFITTER_DATABASE_URL="mysql://admin:hunter2@db.example.com/outfitter",
