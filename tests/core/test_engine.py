@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from sqlalchemy import DateTime, Engine, cast, select, text, update
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
 from outfitter.core.schemas import format_timestamp
 from outfitter.db.base import utc_text, uuid_text
