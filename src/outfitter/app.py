@@ -247,6 +247,7 @@ def _check_database(app: FastAPI) -> str:
     if state != "current":
         # The log names the database; the public answer does not.
         database = display_database_url(app.state.settings.database_url)
-        logger.warning("readiness: the database schema in %s is %s this release", database, state)
+        relation = "ahead of" if state == "ahead" else "behind"
+        logger.warning("readiness: the database schema in %s is %s this release", database, relation)
         return f"schema {state}"
     return "ok"

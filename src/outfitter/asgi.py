@@ -1,6 +1,9 @@
-"""ASGI entry point for servers: `uvicorn outfitter.asgi:app` (a process that serves only it)."""
+"""ASGI entry point for servers: `uvicorn outfitter.asgi:app` (a process that serves only it).
+
+It starts only on a database at this release's schema (one line in uvicorn's log otherwise), and
+freezes its start-up heap out of the garbage collector's walks, as `outfitter serve` does."""
 
 from outfitter.app import create_app
-from outfitter.server import frozen_after_startup
+from outfitter.server import CurrentSchemaRequired, frozen_after_startup
 
-app = frozen_after_startup(create_app())
+app = CurrentSchemaRequired(frozen_after_startup(create_app()))

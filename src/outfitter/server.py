@@ -15,6 +15,8 @@ Two things `uvicorn.run` does not do for us:
 3. A request it cannot parse (malformed, or a request line and headers over MAX_HEAD_BYTES) gets
    the JSON error envelope, not uvicorn's plain-text 400: see `EnvelopeHttpToolsProtocol`.
 4. A heap the cyclic garbage collector does not walk again and again: see `frozen_after_startup`.
+5. `uvicorn outfitter.asgi:app` starts only on a database at this release's schema, as `outfitter
+   serve` does: see `CurrentSchemaRequired`.
 
 Bad input (port, worker count, an address that cannot be bound) raises `ServeError`, one line
 that the CLI prints as `error: ...`.
@@ -47,6 +49,7 @@ from uvicorn.supervisors import Multiprocess
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
+    from starlette.types import Message, Receive, Scope, Send
 
     from outfitter.worker.background import BackgroundWorker
 
@@ -349,6 +352,50 @@ def frozen_after_startup(app: FastAPI) -> FastAPI:
 
     app.router.lifespan_context = lifespan
     return app
+
+
+class CurrentSchemaRequired:
+    """The app for servers that load it by name (`uvicorn outfitter.asgi:app`): on a database whose
+    schema is not this release's, or that cannot be reached, the lifespan's startup fails with the
+    one line `outfitter serve` prints, which uvicorn logs before it exits with status 3. Started on
+    an empty database, it used to listen and answer every request with a 500. (`outfitter serve`
+    checks before it binds; its workers need no check of their own.)"""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+        first = await receive()
+        if first["type"] == "lifespan.startup":
+            problem = await asyncio.to_thread(_database_problem, self.app.state.engine)
+            if problem is not None:
+                await send({"type": "lifespan.startup.failed", "message": problem})
+                return
+        replayed = False
+
+        async def receive_again() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return first
+
+        await self.app(scope, receive_again, send)
+
+
+def _database_problem(engine: Any) -> str | None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from outfitter.migrations import schema_problem
+
+    try:
+        return schema_problem(engine)
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        return f"the database cannot be reached: {reason}"
 
 
 def die_with_master(master_pid: int) -> None:

@@ -16,10 +16,11 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from fastapi.testclient import TestClient
-from sqlalchemy import JSON, Engine, String, Uuid, column, func, select, table, text, update
+from sqlalchemy import JSON, Engine, String, Uuid, column, func, inspect, select, table, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from outfitter import migrations
 from outfitter.app import create_app
 from outfitter.catalog.reference import sync_reference_data
 from outfitter.config import Settings
@@ -535,6 +536,35 @@ def test_a_downgrade_and_an_upgrade_keep_the_rows_referring_to_the_tables_they_c
                         )
             finally:
                 single.dispose()
+
+
+def test_an_upgrade_cut_short_while_it_seeds_leaves_the_database_as_it_was(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The countries, currencies and fees were loaded in a transaction of their own, after the
+    schema's: an upgrade cut short between the two (a lost connection, a killed process) left the
+    schema at the newest revision with no reference data, which every check took for ready."""
+
+    def connection_lost(_session: Session) -> None:
+        raise ConnectionError("the connection was lost")
+
+    with _fresh_database(database_url, tmp_path) as url:
+        engine = make_engine(url)
+        try:
+            monkeypatch.setattr(migrations, "ensure_default_fee_schedules", connection_lost)
+            with pytest.raises(ConnectionError):
+                upgrade(engine)
+            assert not is_current(engine)
+            with engine.connect() as connection:
+                assert MigrationContext.configure(connection).get_current_heads() == ()
+                assert not inspect(connection).has_table(Country.__tablename__)
+            monkeypatch.undo()
+            assert upgrade(engine) == frozenset()  # the next run starts from the empty database
+            with Session(engine) as session:
+                assert session.scalar(select(func.count()).select_from(Country)) > 200
+                assert session.scalar(select(func.count()).select_from(FeeSchedule)) > 0
+        finally:
+            engine.dispose()
 
 
 def test_a_sqlite_migration_that_leaves_a_row_referring_to_nothing_is_undone(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
@@ -300,6 +301,72 @@ def test_serve_and_worker_refuse_an_unmigrated_postgres_database_naming_it_witho
     assert "s3cret-pw" not in done.stderr and "key-pw" not in done.stderr
 
 
+def uvicorn_asgi(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`uvicorn outfitter.asgi:app`, as an operator who does not use `outfitter serve` runs it."""
+    command = [sys.executable, "-m", "uvicorn", "outfitter.asgi:app", "--port", "0"]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+
+def assert_startup_failed_with(done: subprocess.CompletedProcess[str], expected: str) -> None:
+    """uvicorn logs the lifespan's one line, then gives up with status 3 before it listens."""
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR:")]
+    assert errors == [f"ERROR:    {expected}", "ERROR:    Application startup failed. Exiting."]
+    assert "Uvicorn running on" not in done.stderr
+
+
+def test_uvicorn_on_the_asgi_module_refuses_an_unmigrated_database(tmp_path: Path) -> None:
+    """It used to listen, and answer every request with a 500 (no such table)."""
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    done = uvicorn_asgi(clean_env(OUTFITTER_DATABASE_URL=url, OUTFITTER_RATE_LIMIT="off"))
+    assert_startup_failed_with(done, schema_behind(url).removeprefix("error: "))
+
+
+def test_uvicorn_on_the_asgi_module_names_an_unmigrated_postgres_database_without_password(
+    empty_postgres: str,
+) -> None:
+    done = uvicorn_asgi(clean_env(OUTFITTER_DATABASE_URL=empty_postgres, OUTFITTER_RATE_LIMIT="off"))
+    shown = empty_postgres.replace(":s3cret-pw@", "@")
+    assert_startup_failed_with(done, schema_behind(shown).removeprefix("error: "))
+    assert "s3cret-pw" not in done.stderr
+
+
+def test_uvicorn_on_the_asgi_module_refuses_a_database_it_cannot_reach(empty_postgres: str) -> None:
+    missing = make_url(empty_postgres).set(database="outfitter_no_such_database")
+    url = missing.render_as_string(hide_password=False)
+    done = uvicorn_asgi(clean_env(OUTFITTER_DATABASE_URL=url, OUTFITTER_RATE_LIMIT="off"))
+    expected = (
+        'the database cannot be reached: connection failed: connection to server at "127.0.0.1", '
+        'port 5432 failed: FATAL:  database "outfitter_no_such_database" does not exist'
+    )
+    assert_startup_failed_with(done, expected)
+
+
+def test_uvicorn_on_the_asgi_module_serves_a_migrated_database(tmp_path: Path) -> None:
+    """The control: the same command on a migrated database starts and answers."""
+    url = f"sqlite:///{tmp_path / 'migrated.db'}"
+    env = clean_env(OUTFITTER_DATABASE_URL=url, OUTFITTER_RATE_LIMIT="off")
+    assert outfitter(env, "db", "upgrade").returncode == 0
+    command = [sys.executable, "-m", "uvicorn", "outfitter.asgi:app", "--port", "0"]
+    server = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        for line in server.stderr:
+            if "Uvicorn running on" in line:
+                address = line.split("running on ")[1].split()[0]
+                break
+        else:
+            pytest.fail("uvicorn ended without listening")
+        with httpx.Client(base_url=address) as client:
+            response = client.get("/readyz")
+        assert response.status_code == 200, response.text
+        assert response.json()["data"] == {"database": "ok", "redis": "not configured"}
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def test_readyz_is_503_while_the_schema_is_behind(tmp_path: Path) -> None:
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'empty.db'}", rate_limit="off")
     with TestClient(create_app(settings)) as client:
@@ -348,12 +415,16 @@ def test_a_database_a_newer_release_migrated_is_one_line_for_every_command(
     assert_one_error_line(outfitter(clean_env(OUTFITTER_DATABASE_URL=url), *command), message)
 
 
-def test_readyz_says_the_schema_is_ahead_of_this_release(migrated_ahead: tuple[str, str]) -> None:
+def test_readyz_says_the_schema_is_ahead_of_this_release(
+    migrated_ahead: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
     settings = Settings(database_url=migrated_ahead[0], rate_limit="off")
     app = create_app(settings)
     with TestClient(app) as client:
         response = client.get("/readyz")
     app.state.engine.dispose()
+    logged = f"readiness: the database schema in {migrated_ahead[0]} is ahead of this release"
+    assert logged in caplog.messages
     assert response.status_code == 503, response.text
     assert response.json() == {
         "success": False,

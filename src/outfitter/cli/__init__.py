@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ import typer
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from outfitter.config import DataDirectoryUnusable, display_database_url, get_settings, setting_errors
+from outfitter.config import DataDirectoryUnusable, get_settings, setting_errors
 from outfitter.core.tenancy import TenantSession, across_companies
 from outfitter.db.session import make_engine
 
@@ -109,19 +109,23 @@ def check_settings() -> None:
 
 def require_current_schema(engine: Engine) -> None:
     """Exit with one line naming the database unless its schema is at this release's revision."""
-    from outfitter.migrations import current_revisions, schema_state
+    from outfitter.migrations import schema_problem
 
-    state = schema_state(engine)
-    if state == "ahead":
-        fail(schema_ahead_message(engine, current_revisions(engine)))
-    if state == "behind":
-        fail(schema_behind_message(engine))
+    problem = schema_problem(engine)
+    if problem is not None:
+        fail(problem)
 
 
 def upgrade_schema(engine: Engine) -> frozenset[str]:
     """Migrate to this release's newest revision and answer the revisions it was at; one line if a
     newer release migrated it, or if it holds our tables without a revision."""
-    from outfitter.migrations import SchemaAhead, SchemaUnversioned, upgrade
+    from outfitter.migrations import (
+        SchemaAhead,
+        SchemaUnversioned,
+        named_database,
+        schema_ahead_message,
+        upgrade,
+    )
 
     try:
         return upgrade(engine)
@@ -130,28 +134,10 @@ def upgrade_schema(engine: Engine) -> frozenset[str]:
     except SchemaUnversioned as exc:
         named = ", ".join(exc.tables[:3]) + (", ..." if len(exc.tables) > 3 else "")
         fail(
-            f"the database {_database(engine)} holds {len(exc.tables)} of Outfitter's tables ({named}) "
+            f"the database {named_database(engine)} holds {len(exc.tables)} of Outfitter's tables ({named}) "
             "but no schema revision (its alembic_version table is missing or empty), so it cannot be "
             "migrated: restore the backup with its alembic_version table, or start from an empty database"
         )
-
-
-def _database(engine: Engine) -> str:
-    return display_database_url(engine.url.render_as_string(hide_password=False))
-
-
-def schema_behind_message(engine: Engine) -> str:
-    return f"the database schema is not up to date in {_database(engine)}: run 'outfitter db upgrade' first"
-
-
-def schema_ahead_message(engine: Engine, revisions: Collection[str]) -> str:
-    from outfitter.migrations import head_revisions
-
-    return (
-        f"the database schema in {_database(engine)} is newer than this release (at revision "
-        f"{', '.join(sorted(revisions))}; this release ends at {', '.join(sorted(head_revisions()))}): "
-        "run the release that migrated it, or restore a backup taken before"
-    )
 
 
 def main() -> None:

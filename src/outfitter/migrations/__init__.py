@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 import outfitter.models  # noqa: F401  (every table, in Base.metadata)
 from outfitter.catalog.reference import sync_reference_data
+from outfitter.config import display_database_url
 from outfitter.db.base import Base
 from outfitter.db.session import one_at_a_time
 from outfitter.payments.fees import ensure_default_fee_schedules
@@ -102,9 +103,10 @@ class SchemaUnversioned(Exception):
 
 
 def upgrade(engine: Engine) -> frozenset[str]:
-    """Bring the schema to the newest revision, then load any missing countries, currencies and
-    fees; answers the revisions it found. SchemaAhead if a newer release migrated it (Alembic would
-    fail on a revision it lacks), SchemaUnversioned if it has our tables and no revision.
+    """Bring the schema to the newest revision and load any missing countries, currencies and
+    fees, in one transaction; answers the revisions it found. SchemaAhead if a newer release
+    migrated it (Alembic would fail on a revision it lacks), SchemaUnversioned if it has our tables
+    and no revision.
     Upgrades of one database run one at a time (every host's start script may run one): the next
     finds the schema current and changes nothing (and answers the current revision)."""
     with migrating(engine) as config:
@@ -116,10 +118,13 @@ def upgrade(engine: Engine) -> frozenset[str]:
         if not revisions and (ours := set(inspect(connection).get_table_names()) & set(Base.metadata.tables)):
             raise SchemaUnversioned(ours)
         command.upgrade(config, "head")
-    with Session(engine) as session, session.begin():
-        one_at_a_time(session.connection(), MIGRATION)
-        sync_reference_data(session)
-        ensure_default_fee_schedules(session)
+        # In the migration's transaction: an upgrade cut short leaves the schema where it was,
+        # never at the newest revision without its countries, currencies and fees (which every
+        # check of the schema would have taken for a ready database).
+        with Session(bind=connection) as session:
+            sync_reference_data(session)
+            ensure_default_fee_schedules(session)
+            session.flush()
     return revisions
 
 
@@ -148,6 +153,35 @@ def schema_state(engine: Engine) -> Literal["current", "behind", "ahead"]:
     if revisions == head_revisions():
         return "current"
     return "ahead" if revisions - known_revisions() else "behind"
+
+
+def schema_problem(engine: Engine) -> str | None:
+    """None when the schema at `engine` is this release's, otherwise one line for an operator that
+    names the database and what to do (the commands and `uvicorn outfitter.asgi:app` print it)."""
+    state = schema_state(engine)
+    if state == "ahead":
+        return schema_ahead_message(engine, current_revisions(engine))
+    if state == "behind":
+        return schema_behind_message(engine)
+    return None
+
+
+def named_database(engine: Engine) -> str:
+    return display_database_url(engine.url.render_as_string(hide_password=False))
+
+
+def schema_behind_message(engine: Engine) -> str:
+    return (
+        f"the database schema is not up to date in {named_database(engine)}: run 'outfitter db upgrade' first"
+    )
+
+
+def schema_ahead_message(engine: Engine, revisions: Collection[str]) -> str:
+    return (
+        f"the database schema in {named_database(engine)} is newer than this release (at revision "
+        f"{', '.join(sorted(revisions))}; this release ends at {', '.join(sorted(head_revisions()))}): "
+        "run the release that migrated it, or restore a backup taken before"
+    )
 
 
 def is_current(engine: Engine) -> bool:
