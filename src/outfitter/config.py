@@ -181,6 +181,11 @@ class Settings(BaseSettings):
                     "before the path)"
                 )
         else:
+            if url.host and "@" in url.host:  # the URL's first '@' ends the password
+                raise ValueError(
+                    "its password holds an '@' that is not percent-encoded: write it as %40 (and ':' as "
+                    "%3A, '/' as %2F), or give the password as ?password=..."
+                )
             _check_connection_options(url.query)
         return value
 

@@ -125,6 +125,11 @@ def test_a_redis_url_the_client_cannot_read_stops_serve_before_it_listens(url: s
             "path)",
         ),
         (
+            "postgresql://ops:s3cret@s3cret@127.0.0.1:1/outfitter",
+            "its password holds an '@' that is not percent-encoded: write it as %40 (and ':' as %3A, '/' "
+            "as %2F), or give the password as ?password=...",
+        ),
+        (
             "postgresql://ops:s3cret@127.0.0.1:1/outfitter?foo=bar",
             "invalid connection option \"foo\" (the options after '?' are libpq's connection parameters)",
         ),
@@ -136,7 +141,8 @@ def test_a_redis_url_the_client_cannot_read_stops_serve_before_it_listens(url: s
 )
 def test_a_database_url_the_driver_would_refuse_is_one_line_at_start(url: str, problem: str) -> None:
     """Two slashes before a SQLite path, or a PostgreSQL option libpq does not know or cannot read,
-    were each a traceback of hundreds of lines at the first connection."""
+    were each a traceback of hundreds of lines at the first connection; a password's bare '@' was
+    "failed to resolve host" naming the rest of the password as the host."""
     done = outfitter(clean_env(OUTFITTER_DATABASE_URL=url), "company", "list")
     assert_one_error_line(done, f"error: invalid configuration: OUTFITTER_DATABASE_URL: {problem}")
     assert "s3cret" not in done.stderr
