@@ -142,8 +142,9 @@ def test_a_scim_token_cannot_also_read_or_write(engine: Engine) -> None:
 
 
 def test_catalog_import_is_idempotent(demo_catalog_path: Path, engine: Engine) -> None:
-    code, out, _ = run("catalog", "import", str(demo_catalog_path), "--json")
+    code, out, err = run("catalog", "import", str(demo_catalog_path), "--json")
     assert code == 0, out
+    assert err == ""  # no progress bar, nor the empty line one left, when stderr is no terminal
     first = json.loads(out)
     assert first["assets_created"] == 14 and first["specifications_created"] == 21
     with Session(engine) as session:

@@ -83,12 +83,14 @@ def unit_of_work() -> Iterator[Session]:
 
 
 def progress_bar() -> Any:
-    """A progress bar on stderr (stdout stays for the answer, `--json` included), gone when done."""
+    """A progress bar on stderr (stdout stays for the answer, `--json` included), gone when done;
+    none when stderr is no terminal (a script's log kept an empty line of it)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    return Progress(*columns, console=Console(stderr=True), transient=True)
+    return Progress(*columns, console=console, transient=True, disable=not console.is_terminal)
 
 
 @app.callback()
