@@ -29,7 +29,6 @@ import contextlib
 import ctypes
 import gc
 import importlib.util
-import json
 import logging
 import os
 import signal
@@ -40,6 +39,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import uvicorn.config
 import uvicorn.logging
 from uvicorn import Config, Server
@@ -91,7 +91,7 @@ def _bad_request_response(default_headers: list[tuple[bytes, bytes]]) -> bytes:
     """The whole 400 response, in the error envelope (uvicorn's own is text/plain)."""
     from outfitter.core.errors import error_body
 
-    body = json.dumps(error_body(BAD_REQUEST_MESSAGE)).encode()
+    body = orjson.dumps(error_body(BAD_REQUEST_MESSAGE))
     head = [b"HTTP/1.1 400 Bad Request\r\n"]
     head += [name + b": " + value + b"\r\n" for name, value in default_headers]
     head += [

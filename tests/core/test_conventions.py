@@ -6,6 +6,7 @@ import re
 import uuid
 from typing import Any
 
+import orjson
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
@@ -189,7 +190,9 @@ def test_an_empty_query_value_is_a_422_where_its_type_admits_none_and_no_filter_
 
 def test_body_over_one_mebibyte_is_413(api: Api) -> None:
     big = {**EMPLOYEE, "address": "x" * (1024 * 1024 + 10)}
-    assert_error(api.post("/client/employees", json=big), 413, "larger than the limit")
+    response = api.post("/client/employees", json=big)
+    assert_error(response, 413, "larger than the limit")
+    assert response.content == orjson.dumps(response.json())  # written as every answer is: compact
 
 
 def test_streamed_body_over_the_limit_is_413(api: Api) -> None:

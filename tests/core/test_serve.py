@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from fastapi.testclient import TestClient
 from uvicorn import Config, Server
@@ -456,6 +457,7 @@ def test_a_request_too_large_or_malformed_to_parse_gets_the_json_envelope(
     assert headers["connection"] == "close"
     assert int(headers["content-length"]) == len(body)
     assert json.loads(body) == {"success": False, "message": BAD_REQUEST_MESSAGE, "data": None}
+    assert body == orjson.dumps(json.loads(body))  # compact, as every other answer
 
 
 @pytest.mark.parametrize("served", [1], indirect=True, ids=["1-worker"])

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
+import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from outfitter.core.errors import ValidationFailed, error_body
@@ -38,7 +39,7 @@ ErrorFormat = Callable[[int, str, Errors | None], tuple[int, str, bytes]]
 
 def api_error(status: int, message: str, errors: Errors | None) -> tuple[int, str, bytes]:
     """The API's envelope (`core.errors.error_body`)."""
-    return status, "application/json", json.dumps(error_body(message, errors)).encode()
+    return status, "application/json", orjson.dumps(error_body(message, errors))
 
 
 async def send_error(
