@@ -47,6 +47,8 @@ def test_the_checkout_page_shows_amount_items_and_two_forms(
     data, _, listed = start(api, db)
     page = client.get(str(data["link"]))
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert page.headers["content-security-policy"] == "frame-ancestors 'none'"  # no framed Pay button
+    assert page.headers["x-content-type-options"] == "nosniff"
     html = page.text
     assert f"{data['total_amount']:,.2f}" in html and "NGN" in html and str(listed["name"]) in html
     assert 'action="/sandbox/checkout/' in html and "/pay" in html and "/decline" in html

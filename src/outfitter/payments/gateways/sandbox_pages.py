@@ -52,9 +52,14 @@ def _money_of(minor_units: int) -> Callable[[Decimal], str]:
     return lambda value: f"{round_money(value, minor_units):,}"
 
 
+# A page with a Pay button is shown only as itself: another site cannot frame it and trick a click
+# onto the button, nor a browser read it as anything but HTML.
+PAGE_HEADERS = {"Content-Security-Policy": "frame-ancestors 'none'", "X-Content-Type-Options": "nosniff"}
+
+
 def _html(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     body = templates.get_template(template).render(**context)
-    return HTMLResponse(body, status_code=status_code)
+    return HTMLResponse(body, status_code=status_code, headers=PAGE_HEADERS)
 
 
 def _not_found() -> HTMLResponse:
