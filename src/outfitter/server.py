@@ -49,7 +49,7 @@ from uvicorn.supervisors import Multiprocess
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
-    from starlette.types import Message, Receive, Scope, Send
+    from starlette.types import Receive, Scope, Send
 
     from outfitter.worker.background import BackgroundWorker
 
@@ -368,22 +368,15 @@ class CurrentSchemaRequired:
         if scope["type"] != "lifespan":
             await self.app(scope, receive, send)
             return
+        from outfitter.core.middleware import replaying_message
+
         first = await receive()
         if first["type"] == "lifespan.startup":
             problem = await asyncio.to_thread(_database_problem, self.app.state.engine)
             if problem is not None:
                 await send({"type": "lifespan.startup.failed", "message": problem})
                 return
-        replayed = False
-
-        async def receive_again() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return first
-
-        await self.app(scope, receive_again, send)
+        await self.app(scope, replaying_message(first, receive), send)
 
 
 def _database_problem(engine: Any) -> str | None:

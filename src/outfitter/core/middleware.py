@@ -173,6 +173,11 @@ async def read_body(receive: Receive) -> bytes | None:
 def replaying(body: bytes, receive: Receive) -> Receive:
     """A `receive` that gives the app the body `read_body` took, in one message, then the real one
     (which tells of a disconnect)."""
+    return replaying_message({"type": "http.request", "body": body, "more_body": False}, receive)
+
+
+def replaying_message(message: Message, receive: Receive) -> Receive:
+    """A `receive` that gives `message`, already taken from `receive`, then the real ones."""
     replayed = False
 
     async def replay() -> Message:
@@ -180,7 +185,7 @@ def replaying(body: bytes, receive: Receive) -> Receive:
         if replayed:
             return await receive()
         replayed = True
-        return {"type": "http.request", "body": body, "more_body": False}
+        return message
 
     return replay
 
