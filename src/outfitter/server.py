@@ -1,6 +1,6 @@
 """`outfitter serve`: uvicorn, run on a listening socket this module binds, with workers tied to it.
 
-Two things `uvicorn.run` does not do for us:
+What `uvicorn.run` does not do for us:
 
 1. A listening socket bound in the master, with a one-line error when it cannot be, whose
    connections get TCP_NODELAY. Before 0.55, with more than one worker uvicorn bound it as
