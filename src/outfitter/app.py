@@ -34,7 +34,7 @@ from outfitter.core.middleware import (
 )
 from outfitter.core.openapi import install_contract, operation_id
 from outfitter.core.ratelimit import RateLimiter
-from outfitter.core.reads import AsyncpgReads
+from outfitter.core.reads import AsyncpgReads, OptionsAsyncpgLacks
 from outfitter.core.schemas import Envelope, Schema, ok
 from outfitter.core.tenancy import TenantSession
 from outfitter.db.session import make_engine, make_sessionmaker
@@ -70,11 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
 
     # PostgreSQL's read-only hot paths run on the event loop through asyncpg (core.reads).
-    reads = (
-        AsyncpgReads(settings.database_url, settings.db_read_pool_size, settings.db_pool_timeout)
-        if engine.dialect.name == "postgresql"
-        else None
-    )
+    reads = _asyncpg_reads(settings) if engine.dialect.name == "postgresql" else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -227,6 +223,20 @@ def _add_health_checks(app: FastAPI) -> None:
             body["data"] = checks
             return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
         return ok(checks, "Service is ready.")
+
+
+def _asyncpg_reads(settings: Settings) -> AsyncpgReads | None:
+    """The hot reads' pool, or none (the session serves them, as on SQLite) when the database URL
+    has options asyncpg cannot honour: it would send them to the server, which refuses them."""
+    try:
+        return AsyncpgReads(settings.database_url, settings.db_read_pool_size, settings.db_pool_timeout)
+    except OptionsAsyncpgLacks as exc:
+        logger.warning(
+            "the hot reads go through psycopg, not asyncpg, which cannot honour the database URL's "
+            "option(s) %s (docs/operations.md, 'Database connections')",
+            exc,
+        )
+        return None
 
 
 NOT_READY = {

@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, literal, select, text
+from sqlalchemy import Engine, func, literal, select, text
 from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
@@ -213,3 +214,65 @@ def test_connections_go_to_requests_in_the_order_they_asked(postgres_only: None,
     served = asyncio.run(served_in_order())
     assert served[:3] == ["first", "waiting 1", "waiting 2"], served[:6]
     assert served[3:] == [f"arrival {n}" for n in range(30)]
+
+
+def _with_options(database_url: str, options: str) -> str:
+    return f"{database_url}{'&' if '?' in database_url else '?'}{options}"
+
+
+def test_libpq_options_of_the_database_url_reach_the_hot_reads_as_libpq_reads_them(
+    postgres_only: None, database_url: str, engine: Engine
+) -> None:
+    """asyncpg sent every option it does not read itself to the server as a setting of that name:
+    with `?connect_timeout=5` in the URL (which psycopg, the other pool, takes) every hot read was
+    a 500 ("unrecognized configuration parameter"). Now connect_timeout is its timeout, `options`'
+    settings its server settings, and its connections keep their own application_name."""
+    options = "connect_timeout=5&application_name=ops&options=-c%20statement_timeout%3D4321ms"
+    url = _with_options(database_url, options)
+    app = create_app(Settings(database_url=url, rate_limit="off"))
+    with TestClient(app, base_url="http://testserver") as client:
+        api = CompanyFactory(engine, client).create("Options Ltd")
+        assert api.post("/client/equipment", {"title": "Dock", "type": "Laptop"}).status_code == 201
+        listed = api.get("/client/equipment")
+        assert listed.status_code == 200, listed.text
+        assert [device["title"] for device in listed.json()["data"]["data"]] == ["Dock"]
+        assert app.state.reads is not None
+
+        async def settings_of_a_read_connection() -> list[Any]:
+            reads = AsyncpgReads(url, pool_size=1, acquire_timeout=5)
+            await reads.start()
+            try:
+                async with reads.connection() as connection:
+                    shown = select(
+                        func.current_setting("statement_timeout"), func.current_setting("application_name")
+                    )
+                    return await connection.fetch(Read(shown, {}, scoped=False))
+            finally:
+                await reads.close()
+
+        assert [tuple(row) for row in asyncio.run(settings_of_a_read_connection())] == [
+            ("4321ms", APPLICATION_NAME)
+        ]
+    app.state.engine.dispose()
+
+
+def test_a_database_url_option_asyncpg_lacks_leaves_the_hot_reads_to_the_session(
+    postgres_only: None, database_url: str, engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """libpq's TCP keepalives have no asyncpg equivalent: rather than drop them, or send them to the
+    server, the hot reads go through the session, which honours them, and the log says why."""
+    url = _with_options(database_url, "keepalives=1&keepalives_idle=30")
+    with caplog.at_level(logging.WARNING, logger="outfitter"):
+        app = create_app(Settings(database_url=url, rate_limit="off"))
+    assert app.state.reads is None
+    assert (
+        "the hot reads go through psycopg, not asyncpg, which cannot honour the database URL's option(s) "
+        "keepalives, keepalives_idle (docs/operations.md, 'Database connections')"
+    ) in caplog.messages
+    with TestClient(app, base_url="http://testserver") as client:
+        api = CompanyFactory(engine, client).create("Keepalive Ltd")
+        assert api.post("/client/equipment", {"title": "Phone", "type": "Phones"}).status_code == 201
+        listed = api.get("/client/equipment")
+        assert listed.status_code == 200, listed.text
+        assert [device["title"] for device in listed.json()["data"]["data"]] == ["Phone"]
+    app.state.engine.dispose()

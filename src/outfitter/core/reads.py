@@ -21,6 +21,7 @@ import collections
 import contextlib
 import json
 import logging
+import re
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Generator, Sequence
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import asyncpg
+from psycopg.conninfo import timeout_from_conninfo
 from sqlalchemy import Executable, Row
 from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
 from sqlalchemy.engine import make_url
@@ -155,13 +157,78 @@ _OUTAGES = (
 
 APPLICATION_NAME = "outfitter-reads"  # how pg_stat_activity names these connections
 
+# The options of a database URL (libpq's, after '?') that asyncpg reads as libpq does. It sends any
+# other to the server as a setting of that name, which the server refuses at every connection
+# ("unrecognized configuration parameter \"connect_timeout\""), so each is translated or declined.
+ASYNCPG_READS_AS_LIBPQ = frozenset(
+    {
+        *("host", "port", "dbname", "database", "user", "password", "passfile", "service"),
+        *("sslmode", "sslcert", "sslkey", "sslrootcert", "sslcrl", "sslpassword"),
+        *("ssl_min_protocol_version", "ssl_max_protocol_version", "target_session_attrs"),
+        *("krbsrvname", "gsslib"),
+    }
+)
+
+
+class OptionsAsyncpgLacks(ValueError):
+    """A database URL's options asyncpg cannot honour (libpq's TCP keepalives, say)."""
+
+
+@dataclass(frozen=True)
+class PoolArguments:
+    """A database URL as asyncpg is to connect with it."""
+
+    dsn: str
+    server_settings: dict[str, str]
+    connect_timeout: float | None = None  # libpq's connect_timeout; asyncpg's default otherwise
+
+
+def pool_arguments(database_url: str) -> PoolArguments:
+    """`connect_timeout` becomes asyncpg's timeout (as psycopg takes it: whole seconds, at least
+    2), the `-c name=value` settings of `options` its server settings, and this pool's
+    application_name the name these connections show. Raises OptionsAsyncpgLacks naming any other
+    option asyncpg does not read as libpq does."""
+    url = make_url(database_url).set(drivername="postgresql")
+    query = {name: value if isinstance(value, str) else value[-1] for name, value in url.query.items()}
+    settings = _settings_of(query.get("options", ""))
+    lacking = sorted(set(query) - ASYNCPG_READS_AS_LIBPQ - {"connect_timeout", "options", "application_name"})
+    if lacking:
+        raise OptionsAsyncpgLacks(", ".join(lacking))
+    timeout = query.get("connect_timeout")
+    translated = url.difference_update_query(("connect_timeout", "options", "application_name"))
+    return PoolArguments(
+        dsn=translated.render_as_string(hide_password=False),
+        server_settings={**settings, "application_name": APPLICATION_NAME},
+        # psycopg's reading of it, which the other pool follows (the settings checked it can)
+        connect_timeout=float(timeout_from_conninfo({"connect_timeout": timeout})) if timeout else None,
+    )
+
+
+def _settings_of(options: str) -> dict[str, str]:
+    """libpq's `options` (`-c statement_timeout=5s -c search_path=app`, `--name=value`; a space in a
+    value escaped as `\\ `) as server settings; OptionsAsyncpgLacks for anything else in it."""
+    words = [word.replace("\\ ", " ") for word in re.split(r"(?<!\\)\s+", options.strip()) if word]
+    settings: dict[str, str] = {}
+    while words:
+        word = words.pop(0)
+        if word == "-c" and words:
+            word = words.pop(0)
+        elif word.startswith(("-c", "--")):
+            word = word[2:]
+        else:
+            raise OptionsAsyncpgLacks(f"options ({word!r})")
+        name, equals, value = word.partition("=")
+        if not (name and equals):
+            raise OptionsAsyncpgLacks(f"options ({word!r})")
+        settings[name.replace("-", "_")] = value
+    return settings
+
 
 class AsyncpgReads:
     """A pool of asyncpg connections (one pool per server process) for the read-only hot paths."""
 
     def __init__(self, database_url: str, pool_size: int, acquire_timeout: float) -> None:
-        url = make_url(database_url).set(drivername="postgresql")
-        self._dsn = url.render_as_string(hide_password=False)
+        self._connect = pool_arguments(database_url)
         self._pool_size = pool_size
         self._acquire_timeout = acquire_timeout
         self._pool: asyncpg.Pool | None = None
@@ -178,13 +245,15 @@ class AsyncpgReads:
     async def start(self) -> None:
         # No connection is opened yet (min_size 0): the server starts while the database is down.
         self._loop = asyncio.get_running_loop()
+        timeout = {"timeout": self._connect.connect_timeout} if self._connect.connect_timeout else {}
         self._pool = await asyncpg.create_pool(
-            self._dsn,
+            self._connect.dsn,
             min_size=0,
             max_size=self._pool_size,
             init=_init_connection,
             reset=_keep_as_is,
-            server_settings={"application_name": APPLICATION_NAME},
+            server_settings=self._connect.server_settings,
+            **timeout,
         )
         self._turns = asyncio.Semaphore(self._pool_size)
 
