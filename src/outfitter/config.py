@@ -18,7 +18,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo, timeout_from_conni
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from redis.connection import parse_url as redis_url_parts
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 # Settings whose value may hold a password or a secret: an error about them never repeats the value.
@@ -89,6 +89,33 @@ def _check_connection_options(query: Mapping[str, str | Sequence[str]]) -> None:
     except psycopg.ProgrammingError as exc:
         problem = str(exc).strip().splitlines()[0]
         raise ValueError(f"{problem} (the options after '?' are libpq's connection parameters)") from None
+
+
+# What Python's sqlite3 driver takes after '?' in a SQLite URL (SQLAlchemy's pysqlite dialect);
+# with uri=true, SQLite's own URI parameters too.
+_SQLITE_OPTIONS = (
+    "timeout",
+    "detect_types",
+    "check_same_thread",
+    "cached_statements",
+    "isolation_level",
+    "uri",
+)
+
+
+def _check_sqlite_options(url: URL) -> None:
+    """The options of a SQLite URL (`?timeout=30`) as the dialect reads them, at start: one it would
+    ignore with a warning, or a value it cannot read (a traceback at the first connection)."""
+    unknown = sorted(set(url.query) - set(_SQLITE_OPTIONS))
+    if unknown and url.query.get("uri") != "true":
+        raise ValueError(
+            f"unknown option(s) {', '.join(unknown)} (the options after '?' are those of Python's sqlite3 "
+            f"driver: {', '.join(_SQLITE_OPTIONS)})"
+        )
+    try:
+        url.get_dialect()().create_connect_args(url)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (an option after '?')") from None
 
 
 class Settings(BaseSettings):
@@ -180,6 +207,7 @@ class Settings(BaseSettings):
                     "expected sqlite:///relative/path.db or sqlite:////absolute/path.db (three slashes "
                     "before the path)"
                 )
+            _check_sqlite_options(url)
         else:
             if url.host and "@" in url.host:  # the URL's first '@' ends the password
                 raise ValueError(

@@ -125,6 +125,15 @@ def test_a_redis_url_the_client_cannot_read_stops_serve_before_it_listens(url: s
             "path)",
         ),
         (
+            "sqlite:///outfitter.db?timeout=soon",
+            "could not convert string to float: 'soon' (an option after '?')",
+        ),
+        (
+            "sqlite:///outfitter.db?journal=wal",
+            "unknown option(s) journal (the options after '?' are those of Python's sqlite3 driver: timeout, "
+            "detect_types, check_same_thread, cached_statements, isolation_level, uri)",
+        ),
+        (
             "postgresql://ops:s3cret@s3cret@127.0.0.1:1/outfitter",
             "its password holds an '@' that is not percent-encoded: write it as %40 (and ':' as %3A, '/' "
             "as %2F), or give the password as ?password=...",
@@ -140,9 +149,9 @@ def test_a_redis_url_the_client_cannot_read_stops_serve_before_it_listens(url: s
     ],
 )
 def test_a_database_url_the_driver_would_refuse_is_one_line_at_start(url: str, problem: str) -> None:
-    """Two slashes before a SQLite path, or a PostgreSQL option libpq does not know or cannot read,
-    were each a traceback of hundreds of lines at the first connection; a password's bare '@' was
-    "failed to resolve host" naming the rest of the password as the host."""
+    """Two slashes before a SQLite path, or an option the driver cannot read, were each a traceback
+    of hundreds of lines at the first connection (an unknown SQLite option was ignored with a
+    warning); a password's bare '@' was "failed to resolve host" naming the rest of the password."""
     done = outfitter(clean_env(OUTFITTER_DATABASE_URL=url), "company", "list")
     assert_one_error_line(done, f"error: invalid configuration: OUTFITTER_DATABASE_URL: {problem}")
     assert "s3cret" not in done.stderr
