@@ -17,7 +17,7 @@ from platformdirs import user_data_dir
 from psycopg.conninfo import conninfo_to_dict, make_conninfo, timeout_from_conninfo
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-from redis.connection import parse_url as redis_url_parts
+from redis import ConnectionPool as RedisConnectionPool
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -232,13 +232,25 @@ class Settings(BaseSettings):
         if not value.lower().startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("expected a redis://, rediss:// or unix:// URL")
         # As the client will read it, now rather than at the first request: a bad port stopped
-        # every server process after it had bound its socket (one that redis-py ignores, a
-        # database that is no number, would silently be database 0).
-        # The reason is said, not the part of the URL at fault, which might hold the password.
+        # every server process after it had bound its socket, an option the client does not take
+        # (?foo=bar) made every request a 500, and a database that is no number (which redis-py
+        # ignores) would silently be database 0. A connection is made, not opened, to try them.
+        # The reason is said, not the part of the URL at fault, which might hold the password;
+        # an option is named, never its value.
         try:
-            redis_url_parts(value)  # type: ignore[no-untyped-call]  # redis-py's own parser
+            RedisConnectionPool.from_url(value).make_connection()
             database = urlsplit(value).path.strip("/") if not value.lower().startswith("unix") else ""
-        except ValueError:
+        except TypeError as exc:
+            unknown = re.search(r"argument '(\w+)'", str(exc))
+            raise ValueError(
+                f"the Redis client takes no option {unknown.group(1) if unknown else ''!r} after '?'"
+            ) from None
+        except ValueError as exc:
+            unreadable = re.match(r"Invalid value for '(\w+)'", str(exc))
+            if unreadable:
+                raise ValueError(
+                    f"the Redis client cannot read the value of {unreadable.group(1)!r}"
+                ) from None
             database = "?"
         if database and not database.isdigit():
             raise ValueError(

@@ -100,20 +100,37 @@ def test_a_bad_rate_limit_alone_stops_serve_with_one_line(tmp_path: Path) -> Non
     )
 
 
-@pytest.mark.parametrize(
-    "url", ["redis://127.0.0.1:notaport/7", "redis://127.0.0.1:99999/7", "redis://127.0.0.1:6379/notadb"]
+_REDIS_URL_SHAPE = (
+    "expected a URL such as redis://host:6379/0: a port from 1 to 65535 if one is given, and a "
+    "database number if one is given"
 )
-def test_a_redis_url_the_client_cannot_read_stops_serve_before_it_listens(url: str, tmp_path: Path) -> None:
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("redis://127.0.0.1:notaport/7", _REDIS_URL_SHAPE),
+        ("redis://127.0.0.1:99999/7", _REDIS_URL_SHAPE),
+        ("redis://127.0.0.1:6379/notadb", _REDIS_URL_SHAPE),
+        ("redis://:s3cret@127.0.0.1:6379/7?foo=s3cret", "the Redis client takes no option 'foo' after '?'"),
+        (
+            "redis://:s3cret@127.0.0.1:6379/7?socket_timeout=s3cret",
+            "the Redis client cannot read the value of 'socket_timeout'",
+        ),
+    ],
+)
+def test_a_redis_url_the_client_cannot_read_stops_serve_before_it_listens(
+    url: str, problem: str, tmp_path: Path
+) -> None:
     """A port that is no port stopped each server process with a traceback once its socket was
-    bound (with --workers, restarted for ever while clients hung); a database that is no number
-    was silently database 0. Now one line, before anything listens, for every command."""
+    bound (with --workers, restarted for ever while clients hung); an option the client does not
+    take made every request a 500; a database that is no number was silently database 0. Now one
+    line, before anything listens, for every command, naming no value."""
     env = clean_env(OUTFITTER_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}", OUTFITTER_REDIS_URL=url)
-    expected = (
-        "error: invalid configuration: OUTFITTER_REDIS_URL: expected a URL such as redis://host:6379/0: "
-        "a port from 1 to 65535 if one is given, and a database number if one is given"
-    )
     for command in (["serve", "--port", "1", "--workers", "2"], ["company", "list"]):
-        assert_one_error_line(outfitter(env, *command), expected)
+        done = outfitter(env, *command)
+        assert_one_error_line(done, f"error: invalid configuration: OUTFITTER_REDIS_URL: {problem}")
+        assert "s3cret" not in done.stderr
 
 
 @pytest.mark.parametrize(
