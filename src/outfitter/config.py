@@ -296,7 +296,8 @@ class Settings(BaseSettings):
         for origin in value if isinstance(value, list) else []:
             if not isinstance(origin, str) or not re.fullmatch(r"https?://[^/\s]+", origin):
                 raise ValueError(
-                    f"expected origins such as https://app.example.com, separated by commas: {origin!r}"
+                    "expected origins such as https://app.example.com, separated by commas: "
+                    f"{origin!r} is not one"
                 )
         return value
 
