@@ -47,6 +47,36 @@ def test_same_key_with_another_body_is_409(api: Api) -> None:
     assert_error(api.post("/client/employees", json=other, headers=headers), 409, "different request")
 
 
+def _upload(api: Api, key: str, boundary: str, csv: str, quoted: bool = False) -> httpx.Response:
+    """A CSV sent as a form, as curl and generated clients send it: each with a boundary of its own."""
+    body = (
+        f"--{boundary}\r\n"
+        'Content-Disposition: form-data; name="file"; filename="people.csv"\r\n'
+        "Content-Type: text/csv\r\n\r\n"
+        f"{csv}\r\n"
+        f"--{boundary}--\r\n"
+    ).encode()
+    parameter = f'"{boundary}"' if quoted else boundary
+    headers = {"Idempotency-Key": key, "Content-Type": f"multipart/form-data; boundary={parameter}"}
+    return api.request("POST", "/client/employees/import", content=body, headers=headers)
+
+
+def test_an_upload_retried_with_its_key_is_replayed_whatever_its_boundary(api: Api) -> None:
+    """A client draws a new multipart boundary for every request: the retry of an import with its
+    key was a 409 "different request", so a client whose import timed out could not learn whether
+    it ran. The boundary is not part of what the key stands for; the file and its fields are."""
+    csv = "first_name,last_name,email,country_id,phone,address\nAda,Obi,ada@acme.io,NG,+234 801 234,Lagos\n"
+    first = _upload(api, "import-1", "x-boundary-aaaa", csv)
+    assert first.status_code == 200, first.text
+    again = _upload(api, "import-1", "x-boundary-bbbb", csv, quoted=True)  # as some clients write it
+    assert again.status_code == 200, again.text
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json() == first.json()
+    assert api.get("/client/employees").json()["data"]["total"] == 1
+    another_file = csv.replace("ada@acme.io", "bola@acme.io")
+    assert_error(_upload(api, "import-1", "x-boundary-cccc", another_file), 409, "different request")
+
+
 def test_keys_are_private_to_the_token_that_used_them(api: Api, other_api: Api) -> None:
     headers = {"Idempotency-Key": "shared-name"}
     assert api.post("/client/employees", json=EMPLOYEE, headers=headers).status_code in (200, 201)

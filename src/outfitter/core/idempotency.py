@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from email.message import Message as MimeHeader
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -61,12 +62,30 @@ _UNSTORED = {401, 403, 429}
 _NONCE_BYTES = 12
 
 
-def request_fingerprint(method: str, path: str, query: bytes, body: bytes) -> str:
-    """What a key stands for: method, path, query string and body, each length-prefixed."""
+def request_fingerprint(
+    method: str, path: str, query: bytes, body: bytes, content_type: str | None = None
+) -> str:
+    """What a key stands for: method, path, query string and body, each length-prefixed; a
+    multipart body without its boundary (see `_without_boundary`)."""
     digest = hashlib.sha256()
-    for part in (method.encode(), path.encode(), query, body):
+    for part in (method.encode(), path.encode(), query, _without_boundary(body, content_type)):
         digest.update(len(part).to_bytes(8, "big") + part)
     return digest.hexdigest()
+
+
+def _without_boundary(body: bytes, content_type: str | None) -> bytes:
+    """A multipart/form-data body with its boundary written as one marker: clients draw a new
+    boundary for every request (curl, httpx, generated clients), so a retry of the same upload
+    with its key was another body, and a 409. The boundary occurs in the body only as the
+    delimiter between parts, which is what it is chosen for."""
+    if content_type is None or "multipart/form-data" not in content_type.lower():
+        return body
+    header = MimeHeader()
+    header["content-type"] = content_type
+    boundary = header.get_boundary()
+    if not boundary:
+        return body
+    return body.replace(b"--" + boundary.encode("utf-8", "replace"), b"--boundary")
 
 
 class AnswerBox:
@@ -250,7 +269,13 @@ class IdempotencyMiddleware:
         request = KeyedRequest(
             token_hash=token_hash,
             key=key,
-            fingerprint=request_fingerprint(scope["method"], scope["path"], scope["query_string"], body),
+            fingerprint=request_fingerprint(
+                scope["method"],
+                scope["path"],
+                scope["query_string"],
+                body,
+                header_value(scope, b"content-type"),
+            ),
             box=AnswerBox(token, token_hash, key),
             ttl=self.ttl,
         )
