@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from outfitter.cli import app as cli
 from outfitter.config import get_settings
-from tests.factories import Api, walk_cursor
-from tests.payments.conftest import add_assigned_device, add_credit
+from tests.factories import Api, assert_error, load_demo_catalog, walk_cursor
+from tests.payments.conftest import add_assigned_device, add_credit, add_storage_device, prices
 from tests.scim.conftest import Scim, assert_scim_error, user_body
 
 runner = CliRunner()
@@ -183,3 +183,59 @@ def test_the_sync_feed_reports_an_offboarding_once_and_deleted_only_when_the_rec
     assert [(record["id"], record["deleted"]) for record in walked] == [(kept, False), (gone, True)]
     assert walked[1] == deleted | {"deleted": True, "updated_at": walked[1]["updated_at"]}
     assert walked[1]["job_title"] == "Alumnus"  # its last state, from the REST delete
+
+
+def test_nothing_new_goes_to_an_offboarded_employee_until_reactivated(
+    scim: Scim, api: Api, engine: Engine
+) -> None:
+    """An employee the identity provider deactivated has left: buying them a device, shipping one
+    from storage, or assigning one to them (alone, in bulk, by a bulk move) is a 422 naming them,
+    and nothing is written; reactivated, they take devices again. Their devices can still go back."""
+    load_demo_catalog(engine)
+    user_id, held = _hire_with_device(scim, engine)
+    with Session(engine, expire_on_commit=False) as db:
+        stored = add_storage_device(db, api.company_id)
+        add_credit(db, api.company_id, "NGN", "50000000")
+    spare = api.post("/client/equipment", {"title": "Spare dock", "type": "Accessories"}).json()["data"]["id"]
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    _deactivate(scim, user_id)
+    refusal = (
+        "Ada Lovelace is offboarded (deactivated by your identity provider): reactivate them there first, "
+        "or choose another employee."
+    )
+    buy = {
+        "payment_method": "Credit",
+        "employee_country_id": "NG",
+        "orders": {user_id: [{"asset_pricing_id": pricing, "quantity": 1}]},
+    }
+    ship = {"payment_method": "Credit", "employee_country_id": "NG", "orders": {user_id: [str(stored)]}}
+    before = api.get("/client/equipment", per_page=100).json()["data"]
+    for path, body, field in (
+        ("/client/transactions/initiate", buy, f"orders.{user_id}"),
+        ("/client/transactions/onboard-from-storage/initiate", ship, f"orders.{user_id}"),
+        ("/client/equipment", {"title": "New", "status": "Assigned", "assignee_id": user_id}, "assignee_id"),
+        (
+            "/client/equipment/bulk",
+            {"equipment": [{"title": "New", "status": "Assigned", "assignee_id": user_id}]},
+            "equipment.0.assignee_id",
+        ),
+        (
+            "/client/equipment/bulk-move",
+            {"equipment_ids": [spare], "status": "Assigned", "assignee_id": user_id},
+            "assignee_id",
+        ),
+    ):
+        assert assert_error(api.post(path, body), 422)["errors"] == {field: [refusal]}, path
+    moved = api.patch(f"/client/equipment/{spare}", {"status": "Assigned", "assignee_id": user_id})
+    assert assert_error(moved, 422)["errors"] == {"assignee_id": [refusal]}
+    assert api.get("/client/equipment", per_page=100).json()["data"] == before
+    assert api.get("/client/transactions").json()["data"]["total"] == 0
+    # What they hold still comes back, and an edit of it that keeps them as assignee is no new assignment.
+    kept = api.patch(f"/client/equipment/{held}", {"title": "MacBook Pro 14", "assignee_id": user_id})
+    assert kept.status_code == 200, kept.text
+    assert kept.json()["data"]["assignee"]["id"] == user_id
+    reactivated = scim.patch(f"/Users/{user_id}", [{"op": "replace", "path": "active", "value": True}])
+    assert reactivated.status_code == 200, reactivated.text
+    assigned = api.patch(f"/client/equipment/{spare}", {"status": "Assigned", "assignee_id": user_id})
+    assert assigned.status_code == 200, assigned.text
+    assert assigned.json()["data"]["assignee"]["id"] == user_id

@@ -35,7 +35,7 @@ from outfitter.equipment.schemas import EquipmentBulkMove, EquipmentCreate, Equi
 from outfitter.models import Country, Currency, Employee, Equipment, EquipmentHistory, EquipmentStatus, Event
 from outfitter.models.events import EventType
 from outfitter.models.webhooks import WebhookDelivery
-from outfitter.people.repository import UNKNOWN_EMPLOYEE, countries_matching
+from outfitter.people.repository import UNKNOWN_EMPLOYEE, countries_matching, offboarded
 
 MAX_BULK_EQUIPMENT = 1000
 
@@ -98,7 +98,7 @@ def check_devices(
         assignee_error = service.creation_assignee_error(body)
         if assignee_error is None and body.assignee_id is not None:
             item.assignee = assignees.get(body.assignee_id)
-            assignee_error = UNKNOWN_EMPLOYEE if item.assignee is None else None
+            assignee_error = UNKNOWN_EMPLOYEE if item.assignee is None else offboarded(item.assignee)
         if assignee_error is not None:
             problems["assignee_id"] = assignee_error
         serial = body.serial_number
@@ -234,6 +234,8 @@ def move_devices(session: Session, auth: AuthContext, body: EquipmentBulkMove) -
         assignee = repository.employees({body.assignee_id}).get(body.assignee_id)
         if assignee is None:
             errors["assignee_id"] = [UNKNOWN_EMPLOYEE]
+        elif refusal := offboarded(assignee):
+            errors["assignee_id"] = [refusal]
     devices = repository.for_move(set(body.equipment_ids))
     for index, equipment_id in enumerate(body.equipment_ids):
         if equipment_id not in devices:  # unknown, or another company's: the same words

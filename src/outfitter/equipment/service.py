@@ -47,7 +47,7 @@ from outfitter.models import (
     fold_spec,
 )
 from outfitter.models.events import EventType
-from outfitter.people.repository import UNKNOWN_EMPLOYEE
+from outfitter.people.repository import UNKNOWN_EMPLOYEE, offboarded
 
 MAX_SERIAL_FILTER = 100
 # Plain columns a client edits as given (title, references and specs have their own rules).
@@ -142,7 +142,7 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
     if assignee_error is not None:
         raise ValidationFailed.field("assignee_id", assignee_error)
     if body.assignee_id is not None:
-        assignee = _employee(repository, body.assignee_id)
+        assignee = _assignable(_employee(repository, body.assignee_id))
     references = {"country_id": country and country.id, "currency_id": currency and currency.id}
     device = new_equipment_row(body, references, company_of(session), utcnow())
     history = lifecycle.registered(device, body.status, auth.actor, assignee)
@@ -301,7 +301,7 @@ def _target_move(
         assignee = _employee(repository, assignee_id)
         if current == EquipmentStatus.ASSIGNED and equipment.assignee_id == assignee.id:
             return None
-        return EquipmentStatus.ASSIGNED, assignee
+        return EquipmentStatus.ASSIGNED, _assignable(assignee)
     if status is None:
         # `"assignee_id": null` alone unassigns a device that has an assignee.
         unassign = assignee_given and current == EquipmentStatus.ASSIGNED
@@ -329,6 +329,13 @@ def _employee(repository: EquipmentRepository, employee_id: uuid.UUID) -> Employ
     employee = repository.employee(employee_id)
     if employee is None:
         raise ValidationFailed.field("assignee_id", UNKNOWN_EMPLOYEE)
+    return employee
+
+
+def _assignable(employee: Employee) -> Employee:
+    """`employee`, unless a device may not be assigned to them now (422 naming why)."""
+    if refusal := offboarded(employee):
+        raise ValidationFailed.field("assignee_id", refusal)
     return employee
 
 

@@ -51,7 +51,7 @@ from outfitter.payments.fulfilment import settle
 from outfitter.payments.gateways import CheckoutRequest, GatewayError, GatewayPayment, GatewayRegistry
 from outfitter.payments.schemas import InitiateRequest, StorageInitiateRequest
 from outfitter.payments.wallet import debit_wallet
-from outfitter.people.repository import UNKNOWN_EMPLOYEE, EmployeeRepository
+from outfitter.people.repository import UNKNOWN_EMPLOYEE, EmployeeRepository, offboarded
 
 MAX_DEVICES = 1000
 
@@ -65,9 +65,15 @@ def new_tx_ref() -> str:
 
 
 def _employees_of(
-    session: Session, keys: Sequence[str], country: Country, errors: dict[str, list[str]]
+    session: Session,
+    keys: Sequence[str],
+    country: Country,
+    errors: dict[str, list[str]],
+    *,
+    receiving: bool = True,
 ) -> dict[str, Employee]:
-    """The company's employees named by `keys`, each living in `country`; problems go to `errors`.
+    """The company's employees named by `keys`, each living in `country` and, when they are to
+    receive devices, not offboarded; problems go to `errors`.
     Held as every write naming an employee holds them (`EmployeeRepository.referenced`): a DELETE
     racing the initiate waits for it, or committed first and the employee is unknown here."""
     parsed = {key: parse_uuid(key) for key in keys}
@@ -78,6 +84,8 @@ def _employees_of(
         employee = found.get(employee_id) if employee_id else None
         if employee is None:
             errors.setdefault(f"orders.{key}", []).append(UNKNOWN_EMPLOYEE)
+        elif receiving and (refusal := offboarded(employee)):
+            errors.setdefault(f"orders.{key}", []).append(refusal)
         elif employee.country_id != country.id:
             errors.setdefault(f"orders.{key}", []).append(
                 f"{employee.full_name} lives in {employee.country.name}, not {country.name}: "

@@ -51,7 +51,7 @@ def initiate_offboard(
     session = work.session
     country = resolve_country(session, body.employee_country_id, "employee_country_id")
     errors: dict[str, list[str]] = {}
-    employees = _employees_of(session, list(body.orders), country, errors)
+    employees = _employees_of(session, list(body.orders), country, errors, receiving=False)
     named = body.devices()
     devices = _named_devices(
         session, [(f"orders.{key}.{index}", device.equipment_id) for key, index, device in named], errors

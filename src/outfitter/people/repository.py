@@ -21,6 +21,7 @@ from outfitter.core.events import events_written_with, events_written_with_value
 from outfitter.core.tenancy import CompanyRepository, company_of, parse_uuid
 from outfitter.db.base import new_id, search_pattern, search_text
 from outfitter.models import (
+    EMPLOYEE_OFFBOARDED,
     Country,
     Currency,
     Department,
@@ -56,6 +57,18 @@ def _employee_created(columns: tuple[str, ...], event_columns: tuple[str, ...], 
 
 # Every place that takes an employee's id answers an unknown one (or another company's) alike.
 UNKNOWN_EMPLOYEE = "Unknown employee: give the id of one of your employees."
+
+
+def offboarded(employee: Employee) -> str | None:
+    """Why no device or order may go to `employee` any more, or None. One the identity provider
+    deactivated (SCIM `active: false`: status Offboarded) has left: their devices are being taken
+    back, and nothing new is bought, shipped or assigned to them until they are reactivated."""
+    if employee.status != EMPLOYEE_OFFBOARDED:
+        return None
+    return (
+        f"{employee.full_name} is offboarded (deactivated by your identity provider): reactivate "
+        "them there first, or choose another employee."
+    )
 
 
 class EmployeeRepository(CompanyRepository[Employee]):
