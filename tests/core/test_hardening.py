@@ -149,6 +149,11 @@ def test_a_time_in_other_digits_than_0_to_9_is_422(api: Api) -> None:
             "out of range for month).",
         ),
         ("2026-11-28T17:32:00Z and more", "Give an ISO 8601 date and time, such as 2026-01-31T09:30:00Z."),
+        (  # Python's words were "offset must be a timedelta strictly between -timedelta(hours=24)..."
+            "2026-12-05T06:00:00+24:00",
+            "Give an ISO 8601 date and time, such as 2026-01-31T09:30:00Z: this one's offset does not exist "
+            "(an offset is between -23:59 and +23:59).",
+        ),
     ],
 )
 def test_a_time_that_cannot_be_read_is_said_in_words_a_person_can_act_on(

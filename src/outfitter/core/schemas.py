@@ -86,6 +86,11 @@ def _date_time_text(value: object) -> object:
     except ValueError as error:
         if str(error).startswith("Invalid isoformat"):  # not the form (text after it, say)
             raise ValueError(GIVE_A_DATE_TIME) from None
+        if str(error).startswith("offset must be a timedelta"):  # +24:00 and beyond
+            raise ValueError(
+                f"{GIVE_A_DATE_TIME[:-1]}: this one's offset does not exist (an offset is between "
+                "-23:59 and +23:59)."
+            ) from None
         # the form, but no such time: "hour must be in 0..23", "day is out of range for month"
         raise ValueError(f"{GIVE_A_DATE_TIME[:-1]}: this one does not exist ({error}).") from None
 
