@@ -4,6 +4,7 @@ stages, the devices coming back, the events of each step, refusals and tenancy."
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -198,6 +199,16 @@ def test_offboarding_by_card_through_the_sandbox(
     assert count(db, EquipmentReservation) == 1
     page = client.get(str(data["link"]))
     assert page.status_code == 200
+    # The page's lines are the retrieval's, and add up to its total (they were a purchase's, at 0).
+    assert "Retrieval of MacBook Pro" in page.text and "Onboarding" not in page.text
+    lines = re.findall(r'<tr><td>([^<]+)</td><td class="money">([^<]+)</td></tr>', page.text)
+    assert lines == [
+        ("Retrieval fee", "25,000.00"),
+        ("Inspection fee", "12,000.00"),
+        ("Storage fee", "18,000.00"),
+        ("Gateway fee", "825.00"),
+    ]
+    assert '<td>Total (NGN)</td><td class="money">55,825.00</td>' in page.text
     paid = client.post(f"{data['link']}/pay", follow_redirects=False)
     assert paid.status_code == 303
     verified = api.get(f"/client/transactions/{data['tx_ref']}/verify").json()["data"]

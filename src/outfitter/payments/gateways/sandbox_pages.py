@@ -36,6 +36,7 @@ from outfitter.models import (
     SandboxPayment,
     Transaction,
     TransactionItem,
+    TransactionKind,
     TransactionStatus,
 )
 from outfitter.payments.gateways import registry_of
@@ -79,6 +80,27 @@ def _transaction(session: Session, tx_ref: str) -> Transaction | None:
     return transaction if transaction is not None and transaction.gateway == SandboxGateway.name else None
 
 
+# The page's fee lines, in order; each shown when the transaction has an amount there, so that the
+# lines always add up to the total, whatever the kind (an offboarding has none of a purchase's).
+FEE_LINES = (
+    ("Equipment", "amount"),
+    ("Insurance", "insurance"),
+    ("Platform fee", "platform_fee"),
+    ("Onboarding fee", "onboarding_fee"),
+    ("Device configuration fee", "device_config_fee"),
+    ("Retrieval fee", "retrieval_fee"),
+    ("Inspection fee", "inspection_fee"),
+    ("Storage fee", "storage_fee"),
+    ("Gateway fee", "gateway_fee"),
+)
+# What a line of a device already owned does to it, by the transaction's kind.
+DEVICE_LINE = {TransactionKind.STORAGE: "Onboarding of", TransactionKind.OFFBOARD: "Retrieval of"}
+
+
+def _fees(transaction: Transaction) -> list[tuple[str, Decimal]]:
+    return [(label, getattr(transaction, field)) for label, field in FEE_LINES if getattr(transaction, field)]
+
+
 def _lines(session: Session, transaction: Transaction) -> list[dict[str, Any]]:
     rows = session.execute(
         select(TransactionItem, Asset.name, Equipment.title)
@@ -92,7 +114,8 @@ def _lines(session: Session, transaction: Transaction) -> list[dict[str, Any]]:
     return [
         {
             "employee": item.employee_name,
-            "name": asset_name or (f"Onboarding of {title}" if title else "Item"),
+            "name": asset_name
+            or (f"{DEVICE_LINE.get(transaction.kind, 'Onboarding of')} {title}" if title else "Item"),
             "quantity": item.quantity,
             "price": item.unit_price,
         }
@@ -126,6 +149,7 @@ def checkout_page(tx_ref: str, request: Request) -> Response:
                 ).one()
             ),
             items=_lines(session, transaction),
+            fees=_fees(transaction),
             payable=reason is None,
             reason=reason,
             base=f"/sandbox/checkout/{tx_ref}",
