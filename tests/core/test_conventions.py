@@ -206,6 +206,18 @@ def test_streamed_body_over_the_limit_is_413(api: Api) -> None:
     assert_error(response, 413)
 
 
+def test_an_id_that_is_no_uuid_is_named_in_words_a_person_can_act_on(api: Api) -> None:
+    """Not pydantic's "Input should be a valid UUID, invalid length: found 3"."""
+    give_an_id = "Give an id as the API gives them: a UUID such as 0192f4e6-7c1a-7d3e-9b2a-5e8f1c3d4a6b."
+    assert assert_error(api.get("/client/events", subject_id="abc"), 422)["errors"] == {
+        "query.subject_id": [give_an_id]
+    }
+    created = api.post("/client/equipment", {"title": "Dock", "status": "Assigned", "assignee_id": "nobody"})
+    assert assert_error(created, 422)["errors"] == {"assignee_id": [give_an_id]}
+    moved = api.post("/client/equipment/bulk-move", {"equipment_ids": ["x"], "status": "In_Storage"})
+    assert assert_error(moved, 422)["errors"] == {"equipment_ids.0": [give_an_id]}
+
+
 def test_an_unknown_field_or_a_blank_value_is_named_in_words_a_person_can_act_on(api: Api) -> None:
     """Not pydantic's "Extra inputs are not permitted", nor "at least 1 character" for three spaces."""
     path = f"/client/employees/{api.post('/client/employees', EMPLOYEE).json()['data']['id']}"

@@ -137,6 +137,8 @@ def validation_message(error: Mapping[str, Any]) -> str:
         return UNKNOWN_FIELD
     if kind == "string_too_short" and (error.get("ctx") or {}).get("min_length") == 1:
         return EMPTY_TEXT  # the value was stripped first: "   " is not "at least 1 character" short
+    if kind in ("uuid_parsing", "uuid_type"):  # pydantic says "invalid length: found 3" and the like
+        return "Give an id as the API gives them: a UUID such as 0192f4e6-7c1a-7d3e-9b2a-5e8f1c3d4a6b."
     if kind == "too_short":  # pydantic says "Dictionary should have at least 1 item after validation"
         context = error.get("ctx") or {}
         least, given = context.get("min_length"), context.get("actual_length")
