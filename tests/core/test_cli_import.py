@@ -186,6 +186,24 @@ def _priced(tmp_path: Path, *prices: dict[str, str]) -> Path:
     return path
 
 
+def test_a_price_no_order_can_pay_is_imported_with_a_warning(engine: Engine, tmp_path: Path) -> None:
+    """A price under the catalog's own limit whose one device, with its fees, comes to what no
+    transaction may charge: every order naming it would be a 422, which the operator is told now."""
+    path = _priced(
+        tmp_path,
+        {"country": "GB", "currency": "GBP", "amount": "999999999999.99"},
+        {"country": "NG", "currency": "NGN", "amount": "1500000"},
+    )
+    code, out, err = run("catalog", "import", str(path), "--json")
+    assert code == 0, err
+    assert json.loads(out)["prices_beyond_one_charge"] == ["GBP 999999999999.99"]
+    assert json.loads(out)["prices_created"] == 2
+    assert err.strip().splitlines() == [
+        "warning: no order can pay for a device priced GBP 999,999,999,999.99: with its fees one device "
+        "alone comes to 1,000,000,000,000 or more, and one transaction charges less"
+    ]
+
+
 @pytest.mark.parametrize("amount", ["\u0661\u0662", "1e3", "1_000", "NaN"])
 def test_a_catalog_amount_written_otherwise_than_with_the_digits_0_9_is_refused(
     engine: Engine, tmp_path: Path, amount: str

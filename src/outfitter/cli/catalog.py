@@ -21,32 +21,46 @@ def catalog_import(file: Path, as_json: JsonFlag = False) -> None:
         import_catalog,
         parse_catalog,
     )
-    from outfitter.payments.fees import without_schedule
+    from outfitter.core.money import MAX_AMOUNT
+    from outfitter.payments.fees import beyond_one_charge, without_schedule
 
     data = read_limited(file, MAX_CATALOG_BYTES)
     try:
         catalog = parse_catalog(data, str(file))
     except CatalogImportError as exc:
         fail(str(exc))  # it names the file
-    priced_in = {
-        price.currency.upper()
+    prices = {
+        (price.currency.upper(), price.amount)
         for asset in catalog.assets
         for spec in asset.specifications
         for price in spec.prices
     }
+    priced_in = {code for code, _ in prices}
     try:
         with unit_of_work() as session, progress_bar() as bar:
             task = bar.add_task(f"Importing {file.name}", total=len(catalog.assets))
             summary = import_catalog(session, catalog, progress=lambda done: bar.advance(task, done))
             unpayable = without_schedule(session, priced_in)
+            too_dear = sorted(beyond_one_charge(session, prices))
     except CatalogImportError as exc:
         fail(f"{file}: {exc}")  # nothing of the file was written
     payload = vars(summary)
     emit(
         as_json,
-        {**payload, "currencies_without_fees": unpayable},
+        {
+            **payload,
+            "currencies_without_fees": unpayable,
+            "prices_beyond_one_charge": [f"{code} {amount}" for code, amount in too_dear],
+        },
         ", ".join(f"{key.replace('_', ' ')}: {value}" for key, value in payload.items()),
     )
+    if too_dear:  # imported all the same, as the prices the file gives
+        listed = ", ".join(f"{code} {amount:,}" for code, amount in too_dear)
+        typer.echo(
+            f"warning: no order can pay for a device priced {listed}: with its fees one device alone "
+            f"comes to {MAX_AMOUNT:,} or more, and one transaction charges less",
+            err=True,
+        )
     if unpayable:  # imported all the same: the operator may set the fees next
         codes = ", ".join(unpayable)
         typer.echo(

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import minor_units
 from outfitter.core.errors import ValidationFailed
-from outfitter.core.money import percent_of, round_money
+from outfitter.core.money import percent_of, round_money, storable
 from outfitter.models import FeeSchedule, PaymentMethod
 
 # Documented in docs/payments.md. Percentages apply to the equipment amount (insurance, platform)
@@ -77,6 +77,25 @@ def without_schedule(session: Session, currency_codes: set[str]) -> list[str]:
         )
     )
     return sorted(currency_codes - scheduled)
+
+
+def beyond_one_charge(session: Session, prices: set[tuple[str, Decimal]]) -> set[tuple[str, Decimal]]:
+    """Which `prices` (currency code, amount) no order can pay even for one device: with their
+    currency's fees, by Card, the total reaches what one transaction may charge (MAX_AMOUNT). A
+    currency without a schedule is left out (`without_schedule` names those)."""
+    codes = {code for code, _ in prices}
+    schedules = {
+        schedule.currency_code: schedule
+        for schedule in session.scalars(select(FeeSchedule).where(FeeSchedule.currency_code.in_(codes)))
+    }
+    return {
+        (code, amount)
+        for code, amount in prices
+        if code in schedules
+        and not storable(
+            compute_charges(schedules[code], minor_units(code), amount, 1, PaymentMethod.CARD).total_amount
+        )
+    }
 
 
 def schedule_for(session: Session, currency_code: str, field: str) -> FeeSchedule:
