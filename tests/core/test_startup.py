@@ -427,9 +427,10 @@ def migrated_ahead(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
         connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     engine.dispose()
     message = (
-        f"error: the database schema in {url} is newer than this release (at revision 9999; this "
-        f"release ends at {', '.join(sorted(head_revisions()))}): run the release that migrated it, "
-        "or restore a backup taken before"
+        f"error: the database schema in {url} is at a revision this release does not know (9999; this "
+        f"release ends at {', '.join(sorted(head_revisions()))}): a newer release migrated it, or another "
+        "application's migrations share its alembic_version table; run the release that migrated it, or "
+        "restore a backup taken before"
     )
     return url, message
 

@@ -177,10 +177,13 @@ def schema_behind_message(engine: Engine) -> str:
 
 
 def schema_ahead_message(engine: Engine, revisions: Collection[str]) -> str:
+    """A revision this release has no script for: a newer release's, most often; or another
+    application's, whose migrations keep their revision in the same alembic_version table."""
     return (
-        f"the database schema in {named_database(engine)} is newer than this release (at revision "
-        f"{', '.join(sorted(revisions))}; this release ends at {', '.join(sorted(head_revisions()))}): "
-        "run the release that migrated it, or restore a backup taken before"
+        f"the database schema in {named_database(engine)} is at a revision this release does not know "
+        f"({', '.join(sorted(revisions))}; this release ends at {', '.join(sorted(head_revisions()))}): "
+        "a newer release migrated it, or another application's migrations share its alembic_version "
+        "table; run the release that migrated it, or restore a backup taken before"
     )
 
 
