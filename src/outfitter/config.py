@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -19,7 +20,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from redis import ConnectionPool as RedisConnectionPool
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, SAWarning
 
 # Settings whose value may hold a password or a secret: an error about them never repeats the value.
 SECRET_SETTINGS = frozenset(
@@ -106,16 +107,18 @@ _SQLITE_OPTIONS = (
 def _check_sqlite_options(url: URL) -> None:
     """The options of a SQLite URL (`?timeout=30`) as the dialect reads them, at start: one it would
     ignore with a warning, or a value it cannot read (a traceback at the first connection)."""
+    try:
+        with warnings.catch_warnings():  # the dialect warns of what it ignores: refused below
+            warnings.simplefilter("ignore", SAWarning)
+            _, read = url.get_dialect()().create_connect_args(url)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (an option after '?')") from None
     unknown = sorted(set(url.query) - set(_SQLITE_OPTIONS))
-    if unknown and url.query.get("uri") != "true":
+    if unknown and not read.get("uri"):  # with uri=true they are SQLite's URI parameters
         raise ValueError(
             f"unknown option(s) {', '.join(unknown)} (the options after '?' are those of Python's sqlite3 "
             f"driver: {', '.join(_SQLITE_OPTIONS)})"
         )
-    try:
-        url.get_dialect()().create_connect_args(url)
-    except ValueError as exc:
-        raise ValueError(f"{exc} (an option after '?')") from None
 
 
 class Settings(BaseSettings):

@@ -174,6 +174,15 @@ def test_a_database_url_the_driver_would_refuse_is_one_line_at_start(url: str, p
     assert "s3cret" not in done.stderr
 
 
+@pytest.mark.parametrize("uri", ["true", "1"])
+def test_sqlite_uri_parameters_are_taken_when_the_driver_takes_them(uri: str, tmp_path: Path) -> None:
+    """With `uri` on (as the driver reads it: true, 1, yes...) the other options are SQLite's own."""
+    url = f"sqlite:///{tmp_path / 'uri.db'}?uri={uri}&mode=rwc"
+    done = outfitter(clean_env(OUTFITTER_DATABASE_URL=url), "db", "upgrade")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("database migrated to revision")
+
+
 def test_a_secret_is_never_echoed_in_a_configuration_error(tmp_path: Path) -> None:
     env = clean_env(
         OUTFITTER_DATABASE_URL="mysql://admin:hunter2@db.example.com/outfitter",
