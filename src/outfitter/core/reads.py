@@ -170,6 +170,10 @@ ASYNCPG_READS_AS_LIBPQ = frozenset(
 )
 
 
+# The options `pool_arguments` translates for asyncpg rather than hands on.
+_TRANSLATED = ("connect_timeout", "options", "application_name")
+
+
 class OptionsAsyncpgLacks(ValueError):
     """A database URL's options asyncpg cannot honour (libpq's TCP keepalives, say)."""
 
@@ -191,11 +195,11 @@ def pool_arguments(database_url: str) -> PoolArguments:
     url = make_url(database_url).set(drivername="postgresql")
     query = {name: value if isinstance(value, str) else value[-1] for name, value in url.query.items()}
     settings = _settings_of(query.get("options", ""))
-    lacking = sorted(set(query) - ASYNCPG_READS_AS_LIBPQ - {"connect_timeout", "options", "application_name"})
+    lacking = sorted(set(query) - ASYNCPG_READS_AS_LIBPQ - set(_TRANSLATED))
     if lacking:
         raise OptionsAsyncpgLacks(", ".join(lacking))
     timeout = query.get("connect_timeout")
-    translated = url.difference_update_query(("connect_timeout", "options", "application_name"))
+    translated = url.difference_update_query(_TRANSLATED)
     return PoolArguments(
         dsn=translated.render_as_string(hide_password=False),
         server_settings={**settings, "application_name": APPLICATION_NAME},

@@ -149,7 +149,10 @@ def current_revisions(engine: Engine) -> frozenset[str]:
 def schema_state(engine: Engine) -> Literal["current", "behind", "ahead"]:
     """`current` at this release's newest revision, `ahead` when a newer release migrated it (at a
     revision this release does not know: after a rollback, say), otherwise `behind`."""
-    revisions = current_revisions(engine)
+    return _state_at(current_revisions(engine))
+
+
+def _state_at(revisions: frozenset[str]) -> Literal["current", "behind", "ahead"]:
     if revisions == head_revisions():
         return "current"
     return "ahead" if revisions - known_revisions() else "behind"
@@ -158,9 +161,10 @@ def schema_state(engine: Engine) -> Literal["current", "behind", "ahead"]:
 def schema_problem(engine: Engine) -> str | None:
     """None when the schema at `engine` is this release's, otherwise one line for an operator that
     names the database and what to do (the commands and `uvicorn outfitter.asgi:app` print it)."""
-    state = schema_state(engine)
+    revisions = current_revisions(engine)
+    state = _state_at(revisions)
     if state == "ahead":
-        return schema_ahead_message(engine, current_revisions(engine))
+        return schema_ahead_message(engine, revisions)
     if state == "behind":
         return schema_behind_message(engine)
     return None
