@@ -220,6 +220,17 @@ def _with_options(database_url: str, options: str) -> str:
     return f"{database_url}{'&' if '?' in database_url else '?'}{options}"
 
 
+def _listed_after_registering(
+    client: TestClient, engine: Engine, company: str, device: dict[str, str]
+) -> list[str]:
+    """A new company registers `device` and lists its equipment (the hot read): the titles listed."""
+    api = CompanyFactory(engine, client).create(company)
+    assert api.post("/client/equipment", device).status_code == 201
+    listed = api.get("/client/equipment")
+    assert listed.status_code == 200, listed.text
+    return [record["title"] for record in listed.json()["data"]["data"]]
+
+
 def test_libpq_options_of_the_database_url_reach_the_hot_reads_as_libpq_reads_them(
     postgres_only: None, database_url: str, engine: Engine
 ) -> None:
@@ -231,11 +242,8 @@ def test_libpq_options_of_the_database_url_reach_the_hot_reads_as_libpq_reads_th
     url = _with_options(database_url, options)
     app = create_app(Settings(database_url=url, rate_limit="off"))
     with TestClient(app, base_url="http://testserver") as client:
-        api = CompanyFactory(engine, client).create("Options Ltd")
-        assert api.post("/client/equipment", {"title": "Dock", "type": "Laptop"}).status_code == 201
-        listed = api.get("/client/equipment")
-        assert listed.status_code == 200, listed.text
-        assert [device["title"] for device in listed.json()["data"]["data"]] == ["Dock"]
+        dock = {"title": "Dock", "type": "Laptop"}
+        assert _listed_after_registering(client, engine, "Options Ltd", dock) == ["Dock"]
         assert app.state.reads is not None
 
         async def settings_of_a_read_connection() -> list[Any]:
@@ -270,9 +278,6 @@ def test_a_database_url_option_asyncpg_lacks_leaves_the_hot_reads_to_the_session
         "keepalives, keepalives_idle (docs/operations.md, 'Database connections')"
     ) in caplog.messages
     with TestClient(app, base_url="http://testserver") as client:
-        api = CompanyFactory(engine, client).create("Keepalive Ltd")
-        assert api.post("/client/equipment", {"title": "Phone", "type": "Phones"}).status_code == 201
-        listed = api.get("/client/equipment")
-        assert listed.status_code == 200, listed.text
-        assert [device["title"] for device in listed.json()["data"]["data"]] == ["Phone"]
+        phone = {"title": "Phone", "type": "Phones"}
+        assert _listed_after_registering(client, engine, "Keepalive Ltd", phone) == ["Phone"]
     app.state.engine.dispose()
