@@ -32,13 +32,13 @@ from sqlalchemy.orm import Session
 from outfitter.app import create_app
 from outfitter.catalog.importer import import_catalog, load_catalog_file
 from outfitter.config import Settings
-from outfitter.core.tokens import create_company, issue_token
 from outfitter.db.session import make_engine
 from outfitter.migrations import upgrade
 from outfitter.models import Country, Employee
 from outfitter.payments.gateways import registry_of
 from outfitter.payments.gateways.sandbox import SandboxGateway
 from outfitter.payments.wallet import credit_wallet
+from outfitter.tenants.tokens import create_company, issue_token
 
 DEMO_CATALOG = Path(__file__).parents[1] / "src" / "outfitter" / "demo" / "catalog.json"
 timings: dict[str, list[float]] = defaultdict(list)

@@ -40,9 +40,10 @@ from sqlalchemy.orm import Session
 from outfitter.app import create_app
 from outfitter.config import Settings
 from outfitter.core.cursors import encode_cursor
-from outfitter.core.tokens import create_company, issue_token
 from outfitter.db.session import make_engine
+from outfitter.http.pagination import cursor_key
 from outfitter.migrations import upgrade
+from outfitter.tenants.tokens import create_company, issue_token
 
 DEPTH = 0.99
 EMPLOYEES = 2_000
@@ -211,7 +212,9 @@ def run(url: str, rows: int, runs: int) -> None:
             answer = client.get("/api/v2/client/equipment", params=first, headers=headers).json()
             deep = {
                 **first,
-                "cursor": encode_cursor(fingerprint(answer["next_cursor"]), tuple(deep_rows[name])),
+                "cursor": encode_cursor(
+                    cursor_key(), fingerprint(answer["next_cursor"]), tuple(deep_rows[name])
+                ),
             }
             deep_page = client.get("/api/v2/client/equipment", params=deep, headers=headers).json()
             assert len(deep_page["data"]["data"]) == 15, deep_page

@@ -25,9 +25,9 @@ from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.tokens import create_company, issue_token
 from outfitter.db.session import make_engine
 from outfitter.migrations import upgrade
+from outfitter.tenants.tokens import create_company, issue_token
 
 COMPANIES = 10
 EMPLOYEES_PER_COMPANY = 200

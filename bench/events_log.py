@@ -36,12 +36,12 @@ from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.tokens import create_company, issue_token
 from outfitter.db.session import make_engine
 from outfitter.events.counts import fold_event_counts
 from outfitter.events.repository import EventRepository
 from outfitter.migrations import upgrade
 from outfitter.models.events import Event, EventType
+from outfitter.tenants.tokens import create_company, issue_token
 
 SUBJECTS = 10_000
 T = TypeVar("T")

@@ -27,10 +27,10 @@ from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.tokens import create_company, issue_token
 from outfitter.db.session import make_engine
 from outfitter.migrations import upgrade
 from outfitter.scim.settings import change_settings
+from outfitter.tenants.tokens import create_company, issue_token
 
 SCIM_JSON = "application/scim+json"
 

@@ -45,12 +45,12 @@ from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.events import NewEvent, as_event_data, record_event, record_events
-from outfitter.core.tenancy import TenantSession, bind_company
-from outfitter.core.tokens import create_company, issue_token
 from outfitter.db.session import make_engine
+from outfitter.db.tenancy import TenantSession, bind_company
 from outfitter.migrations import upgrade
 from outfitter.models import DeliveryStatus, Event, EventType, WebhookDelivery, WebhookEndpoint
+from outfitter.outbox import NewEvent, as_event_data, record_event, record_events
+from outfitter.tenants.tokens import create_company, issue_token
 
 BIN = Path(sys.executable).parent
 BATCH = 100

@@ -5,7 +5,7 @@
                                      history row, its `equipment.added` event, the outbox rows
 
 It writes the same rows with the same columns as Outfitter (people/service.py create_employee,
-equipment/service.py create_equipment + lifecycle.record_added, core/events.py record_events and
+equipment/service.py create_equipment + lifecycle.record_added, outbox.py record_events and
 queue_deliveries: one delivery per enabled endpoint of the company that wants the event's type),
 in one transaction per request, and does the work a correct service must do:
   * bearer token: SHA-256 digest looked up in `api_tokens` (unique index), constant-time compare,
@@ -185,7 +185,7 @@ def unknown_fields(body: dict[str, Any], known: set[str]) -> None:
 
 # --- the event and its outbox rows: one statement -------------------------------------------------
 
-# core/events.py record_events + queue_deliveries: the event row, then one delivery per enabled
+# outbox.py record_events + queue_deliveries: the event row, then one delivery per enabled
 # endpoint of the company whose event_types are empty (all) or name the event's type. Ids are
 # version 7 UUIDs, as Outfitter's (db.base.new_id and time_ordered_uuid).
 EVENT_SQL = """

@@ -17,8 +17,8 @@ from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.importer import import_catalog, load_catalog_file
-from outfitter.core.tokens import create_company, issue_token
-from outfitter.core.unit_of_work import JsonAnswer
+from outfitter.http.unit_of_work import JsonAnswer
+from outfitter.tenants.tokens import create_company, issue_token
 
 DEMO_CATALOG = Path(__file__).parents[1] / "src" / "outfitter" / "demo" / "catalog.json"
 T = TypeVar("T")
@@ -121,7 +121,7 @@ def assert_error(response: httpx.Response, status: int, fragment: str | None = N
 @contextmanager
 def counting_statements(app: FastAPI) -> Iterator[list[str]]:
     """The SQL of every statement the app sends while inside, through either driver: SQLAlchemy's
-    engine (the unit of work) and, on PostgreSQL, asyncpg (the read-only hot paths, core.reads)."""
+    engine (the unit of work) and, on PostgreSQL, asyncpg (the read-only hot paths, db.reads)."""
     statements: list[str] = []
 
     def on_cursor(_connection: Any, _cursor: Any, statement: str, *_rest: Any) -> None:

@@ -19,29 +19,25 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from outfitter.catalog.router import router as catalog_router
 from outfitter.config import Settings, display_database_url, get_settings
-from outfitter.core.cors import ListedOriginsCORS
-from outfitter.core.csv_import import MAX_IMPORT_BYTES
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
-from outfitter.core.handlers import install_error_handlers, install_fixed_path_guard, route_methods
-from outfitter.core.hot_reads import HotReadsMiddleware
-from outfitter.core.hot_writes import HotWritesMiddleware
-from outfitter.core.idempotency import IdempotencyMiddleware
-from outfitter.core.middleware import (
-    BodyLimitMiddleware,
-    HeadAsGetMiddleware,
-    InputGuardMiddleware,
-    RequestContextMiddleware,
-)
-from outfitter.core.openapi import install_contract, operation_id
-from outfitter.core.ratelimit import RateLimiter
-from outfitter.core.reads import AsyncpgReads, OptionsAsyncpgLacks
 from outfitter.core.schemas import Envelope, Schema, ok
-from outfitter.core.tenancy import TenantSession
+from outfitter.csvio.reader import MAX_IMPORT_BYTES
+from outfitter.db.reads import AsyncpgReads, OptionsAsyncpgLacks
 from outfitter.db.session import make_engine, make_sessionmaker
+from outfitter.db.tenancy import TenantSession
 from outfitter.equipment.router import HOT_READS as EQUIPMENT_HOT_READS
 from outfitter.equipment.router import HOT_WRITES as EQUIPMENT_HOT_WRITES
 from outfitter.equipment.router import router as equipment_router
 from outfitter.events.router import router as events_router
+from outfitter.http.cors import ListedOriginsCORS
+from outfitter.http.handlers import install_error_handlers, install_fixed_path_guard, route_methods
+from outfitter.http.hot_reads import HotReadsMiddleware
+from outfitter.http.hot_writes import HotWritesMiddleware
+from outfitter.http.idempotency import IdempotencyMiddleware
+from outfitter.http.input_guard import InputGuardMiddleware
+from outfitter.http.middleware import BodyLimitMiddleware, HeadAsGetMiddleware, RequestContextMiddleware
+from outfitter.http.openapi import install_contract, operation_id
+from outfitter.http.ratelimit import RateLimiter
 from outfitter.migrations import schema_state
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
@@ -69,7 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         pool_timeout=settings.db_pool_timeout,
     )
 
-    # PostgreSQL's read-only hot paths run on the event loop through asyncpg (core.reads).
+    # PostgreSQL's read-only hot paths run on the event loop through asyncpg (db.reads).
     reads = _asyncpg_reads(settings) if engine.dialect.name == "postgresql" else None
 
     @asynccontextmanager
@@ -122,7 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ttl=timedelta(hours=settings.idempotency_ttl_hours),
         prefix=API_PREFIX + "/",
     )
-    # The hottest reads, once the input is known to be sane (core.hot_reads).
+    # The hottest reads, once the input is known to be sane (http.hot_reads).
     app.add_middleware(
         HotReadsMiddleware, prefix=API_PREFIX, routes=equipment_router.routes, hot=EQUIPMENT_HOT_READS
     )

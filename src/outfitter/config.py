@@ -139,7 +139,7 @@ class Settings(BaseSettings):
     # server processes x (pool_size + pool_max_overflow), plus CLI commands, below it.
     db_pool_size: int = Field(default=10, ge=1, le=100)
     db_pool_max_overflow: int = Field(default=0, ge=0, le=100)
-    # PostgreSQL only: asyncpg connections for the read-only hot paths (core.reads), per process;
+    # PostgreSQL only: asyncpg connections for the read-only hot paths (db.reads), per process;
     # as many as the requests a process runs at once elsewhere, so that a burst of reads queues in
     # the database (which schedules them) rather than in the pool.
     db_read_pool_size: int = Field(default=10, ge=1, le=100)
@@ -154,7 +154,7 @@ class Settings(BaseSettings):
     flutterwave_secret_key: str | None = None
     flutterwave_webhook_hash: str | None = None
 
-    # Signs the lists' cursors (core.pagination), so that an altered one is refused with a clear
+    # Signs the lists' cursors (db.keyset), so that an altered one is refused with a clear
     # 422. A cursor only positions a client within its own company's list, so this guards
     # integrity, not secrecy; production still needs its own (a published key is no signature).
     cursor_secret: str | None = None

@@ -217,7 +217,7 @@ class AccessFormatter(uvicorn.logging.AccessFormatter):
     id (the `X-Request-ID` answered), which the line of an unexpected error quotes too."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        from outfitter.core.middleware import current_request_id  # the app's, loaded by now
+        from outfitter.http.middleware import current_request_id
 
         record.request_id = current_request_id.get()
         if isinstance(record.args, tuple) and len(record.args) == 5:
@@ -368,7 +368,7 @@ class CurrentSchemaRequired:
         if scope["type"] != "lifespan":
             await self.app(scope, receive, send)
             return
-        from outfitter.core.middleware import replaying_message
+        from outfitter.http.middleware import replaying_message
 
         first = await receive()
         if first["type"] == "lifespan.startup":

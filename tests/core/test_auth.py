@@ -10,9 +10,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
-from outfitter.core.tokens import hash_token
 from outfitter.db.base import utcnow
 from outfitter.models import ApiToken, IdempotencyRecord
+from outfitter.tenants.tokens import hash_token
 from tests.factories import Api, CompanyFactory, assert_error
 
 EMPLOYEE = {
@@ -54,7 +54,7 @@ def test_expired_token_is_401(api: Api, engine: Engine) -> None:
 
 
 def test_revoked_token_is_401_and_other_tokens_keep_working(api: Api, companies: CompanyFactory) -> None:
-    from outfitter.core.tokens import revoke_token
+    from outfitter.tenants.tokens import revoke_token
 
     second = companies.token(api)
     with Session(companies.engine) as session, session.begin():

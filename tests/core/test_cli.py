@@ -189,7 +189,7 @@ def test_arguments_that_are_not_utf8_and_values_the_database_refuses_are_one_lin
     def refused(*_: object) -> None:
         raise DataError("INSERT ...", {}, Exception("value too long for type character varying(200)\nDETAIL"))
 
-    monkeypatch.setattr("outfitter.core.tokens.create_company", refused)
+    monkeypatch.setattr("outfitter.tenants.tokens.create_company", refused)
     monkeypatch.setattr(sys, "argv", ["outfitter", "company", "create", "Acme"])
     with pytest.raises(SystemExit) as exited:
         main()

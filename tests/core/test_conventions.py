@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 
 from outfitter.config import Settings
 from outfitter.core.errors import EMPTY_TEXT, UNKNOWN_FIELD
-from outfitter.core.handlers import BODY_REQUIRED, UNREADABLE_BODY
+from outfitter.http.handlers import BODY_REQUIRED, UNREADABLE_BODY
 from tests.core.test_auth import EMPLOYEE
 from tests.factories import Api, assert_error
 

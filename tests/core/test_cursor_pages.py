@@ -1,4 +1,4 @@
-"""Cursor mode as every list has it (core.pagination), shown on the employee and department lists:
+"""Cursor mode as every list has it (db.keyset), shown on the employee and department lists:
 the walk gives what the pages give, the cursor is signed and bound to its query, and the two modes
 do not mix."""
 

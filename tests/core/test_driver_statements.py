@@ -1,4 +1,4 @@
-"""Statements run on the driver's cursor (core.driver_statements) behave as SQLAlchemy's execution
+"""Statements run on the driver's cursor (db.driver_statements) behave as SQLAlchemy's execution
 of them: the same rows and values, the values a statement carries, its errors as SQLAlchemy's, the
 engine's listeners told; tenancy is in test_tenant_writes.py, a lost connection in
 test_unavailable.py. On SQLite the statements run through SQLAlchemy, so both must agree."""
@@ -17,11 +17,11 @@ from sqlalchemy import Engine, bindparam, event, insert, literal, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from outfitter.core.auth import token_lookup
-from outfitter.core.bulk_rows import COPY_FROM
-from outfitter.core.driver_statements import driver_rows
-from outfitter.core.tenancy import TenantScopeError, TenantSession, bind_company
 from outfitter.db.base import utcnow
+from outfitter.db.bulk_rows import COPY_FROM
+from outfitter.db.driver_statements import driver_rows
+from outfitter.db.tenancy import TenantScopeError, TenantSession, bind_company
+from outfitter.http.auth import token_lookup
 from outfitter.models import Country, Employee
 from tests.factories import Api, assert_error
 
@@ -99,7 +99,7 @@ def test_a_database_error_is_raised_as_sqlalchemy_raises_it(engine: Engine, sess
 def test_a_copys_error_is_handled_as_sqlalchemy_handles_one(
     postgres_only: None, app: FastAPI, api: Api
 ) -> None:
-    """A batch's COPY runs on the driver's cursor too (core.bulk_rows): a serial number the unique
+    """A batch's COPY runs on the driver's cursor too (db.bulk_rows): a serial number the unique
     index refuses mid-COPY reaches the engine's listeners as SQLAlchemy's own errors do, and the
     batch answers its 422 (the numbers are not read before the write)."""
     held = api.post("/client/equipment", {"title": "Held", "serial_number": "SN-HELD"})

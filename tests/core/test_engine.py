@@ -11,7 +11,7 @@ from sqlalchemy import DateTime, Engine, cast, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from outfitter.core.schemas import format_timestamp
+from outfitter.core.timestamps import format_timestamp
 from outfitter.db.base import utc_text, uuid_text
 from outfitter.db.session import make_engine
 from outfitter.models import Company

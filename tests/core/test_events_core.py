@@ -1,4 +1,4 @@
-"""`core.events`: an event commits with the change it describes, or not at all."""
+"""`outbox`: an event commits with the change it describes, or not at all."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from outfitter.core.events import NewEvent, record_event, record_events
-from outfitter.core.tenancy import TenantScopeError, TenantSession, bind_company
 from outfitter.db.session import JsonText, json_text
+from outfitter.db.tenancy import TenantScopeError, TenantSession, bind_company
 from outfitter.models import Event, EventType
+from outfitter.outbox import NewEvent, record_event, record_events
 from tests.factories import Api
 
 

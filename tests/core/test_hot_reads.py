@@ -1,4 +1,4 @@
-"""The hot reads (core.hot_reads): on PostgreSQL the equipment lists' page mode and the single
+"""The hot reads (http.hot_reads): on PostgreSQL the equipment lists' page mode and the single
 retrieve skip FastAPI's dependency solving and response model, and answer exactly what FastAPI
 answers; every other request on those paths is still FastAPI's."""
 
@@ -23,10 +23,11 @@ from sqlalchemy import Engine
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.hot_reads import HotReadsMiddleware
-from outfitter.core.schemas import Envelope, format_timestamp, render_json
-from outfitter.core.unit_of_work import JsonAnswer
+from outfitter.core.schemas import Envelope, render_json
+from outfitter.core.timestamps import format_timestamp
 from outfitter.equipment.schemas import EquipmentListEnvelope, EquipmentOut
+from outfitter.http.hot_reads import HotReadsMiddleware
+from outfitter.http.unit_of_work import JsonAnswer
 from tests.core.test_reads import estate  # noqa: F401  (a fixture)
 from tests.factories import Api, CompanyFactory, assert_error
 

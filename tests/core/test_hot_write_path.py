@@ -1,4 +1,4 @@
-"""The hot writes (core.hot_writes): POST /client/employees and POST /client/equipment are handed
+"""The hot writes (http.hot_writes): POST /client/employees and POST /client/equipment are handed
 to their endpoint without FastAPI's routing and dependency solving when nothing about the request
 needs FastAPI, and every answer, hot or not, is exactly what FastAPI answers.
 
@@ -19,8 +19,8 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session
 
-from outfitter.core import hot_writes
 from outfitter.core.errors import DATABASE_UNAVAILABLE
+from outfitter.http import hot_writes
 from tests.core.test_unavailable import ANY_TOKEN, assert_unavailable, unreachable_client  # noqa: F401
 from tests.equipment.helpers import make_employee
 from tests.factories import Api, CompanyFactory

@@ -21,9 +21,9 @@ from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.tokens import hash_token
 from outfitter.db.base import utcnow
 from outfitter.models import ApiToken, Employee, IdempotencyRecord
+from outfitter.tenants.tokens import hash_token
 from tests.core.test_auth import EMPLOYEE
 from tests.factories import Api, CompanyFactory, assert_error
 from tests.people.helpers import employee_body
@@ -290,7 +290,7 @@ def test_a_claim_committed_before_a_crash_expires_after_its_lease(api: Api, db: 
     """A request that calls another system commits its claim first; if it then dies, the key is
     'still being processed' (409, Retry-After) only until the claim's lease ends."""
     from outfitter.core.errors import RETRY_AFTER_SECONDS
-    from outfitter.core.idempotency import CLAIM_LEASE, request_fingerprint
+    from outfitter.http.idempotency import CLAIM_LEASE, request_fingerprint
 
     raw = json.dumps(employee_body(email="lease@acme.io")).encode()
     fingerprint = request_fingerprint("POST", "/api/v2/client/employees", b"", raw)
@@ -319,7 +319,7 @@ def test_a_stored_answer_is_not_replayed_to_a_revoked_or_expired_token(
 ) -> None:
     """A replay is a request of the token like any other: once the token is revoked (or expired),
     the same key and body get the 401 every request gets, never the stored answer."""
-    from outfitter.core.tokens import revoke_token
+    from outfitter.tenants.tokens import revoke_token
 
     headers = {"Idempotency-Key": "before-revocation"}
     first = api.post("/client/employees", json=EMPLOYEE, headers=headers)

@@ -1,4 +1,4 @@
-"""The input guard (core.middleware.InputGuardMiddleware, decisions §12): JSON nested too deep,
+"""The input guard (http.middleware.InputGuardMiddleware, decisions §12): JSON nested too deep,
 NUL characters and lone surrogates, refused with a 422 naming the field before any endpoint runs.
 
 Each once made a 500: a 5,000-deep body holding "\\u0000" overflowed the recursive NUL walk, and a
@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from outfitter.core.middleware import MAX_JSON_DEPTH, nested_too_deep
+from outfitter.http.input_guard import MAX_JSON_DEPTH, nested_too_deep
 from outfitter.models.events import Event
 from tests.factories import Api, assert_error
 from tests.people.helpers import create_employee

@@ -24,11 +24,11 @@ from outfitter import migrations
 from outfitter.app import create_app
 from outfitter.catalog.reference import sync_reference_data
 from outfitter.config import Settings
-from outfitter.core.tokens import create_company, issue_token
 from outfitter.db.base import Money, UTCDateTime
 from outfitter.db.session import make_engine
 from outfitter.migrations import built_here, head_revisions, is_current, migrating, upgrade
 from outfitter.models import Country, Department, Employee, Equipment, EquipmentHistory, FeeSchedule, metadata
+from outfitter.tenants.tokens import create_company, issue_token
 from tests.conftest import postgres_database
 from tests.equipment.helpers import add_to_department, make_employee
 from tests.factories import all_at_once

@@ -1,4 +1,4 @@
-"""The read-only hot paths (core.reads): on PostgreSQL they run on the event loop through asyncpg,
+"""The read-only hot paths (db.reads): on PostgreSQL they run on the event loop through asyncpg,
 and answer byte for byte what the SQLAlchemy session answers for the same read plan; an outage
 there is a 503 like anywhere else."""
 
@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from outfitter.app import create_app
 from outfitter.config import Settings
 from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED, ServiceUnavailable
-from outfitter.core.reads import APPLICATION_NAME, AsyncpgReads, Read
+from outfitter.db.reads import APPLICATION_NAME, AsyncpgReads, Read
 from tests.core.test_unavailable import ANY_TOKEN, assert_unavailable
 from tests.equipment.helpers import add_to_department, make_employee, register
 from tests.factories import Api, CompanyFactory, counting_statements

@@ -1,4 +1,4 @@
-"""core.bulk_rows.rows_written_meanwhile: a batch's rows written by COPY from a thread of their own
+"""db.bulk_rows.rows_written_meanwhile: a batch's rows written by COPY from a thread of their own
 while the caller renders its answers (PostgreSQL), in the caller's transaction, in order; what
 writing them raised is raised where the block ends, and nothing of a failed batch remains."""
 
@@ -15,10 +15,10 @@ from sqlalchemy import Engine, event, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.core.bulk_rows import COPY_CHUNK_ROWS, COPY_FROM, FIRST_CHUNK_ROWS, rows_written_meanwhile
-from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.db.base import utcnow
+from outfitter.db.bulk_rows import COPY_CHUNK_ROWS, COPY_FROM, FIRST_CHUNK_ROWS, rows_written_meanwhile
 from outfitter.db.session import JsonText
+from outfitter.db.tenancy import TenantSession, bind_company
 from outfitter.models import Country, Employee, Event
 from outfitter.models.events import EventType
 from tests.factories import CompanyFactory

@@ -1,4 +1,4 @@
-"""core.csv_export.stream_chunks: the next chunk is read in a thread of its own while this one is
+"""csvio.writer.stream_chunks: the next chunk is read in a thread of its own while this one is
 rendered, each read in a session of its own that is closed before the rows are rendered; at most
 one chunk is read ahead, and a client that stops reading stops the reads without waiting for them."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from outfitter.core.csv_export import stream_chunks
+from outfitter.csvio.writer import stream_chunks
 
 
 class Sessions:

@@ -15,13 +15,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ClauseElement
 
-from outfitter.core.bulk_rows import COPY_FROM, insert_rows, rows_written_meanwhile
-from outfitter.core.driver_statements import driver_rows
-from outfitter.core.events import NewEvent, event_rows, events_written_with_values, record_events
-from outfitter.core.reads import AsyncpgReads, Read, run_in_session
-from outfitter.core.tenancy import TenantScopeError, TenantSession, across_companies, bind_company
 from outfitter.db.base import utcnow
+from outfitter.db.bulk_rows import COPY_FROM, insert_rows, rows_written_meanwhile
+from outfitter.db.driver_statements import driver_rows
+from outfitter.db.reads import AsyncpgReads, Read, run_in_session
+from outfitter.db.tenancy import TenantScopeError, TenantSession, across_companies, bind_company
 from outfitter.models import Country, Employee, Event, EventType
+from outfitter.outbox import NewEvent, event_rows, events_written_with_values, record_events
 from outfitter.people.repository import _employee_created
 from tests.factories import CompanyFactory
 
@@ -425,7 +425,7 @@ CTES_CROSSING_COMPANIES: dict[str, tuple[str, Callable[[Session, uuid.UUID, uuid
 
 def _runner(session: Session, through: str) -> Callable[[Any], Any]:
     """How a test runs a statement: through the session, on its connection, or on the driver's
-    cursor (core.driver_statements, the single creates' path, which the engine's hooks do not see)."""
+    cursor (db.driver_statements, the single creates' path, which the engine's hooks do not see)."""
     if through == "driver":
         return lambda statement: driver_rows(session.connection(), statement, {})
     return session.execute if through == "session" else session.connection().execute
@@ -586,7 +586,7 @@ def test_an_event_cannot_name_another_company_than_the_bound_one(
         assert sorted(session.scalars(select(Event.company_id))) == sorted([first, second])
 
 
-# --- rows written in batches (core.bulk_rows: COPY on PostgreSQL, which no statement hook sees) --
+# --- rows written in batches (db.bulk_rows: COPY on PostgreSQL, which no statement hook sees) --
 
 
 def _batch(session: Session, count: int, company_id: uuid.UUID | None) -> list[dict[str, Any]]:

@@ -17,8 +17,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from outfitter.core import unit_of_work
-from outfitter.core.tenancy import TenantScopeError, TenantSession, across_companies, bind_company
+from outfitter.db.tenancy import TenantScopeError, TenantSession, across_companies, bind_company
+from outfitter.http import unit_of_work
 from outfitter.models import Country, Employee
 from tests.factories import Api, CompanyFactory, assert_error
 from tests.people.helpers import employee_body

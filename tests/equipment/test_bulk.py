@@ -10,8 +10,8 @@ from fastapi import FastAPI
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
-from outfitter.core.bulk_rows import COPY_FROM
 from outfitter.core.schemas import Envelope
+from outfitter.db.bulk_rows import COPY_FROM
 from outfitter.equipment.schemas import EquipmentOut
 from outfitter.models import Equipment, EquipmentHistory
 from outfitter.models.events import Event

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session
 
-from outfitter.core.bulk_rows import COPY_FROM
-from outfitter.core.csv_export import record_cells
+from outfitter.csvio.writer import record_cells
+from outfitter.db.bulk_rows import COPY_FROM
 from outfitter.equipment import export
 from tests.equipment.helpers import make_employee, register
 from tests.factories import Api, assert_error

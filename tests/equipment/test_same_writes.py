@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from outfitter.core.csv_export import cell
-from outfitter.core.schemas import format_timestamp
+from outfitter.core.timestamps import format_timestamp
+from outfitter.csvio.writer import cell
 from outfitter.models import Equipment, EquipmentHistory, WebhookDelivery, WebhookEndpoint
 from outfitter.models.events import Event
 from tests.equipment.helpers import add_to_department, make_employee

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session
 
-from outfitter.core.schemas import format_timestamp
+from outfitter.core.timestamps import format_timestamp
 from outfitter.models import Equipment
 from tests.equipment.helpers import make_employee, register
 from tests.factories import Api, assert_error, walk_cursor

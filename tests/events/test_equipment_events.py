@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from sqlalchemy import Engine, event, select
 from sqlalchemy.orm import Session
 
-from outfitter.core.tenancy import TenantSession, bind_company
+from outfitter.db.tenancy import TenantSession, bind_company
 from outfitter.equipment.events import record_equipment_events
 from outfitter.models import Equipment
 from outfitter.models.events import EventType

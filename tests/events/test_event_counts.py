@@ -15,10 +15,10 @@ from sqlalchemy import Engine, delete, func, select, text
 from sqlalchemy.orm import Session
 
 from outfitter.config import Settings
-from outfitter.core.bulk_rows import COPY_FROM, insert_rows
-from outfitter.core.tenancy import TenantSession, across_companies, bind_company
 from outfitter.db.base import utcnow
+from outfitter.db.bulk_rows import COPY_FROM, insert_rows
 from outfitter.db.session import make_sessionmaker
+from outfitter.db.tenancy import TenantSession, across_companies, bind_company
 from outfitter.events.counts import fold_event_counts, kept_total
 from outfitter.models import Company, Event, EventCount, EventCountDelta, EventType, WorkerJob
 from outfitter.worker import Worker

@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from outfitter.core import unit_of_work
+from outfitter.http import unit_of_work
 from tests.events.helpers import assert_event, log, only, stored_events
 from tests.factories import Api, assert_error
 from tests.people.helpers import create_employee, employee_body

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.tenancy import TenantSession, bind_company
+from outfitter.db.tenancy import TenantSession, bind_company
 from outfitter.equipment import lifecycle
 from outfitter.models import (
     Country,

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from outfitter.core.schemas import format_timestamp
-from outfitter.core.tenancy import TenantSession, bind_company
+from outfitter.core.timestamps import format_timestamp
+from outfitter.db.tenancy import TenantSession, bind_company
 from outfitter.models import Order, Transaction
 from outfitter.payments import orders
 from tests.factories import Api, assert_error, walk_cursor

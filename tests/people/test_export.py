@@ -8,7 +8,7 @@ import io
 import httpx
 import pytest
 
-from outfitter.core.csv_export import cell
+from outfitter.csvio.writer import cell
 from outfitter.people import export
 from tests.factories import Api, assert_error
 from tests.people.helpers import create_employee

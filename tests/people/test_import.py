@@ -134,7 +134,7 @@ def test_a_large_import_leaves_its_table_analyzed(postgres_only: None, api: Api,
     statistics count its rows at once."""
     from sqlalchemy import text
 
-    from outfitter.core.csv_import import ANALYZE_FROM_ROWS
+    from outfitter.csvio.reader import ANALYZE_FROM_ROWS
 
     # The tables as a new company's first imports find them: their statistics count no row.
     db.execute(text("ANALYZE employees"))

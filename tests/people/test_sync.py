@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from outfitter.core.schemas import format_timestamp
+from outfitter.core.timestamps import format_timestamp
 from outfitter.models import Department, Employee
 from outfitter.models.events import Event
 from tests.factories import Api, walk_cursor

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from outfitter.core.schemas import format_timestamp
+from outfitter.core.timestamps import format_timestamp
 from outfitter.scim import service as scim_service
 from tests.factories import Api
 from tests.scim.conftest import (

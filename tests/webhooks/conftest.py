@@ -13,10 +13,10 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from outfitter.config import Settings
-from outfitter.core.events import NewEvent, record_events
-from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.db.session import make_sessionmaker
+from outfitter.db.tenancy import TenantSession, bind_company
 from outfitter.models import EventType, WebhookAttempt, WebhookDelivery
+from outfitter.outbox import NewEvent, record_events
 from outfitter.worker import Worker
 from tests.factories import Api
 from tests.payments.conftest import live_server  # noqa: F401 (the app under a real server)

@@ -22,7 +22,7 @@ import jsonschema_rs
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.core.openapi import example_of
+from outfitter.http.openapi import example_of
 from outfitter.webhooks.openapi import SUBJECT_SCHEMAS
 
 

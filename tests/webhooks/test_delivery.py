@@ -21,10 +21,9 @@ from standardwebhooks import Webhook
 from outfitter.app import create_app
 from outfitter.config import Settings
 from outfitter.core.errors import Conflict
-from outfitter.core.events import record_event, webhook_payload
 from outfitter.core.schemas import Envelope
-from outfitter.core.unit_of_work import UnitOfWorkRoute, WriteAccess
 from outfitter.db.base import utcnow
+from outfitter.http.unit_of_work import UnitOfWorkRoute, WriteAccess
 from outfitter.models import (
     PING_EVENT_TYPE,
     DeliveryStatus,
@@ -33,6 +32,7 @@ from outfitter.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
+from outfitter.outbox import record_event, webhook_payload
 from outfitter.worker import Worker
 from tests.factories import Api, CompanyFactory
 from tests.webhooks.conftest import attempts, count, deliveries, emit, make_worker, register

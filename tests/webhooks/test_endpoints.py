@@ -12,9 +12,9 @@ from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
 from outfitter.config import Settings
-from outfitter.core.events import NewEvent, record_events
-from outfitter.core.tenancy import TenantSession, bind_company
+from outfitter.db.tenancy import TenantSession, bind_company
 from outfitter.models import Event, EventType, WebhookDelivery, WebhookEndpoint
+from outfitter.outbox import NewEvent, record_events
 from outfitter.worker import Worker
 from tests.factories import Api, assert_error
 from tests.payments.conftest import LiveServer
@@ -265,7 +265,7 @@ def test_fan_out_is_a_constant_number_of_statements(
 
         def note(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
             verb = statement.split()[0].upper()
-            seen.append("INSERT" if verb == "COPY" else verb)  # a large batch is a COPY (core.bulk_rows)
+            seen.append("INSERT" if verb == "COPY" else verb)  # a large batch is a COPY (db.bulk_rows)
 
         with TenantSession(engine) as session, session.begin():
             bind_company(session, api.company_id)

@@ -14,8 +14,8 @@ from sqlalchemy import Engine, select, text, update
 from sqlalchemy.orm import Session
 
 from outfitter.config import Settings
-from outfitter.core.idempotency import CLAIM_LEASE
 from outfitter.db.base import utcnow
+from outfitter.http.idempotency import CLAIM_LEASE
 from outfitter.models import IdempotencyRecord, WebhookEndpoint
 from tests.factories import Api
 from tests.webhooks.receiver import Receiver

@@ -21,10 +21,9 @@ from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
 
 from outfitter.config import Settings
-from outfitter.core.events import NewEvent, record_events
-from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.db.base import utcnow
 from outfitter.db.session import make_engine, make_sessionmaker
+from outfitter.db.tenancy import TenantSession, bind_company
 from outfitter.models import (
     DeliveryStatus,
     EventType,
@@ -35,6 +34,7 @@ from outfitter.models import (
     WebhookDelivery,
     WorkerJob,
 )
+from outfitter.outbox import NewEvent, record_events
 from outfitter.worker import Worker
 from outfitter.worker.jobs import JOBS, claim_job, finish_job
 from tests.factories import Api, load_demo_catalog

@@ -26,8 +26,8 @@ from sqlalchemy import bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import ValidationFailed
-from outfitter.core.reads import Read, ReadPlan
-from outfitter.core.tenancy import parse_uuid
+from outfitter.db.reads import Read, ReadPlan
+from outfitter.db.tenancy import parse_uuid
 from outfitter.models import Country, Currency
 
 
@@ -239,7 +239,7 @@ def resolve_country_ref(session: Session, value: str | None, field: str) -> Coun
 
 
 def country_id_plan(value: str, field: str) -> ReadPlan[uuid.UUID]:
-    """`resolve_country` as a read plan (core.reads) answering the country's id."""
+    """`resolve_country` as a read plan (db.reads) answering the country's id."""
     value = value.strip()
     parsed = parse_uuid(value)
     rows: Sequence[Any] = ()

@@ -9,10 +9,10 @@ from fastapi import APIRouter, Query
 from outfitter.catalog import service
 from outfitter.catalog.repository import CatalogRepository
 from outfitter.catalog.schemas import AssetOut, AssetSpecificationListItem, CountryOut, CurrencyOut, NamedOut
-from outfitter.core.openapi import id_path, required_in_document
-from outfitter.core.pagination import Pagination
 from outfitter.core.schemas import Envelope, Page, error_responses, ok
-from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute
+from outfitter.http.openapi import id_path, required_in_document
+from outfitter.http.pagination import Pagination
+from outfitter.http.unit_of_work import ReadAccess, UnitOfWorkRoute
 
 router = APIRouter(prefix="/client", tags=["catalog"], route_class=UnitOfWorkRoute)
 

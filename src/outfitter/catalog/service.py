@@ -13,8 +13,8 @@ from outfitter.catalog.schemas import (
     specification_fields,
 )
 from outfitter.core.errors import NotFound, ValidationFailed
-from outfitter.core.pagination import PageParams, PageResult, paginate
-from outfitter.core.tenancy import parse_uuid
+from outfitter.db.keyset import PageParams, PageResult, paginate
+from outfitter.db.tenancy import parse_uuid
 from outfitter.models import Country, Currency
 
 

@@ -21,8 +21,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from outfitter.config import DataDirectoryUnusable, get_settings, setting_errors
-from outfitter.core.tenancy import TenantSession, across_companies
 from outfitter.db.session import make_engine
+from outfitter.db.tenancy import TenantSession, across_companies
 
 app = typer.Typer(
     help="Operate Outfitter: database, companies, tokens, catalog, wallets.",
@@ -64,7 +64,7 @@ def parse_id(value: str, what: str) -> uuid.UUID:
 
 def iso_or_none(value: datetime | None) -> str | None:
     """A time as the API writes it (ISO 8601 UTC, microseconds, `Z`), or None."""
-    from outfitter.core.schemas import format_timestamp
+    from outfitter.core.timestamps import format_timestamp
 
     return format_timestamp(value) if value else None
 

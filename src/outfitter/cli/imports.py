@@ -9,7 +9,7 @@ import typer
 from sqlalchemy.orm import Session
 
 from outfitter.cli import JsonFlag, app, emit, fail, parse_id, progress_bar, read_limited, unit_of_work
-from outfitter.core.tenancy import bind_company
+from outfitter.db.tenancy import bind_company
 
 import_app = typer.Typer(
     help="Create a company's employees or equipment from a CSV file.", no_args_is_help=True
@@ -21,9 +21,9 @@ DryRunFlag = Annotated[bool, typer.Option("--dry-run", help="Check every row and
 def _import_csv(company_id: str, file: Path, what: str, run: Any, dry_run: bool, as_json: bool) -> None:
     """Read FILE, import it for the company in one transaction (all or nothing), print the result;
     each row error on a line of its own, `rows.<line>.<column>: message`, then exit 1."""
-    from outfitter.core.csv_import import MAX_IMPORT_BYTES
     from outfitter.core.errors import DomainError
     from outfitter.core.schemas import counted
+    from outfitter.csvio.reader import MAX_IMPORT_BYTES
     from outfitter.models import Company
 
     company = parse_id(company_id, "COMPANY_ID")
@@ -59,7 +59,7 @@ def import_employees(
     company_id: str, file: Path, dry_run: DryRunFlag = False, as_json: JsonFlag = False
 ) -> None:
     """Create employees from a CSV file (the columns of POST /client/employees), all or nothing."""
-    from outfitter.core.events import SYSTEM_ACTOR
+    from outfitter.outbox import SYSTEM_ACTOR
     from outfitter.people.imports import import_employees as run_import
 
     def run(session: Session, data: bytes, progress: Any) -> dict[str, Any]:
@@ -73,8 +73,8 @@ def import_equipment(
     company_id: str, file: Path, dry_run: DryRunFlag = False, as_json: JsonFlag = False
 ) -> None:
     """Register equipment from a CSV file (the columns of POST /client/equipment), all or nothing."""
-    from outfitter.core.events import SYSTEM_ACTOR
     from outfitter.equipment.imports import import_equipment as run_import
+    from outfitter.outbox import SYSTEM_ACTOR
 
     def run(session: Session, data: bytes, progress: Any) -> dict[str, Any]:
         return run_import(session, SYSTEM_ACTOR, data, dry_run=dry_run, progress=progress)

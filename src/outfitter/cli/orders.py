@@ -8,7 +8,7 @@ import typer
 from sqlalchemy import select
 
 from outfitter.cli import JsonFlag, app, emit, fail, parse_id, unit_of_work
-from outfitter.core.tenancy import bind_company
+from outfitter.db.tenancy import bind_company
 
 # Orders: operators move their stages (docs/orders.md). The session works across companies until
 # the order is found, then acts as its company (events and tenancy need one).

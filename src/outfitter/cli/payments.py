@@ -21,9 +21,9 @@ from outfitter.cli import (
 )
 from outfitter.config import get_settings
 from outfitter.core.money import MAX_AMOUNT, decimal_text, round_money, storable
-from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.db.base import utcnow
 from outfitter.db.session import make_engine
+from outfitter.db.tenancy import TenantSession, bind_company
 
 wallet_app = typer.Typer(help="Company credit wallets.", no_args_is_help=True)
 fees_app = typer.Typer(help="The fee schedule, per currency.", no_args_is_help=True)

@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 
 from outfitter.cli import app, fail, require_current_schema, unit_of_work, upgrade_schema
 from outfitter.config import get_settings
-from outfitter.core.tenancy import TenantSession, bind_company
 from outfitter.db.session import make_engine
+from outfitter.db.tenancy import TenantSession, bind_company
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -67,8 +67,8 @@ def serve(
 def demo() -> None:
     """Migrate, load the demo catalog, create a demo company and print its token."""
     from outfitter.catalog.importer import import_catalog, load_catalog_file
-    from outfitter.core.tokens import create_company, issue_token
     from outfitter.models import Company
+    from outfitter.tenants.tokens import create_company, issue_token
 
     settings = get_settings()
     engine = make_engine(settings.database_url)

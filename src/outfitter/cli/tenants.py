@@ -24,8 +24,8 @@ def company_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create a company (refused if one has the same name, in any case: a setup script run twice)."""
-    from outfitter.core.tokens import create_company
     from outfitter.models import Company
+    from outfitter.tenants.tokens import create_company
 
     with unit_of_work() as session:
         same = session.execute(
@@ -129,9 +129,9 @@ def token_list(
 ) -> None:
     """List tokens: id, company, scopes, expiry, last use, revocation. Never the token itself,
     which only its hash stands for."""
-    from outfitter.core.tokens import token_is_live
     from outfitter.db.base import utcnow
     from outfitter.models import ApiToken, Company
+    from outfitter.tenants.tokens import token_is_live
 
     statement = select(ApiToken).order_by(ApiToken.created_at)
     company = parse_id(company_id, "COMPANY_ID") if company_id is not None else None
@@ -177,7 +177,7 @@ def token_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create an API token for a company. The token is shown once, now."""
-    from outfitter.core.tokens import issue_token
+    from outfitter.tenants.tokens import issue_token
 
     company_uuid = parse_id(company_id, "COMPANY_ID")
     with unit_of_work() as session:
@@ -197,7 +197,7 @@ def token_create(
 @token_app.command("revoke")
 def token_revoke(token_id: str, as_json: JsonFlag = False) -> None:
     """Revoke a token; requests with it answer 401 from now on."""
-    from outfitter.core.tokens import revoke_token
+    from outfitter.tenants.tokens import revoke_token
 
     token_uuid = parse_id(token_id, "TOKEN_ID")
     with unit_of_work() as session:

@@ -1,5 +1,5 @@
 """Typed domain errors. Each carries its HTTP status and a sentence a person can act on;
-one handler (core.handlers) renders them all as the error envelope."""
+one handler (http.handlers) renders them all as the error envelope."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
 from types import UnionType
@@ -28,34 +28,9 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
+from outfitter.core.timestamps import format_timestamp
+
 T = TypeVar("T")
-
-
-def format_timestamp(value: datetime) -> str:
-    """ISO 8601 UTC with microseconds, the form every answer gives: 2024-05-01T09:30:00.000000Z."""
-    if value.tzinfo is UTC:  # the service's own times: orjson writes them in a fifth of isoformat's
-        # time, the same but for a whole second, whose microseconds it leaves out.
-        text = orjson.dumps(value, option=orjson.OPT_UTC_Z)[1:-1].decode()
-        return text if value.microsecond else text[:-1] + ".000000Z"
-    offset = value.utcoffset()
-    if offset is None:  # naive: UTC already
-        return value.isoformat(timespec="microseconds") + "Z"
-    if offset:
-        value = value.astimezone(UTC)
-    # "+00:00" becomes "Z": cheaper than replace(tzinfo=None) first, and answers have many of these.
-    return value.isoformat(timespec="microseconds")[:-6] + "Z"
-
-
-def as_utc(value: datetime) -> datetime:
-    """Any time a client gives, in UTC (no offset means UTC): the one place that refuses a time
-    that exists only with its offset (year 1 at +14:00, year 9999 at -14:00), which no column
-    stores and no arithmetic survives."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    try:
-        return value.astimezone(UTC)
-    except OverflowError:
-        raise ValueError("The time falls outside the years 1 to 9999 once converted to UTC.") from None
 
 
 # Documented as what it is on the wire: a date-time string (the serializer alone says only "string").
@@ -330,7 +305,7 @@ class Page(_Named, Schema, Generic[T]):
 
 
 class CursorPage(_Named, Schema, Generic[T]):
-    """A page in cursor mode (core.pagination): no counters; `next_cursor` is None at the end."""
+    """A page in cursor mode (db.keyset): no counters; `next_cursor` is None at the end."""
 
     data: list[T]
     next_cursor: str | None
@@ -451,5 +426,5 @@ ERROR_DESCRIPTIONS = {
 
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI error responses of an endpoint's own rules (404 of a lookup, 409, 402...); the ones
-    every operation shares (401, 403, 422, 429, 500, 503...) are added by `core.openapi`."""
+    every operation shares (401, 403, 422, 429, 500, 503...) are added by `http.openapi`."""
     return {code: {"model": ErrorEnvelope, "description": ERROR_DESCRIPTIONS[code]} for code in sorted(codes)}

@@ -224,7 +224,7 @@ class TimestampMixin:
 
 
 class ChangeTracked(TimestampMixin):
-    """Timestamps of a record that clients sync with `updated_since` (core.pagination): every write
+    """Timestamps of a record that clients sync with `updated_since` (db.keyset): every write
     moves `updated_at` (the ORM's onupdate, and Core updates of the table; the database's default
     covers Core inserts that leave it out). `company_indexes` order a company's records by creation
     (the lists) and by change (sync). Such a record is only ever read within its company, so those
@@ -251,7 +251,7 @@ def trigram_index(table: str, column: str) -> Index:
 
     Of `lower(column)`, not of the column: pg_trgm's index serves `column = value` as well, and
     PostgreSQL misjudges its cost until the table's first VACUUM. With 30,000 devices analyzed but
-    not yet vacuumed, the check of a batch's serial numbers (core.bulk_rows.values_taken) looked
+    not yet vacuumed, the check of a batch's serial numbers (db.bulk_rows.values_taken) looked
     each one up in the trigram index instead of the unique btree, reading the index's pending list
     (entries not yet merged, up to 4 MB) every time: 4 ms a value, 4 s a batch (migration 0012)."""
     lowered = f"{column}_lowered"
@@ -285,7 +285,7 @@ def search_text(column: Any, pattern: Any) -> ColumnElement[bool]:
 
 
 class CompanyOwned:
-    """Mixin for every table whose rows belong to one company; `core.tenancy` scopes them.
+    """Mixin for every table whose rows belong to one company; `db.tenancy` scopes them.
     `company_id` has an index of its own unless the table sets `indexes_company_id = False`, having
     indexes led by it (they serve the lookups, and deleting a company, as well)."""
 

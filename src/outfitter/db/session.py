@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 class JsonText:
     """JSON text already made, which a JSON column stores as it is (`json_text` sends it for an
-    INSERT, a COPY writes it: core.bulk_rows) rather than a value parsed from it and serialized
+    INSERT, a COPY writes it: db.bulk_rows) rather than a value parsed from it and serialized
     again: an event's data is its subject's answer, already rendered, and a webhook delivery's
-    payload embeds that text (core.events). Never parsed on the way in; read back, the column is
+    payload embeds that text (outbox). Never parsed on the way in; read back, the column is
     the JSON value as any other."""
 
     __slots__ = ("text",)
@@ -87,7 +87,7 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
     if "options" not in make_url(database_url).query:  # an operator's own options win
         kwargs.setdefault("connect_args", {}).setdefault("options", CONNECTION_OPTIONS)
     # No pre-ping: it costs a round trip per request. A connection that died since its last use
-    # fails that one request with 503 (core.handlers) and SQLAlchemy then replaces the pool's.
+    # fails that one request with 503 (http.handlers) and SQLAlchemy then replaces the pool's.
     return create_engine(database_url, **kwargs)
 
 

@@ -20,21 +20,21 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import Countries, currencies_by_code
-from outfitter.core.auth import AuthContext
-from outfitter.core.bulk_rows import rows_written_meanwhile, take_turn
 from outfitter.core.errors import Conflict, ValidationFailed
-from outfitter.core.events import delivery_rows, enabled_endpoints, event_rows
 from outfitter.core.process_settings import collection_paused
 from outfitter.core.schemas import render_as
-from outfitter.core.tenancy import company_of
 from outfitter.db.base import utcnow
+from outfitter.db.bulk_rows import rows_written_meanwhile, take_turn
+from outfitter.db.tenancy import company_of
 from outfitter.equipment import lifecycle, presenters, service
 from outfitter.equipment.events import answered_events, record_equipment_events, status_event
 from outfitter.equipment.repository import UNKNOWN_DEVICE, EquipmentRepository
 from outfitter.equipment.schemas import EquipmentBulkMove, EquipmentCreate, EquipmentOut
+from outfitter.http.auth import AuthContext
 from outfitter.models import Country, Currency, Employee, Equipment, EquipmentHistory, EquipmentStatus, Event
 from outfitter.models.events import EventType
 from outfitter.models.webhooks import WebhookDelivery
+from outfitter.outbox import delivery_rows, enabled_endpoints, event_rows
 from outfitter.people.repository import UNKNOWN_EMPLOYEE, countries_matching, offboarded
 
 MAX_BULK_EQUIPMENT = 1000

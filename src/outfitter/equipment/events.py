@@ -9,11 +9,11 @@ from collections.abc import Mapping, Sequence
 
 from sqlalchemy.orm import Session
 
-from outfitter.core.events import NewEvent, record_events, rendered_event_data
 from outfitter.core.schemas import render_as
 from outfitter.equipment.schemas import EquipmentOut
 from outfitter.models import Equipment, EquipmentStatus
 from outfitter.models.events import EventType
+from outfitter.outbox import NewEvent, record_events, rendered_event_data
 
 EVENT_FOR_STATUS: dict[EquipmentStatus, EventType] = {
     EquipmentStatus.ASSIGNED: EventType.EQUIPMENT_ASSIGNED,

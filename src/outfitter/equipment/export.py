@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from outfitter.core.csv_export import CHUNK_ROWS, csv_text, escaped, stream_chunks
+from outfitter.csvio.writer import CHUNK_ROWS, csv_text, escaped, stream_chunks
 from outfitter.equipment import presenters
 from outfitter.equipment.repository import EquipmentFilters, EquipmentRepository
 

@@ -21,8 +21,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
-from outfitter.core.pagination import Keyset
 from outfitter.db.base import search_pattern, search_text
+from outfitter.db.keyset import Keyset
 from outfitter.models import (
     Employee,
     Equipment,
@@ -74,7 +74,7 @@ class EquipmentFilters:
     serial_numbers: tuple[str, ...] = field(default_factory=tuple)
     search: str | None = None  # `q`: part of the serial number, title, or assignee's name or email
     updated_since: datetime | None = None  # every status, changed at or after this time...
-    horizon: datetime | None = None  # ...and before this one (core.pagination.SYNC_HORIZON)
+    horizon: datetime | None = None  # ...and before this one (db.keyset.SYNC_HORIZON)
 
     def shape(self) -> tuple[object, ...]:
         """Which filters are given (not their values): the statements are built once per shape."""

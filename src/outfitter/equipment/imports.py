@@ -10,7 +10,9 @@ from typing import Any
 from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
-from outfitter.core.csv_import import (
+from outfitter.core.errors import ValidationFailed
+from outfitter.core.process_settings import collection_paused
+from outfitter.csvio.reader import (
     MAX_CELL_NESTING,
     Progress,
     analyze_if_many,
@@ -19,8 +21,6 @@ from outfitter.core.csv_import import (
     read_rows,
     validate_rows,
 )
-from outfitter.core.errors import ValidationFailed
-from outfitter.core.process_settings import collection_paused
 from outfitter.equipment import bulk
 from outfitter.equipment.schemas import EquipmentCreate, SpecsIn
 from outfitter.models import Equipment

@@ -1,6 +1,6 @@
-"""The equipment reads as read plans (core.reads): a page, a cursor page, one device's detail row,
+"""The equipment reads as read plans (db.reads): a page, a cursor page, one device's detail row,
 histories. They select rows, not ORM objects, from statements built once (module constants, or
-cached per shape of filters); still ORM-enabled statements, so the session (or core.reads) scopes
+cached per shape of filters); still ORM-enabled statements, so the session (or db.reads) scopes
 each one to the company."""
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from sqlalchemy import (
 from sqlalchemy.orm import aliased
 
 from outfitter.core.errors import NotFound
-from outfitter.core.pagination import CursorParams, CursorResult, Keyset, PageParams, PageResult
-from outfitter.core.reads import Read, ReadPlan
-from outfitter.core.tenancy import parse_uuid
+from outfitter.db.keyset import CursorParams, CursorResult, Keyset, PageParams, PageResult
+from outfitter.db.reads import Read, ReadPlan
+from outfitter.db.tenancy import parse_uuid
 from outfitter.equipment.filters import CHANGES, EquipmentFilters, EquipmentSort, conditions
 from outfitter.models import (
     Country,

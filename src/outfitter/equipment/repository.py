@@ -26,12 +26,11 @@ from sqlalchemy import (
     type_coerce,
 )
 
-from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, rows_holding, written_unless_taken
-from outfitter.core.driver_statements import driver_rows
-from outfitter.core.events import events_written_with, events_written_with_values, record_event_rows
-from outfitter.core.reads import run_in_session
-from outfitter.core.tenancy import CompanyRepository, company_rows
 from outfitter.db.base import utc_text, uuid_text
+from outfitter.db.bulk_rows import insert_rows, insert_unless_taken, rows_holding, written_unless_taken
+from outfitter.db.driver_statements import driver_rows
+from outfitter.db.reads import run_in_session
+from outfitter.db.tenancy import CompanyRepository, company_rows
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort, conditions
 from outfitter.equipment.reads import (
     ASSIGNEES,
@@ -53,6 +52,7 @@ from outfitter.models import (
     EquipmentStatus,
     Transaction,
 )
+from outfitter.outbox import events_written_with, events_written_with_values, record_event_rows
 from outfitter.people.repository import EmployeeRepository
 
 __all__ = [
@@ -137,7 +137,7 @@ def _device_created(
     """`WITH device AS (INSERT INTO equipment ... ON CONFLICT (company_id, serial_number) DO NOTHING
     RETURNING id, company_id) INSERT INTO equipment_history ... SELECT ... FROM device RETURNING id`,
     one INSERT ... SELECT per history row (all but the last as CTEs too), and the events with their
-    deliveries as CTEs selected from `device` too (core.events.events_written_with); parameters
+    deliveries as CTEs selected from `device` too (outbox.events_written_with); parameters
     named as the device's columns, `history_<n>_<column>` and the events'. No row back: the serial
     number is taken, and nothing was written."""
     equipment: Table = getattr(Equipment, "__table__")  # noqa: B009 (typed as a Table)
@@ -207,7 +207,7 @@ class EquipmentRepository(CompanyRepository[Equipment]):
     def insert_created(
         self, device: dict[str, Any], history: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]]
     ) -> bool:
-        """Insert a new device's row, its history rows and its events (`core.events.event_rows`,
+        """Insert a new device's row, its history rows and its events (`outbox.event_rows`,
         with their deliveries) unless the company has its serial number already: whether it did.
         On PostgreSQL one statement, the device a CTE that its history and its events are selected
         from (so a taken serial number writes none of them); SQLite has no data-modifying CTE, so

@@ -8,22 +8,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
-from outfitter.core.csv_export import CSV_RESPONSE, csv_response
-from outfitter.core.csv_import import CsvBody, DryRun, ImportResult, csv_request_body, import_message
-from outfitter.core.hot_reads import UUID_TEXT, HotRead, QueryParameters
-from outfitter.core.openapi import id_path
-from outfitter.core.pagination import (
-    PAGE_PARAMETERS,
-    Listing,
-    ListParams,
-    SyncListing,
-    list_params,
-    page_mode_params,
-    sync_list_params,
-)
-from outfitter.core.reads import ReadPlan
 from outfitter.core.schemas import Envelope, Rendered, error_responses, ok, rendered_ok
-from outfitter.core.unit_of_work import ReadAccess, ReadOnlyAccess, UnitOfWorkRoute, WriteAccess
+from outfitter.csvio.reader import CsvBody, DryRun, ImportResult, csv_request_body, import_message
+from outfitter.csvio.writer import CSV_RESPONSE, csv_response
+from outfitter.db.keyset import ListParams
+from outfitter.db.reads import ReadPlan
 from outfitter.equipment import bulk, export, imports, service
 from outfitter.equipment.repository import EquipmentFilters, EquipmentSort
 from outfitter.equipment.schemas import (
@@ -35,6 +24,17 @@ from outfitter.equipment.schemas import (
     EquipmentPatch,
     TypeFilter,
 )
+from outfitter.http.hot_reads import UUID_TEXT, HotRead, QueryParameters
+from outfitter.http.openapi import id_path
+from outfitter.http.pagination import (
+    PAGE_PARAMETERS,
+    Listing,
+    SyncListing,
+    list_params,
+    page_mode_params,
+    sync_list_params,
+)
+from outfitter.http.unit_of_work import ReadAccess, ReadOnlyAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.models import EquipmentStatus
 
 router = APIRouter(prefix="/client", tags=["equipment"], route_class=UnitOfWorkRoute)
@@ -236,7 +236,7 @@ def import_equipment(client: WriteAccess, data: CsvBody, dry_run: DryRun = False
     return ok(result, import_message(result, "equipment", "equipment"))
 
 
-# The hot reads (core.hot_reads): page mode of the two lists, and the single retrieve of an id
+# The hot reads (http.hot_reads): page mode of the two lists, and the single retrieve of an id
 # written as a UUID, served without FastAPI's dependency solving, their values validated by the
 # same annotations as above. Cursor mode, a value that fails, any other name: FastAPI, as always.
 _LIST_QUERY = QueryParameters(
@@ -269,4 +269,4 @@ HOT_READS = (
     HotRead(list_equipment_in_storage, _in_storage_arguments),
     HotRead(get_equipment, _retrieve_arguments),
 )
-HOT_WRITES = (create_equipment,)  # core.hot_writes
+HOT_WRITES = (create_equipment,)  # http.hot_writes

@@ -30,9 +30,9 @@ from outfitter.core.schemas import (
     Page,
     Schema,
     Timestamp,
-    as_utc,
     page_mode,
 )
+from outfitter.core.timestamps import as_utc
 from outfitter.db.base import composed
 from outfitter.models import (
     CurrencyStatus,

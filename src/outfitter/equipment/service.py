@@ -18,14 +18,13 @@ from outfitter.catalog.reference import (
     resolve_country_ref,
     resolve_currency,
 )
-from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
-from outfitter.core.events import event_rows
-from outfitter.core.pagination import NO_HORIZON, SYNC_HORIZON, CursorParams, ListParams, ListResult
-from outfitter.core.reads import Read, ReadPlan, run_in_session
 from outfitter.core.schemas import render_as
-from outfitter.core.tenancy import company_of
 from outfitter.db.base import new_id, utcnow
+from outfitter.db.clock import NO_HORIZON, SYNC_HORIZON
+from outfitter.db.keyset import CursorParams, ListParams, ListResult
+from outfitter.db.reads import Read, ReadPlan, run_in_session
+from outfitter.db.tenancy import company_of
 from outfitter.equipment import lifecycle, presenters
 from outfitter.equipment.events import answered_events, record_equipment_events, status_event
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort
@@ -37,6 +36,7 @@ from outfitter.equipment.schemas import (
     EquipmentOut,
     EquipmentPatch,
 )
+from outfitter.http.auth import AuthContext
 from outfitter.models import (
     Currency,
     Employee,
@@ -47,6 +47,7 @@ from outfitter.models import (
     fold_spec,
 )
 from outfitter.models.events import EventType
+from outfitter.outbox import event_rows
 from outfitter.people.repository import UNKNOWN_EMPLOYEE, offboarded
 
 MAX_SERIAL_FILTER = 100

@@ -37,7 +37,7 @@ def kept_total() -> ColumnElement[int]:
     return func.coalesce(folded, 0) + func.coalesce(unfolded, 0)
 
 
-# Built once: the session scopes a statement object once (core.tenancy), so reuse it.
+# Built once: the session scopes a statement object once (db.tenancy), so reuse it.
 KEPT_TOTAL = select(kept_total())
 
 

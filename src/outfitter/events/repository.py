@@ -8,15 +8,8 @@ from datetime import datetime
 
 from sqlalchemy import ColumnElement, Select, func, select
 
-from outfitter.core.pagination import (
-    CursorParams,
-    CursorResult,
-    PageParams,
-    PageResult,
-    cursor_page,
-    newest_first,
-)
-from outfitter.core.tenancy import CompanyRepository
+from outfitter.db.keyset import CursorParams, CursorResult, PageParams, PageResult, cursor_page, newest_first
+from outfitter.db.tenancy import CompanyRepository
 from outfitter.events.counts import KEPT_TOTAL
 from outfitter.models.events import Event, EventType
 

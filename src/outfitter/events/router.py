@@ -7,12 +7,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from outfitter.core.openapi import id_path
-from outfitter.core.pagination import Listing
 from outfitter.core.schemas import DateTimeText, Envelope, error_responses, list_envelope, ok
-from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute
 from outfitter.events import service
 from outfitter.events.schemas import EventOut
+from outfitter.http.openapi import id_path
+from outfitter.http.pagination import Listing
+from outfitter.http.unit_of_work import ReadAccess, UnitOfWorkRoute
 
 router = APIRouter(prefix="/client", tags=["events"], route_class=UnitOfWorkRoute)
 

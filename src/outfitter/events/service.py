@@ -9,8 +9,9 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import ValidationFailed
-from outfitter.core.pagination import CursorParams, ListParams, ListResult, sync_horizon
-from outfitter.core.schemas import as_utc
+from outfitter.core.timestamps import as_utc
+from outfitter.db.clock import sync_horizon
+from outfitter.db.keyset import CursorParams, ListParams, ListResult
 from outfitter.events.repository import EventFilters, EventRepository
 from outfitter.models.events import Event, EventType
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from outfitter.core.events import as_event_data, record_event
 from outfitter.models import Order, Transaction, TransactionStatus, WalletEntry
 from outfitter.models.events import EventType
+from outfitter.outbox import as_event_data, record_event
 from outfitter.payments.presenters import order_out, transaction_fields
 from outfitter.payments.repository import load_order, order_id_of
 from outfitter.payments.schemas import OrderOut, TransactionOut

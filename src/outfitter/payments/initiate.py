@@ -21,14 +21,14 @@ from sqlalchemy.orm import Session, joinedload
 
 from outfitter.catalog.reference import resolve_country
 from outfitter.catalog.repository import CatalogRepository
-from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, DomainError, ValidationFailed
 from outfitter.core.money import MAX_AMOUNT, round_money, storable
-from outfitter.core.pagination import change_time
-from outfitter.core.tenancy import parse_uuid
-from outfitter.core.unit_of_work import ClientWork
 from outfitter.db.base import new_id
+from outfitter.db.clock import change_time
+from outfitter.db.tenancy import parse_uuid
 from outfitter.equipment.repository import UNKNOWN_DEVICE, EquipmentRepository
+from outfitter.http.auth import AuthContext
+from outfitter.http.unit_of_work import ClientWork
 from outfitter.models import (
     AssetStatus,
     Country,

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import resolve_country
 from outfitter.core.errors import Conflict, ValidationFailed
-from outfitter.core.unit_of_work import ClientWork
 from outfitter.equipment.repository import EquipmentRepository
+from outfitter.http.unit_of_work import ClientWork
 from outfitter.models import (
     Employee,
     Equipment,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from outfitter.core.tenancy import across_companies, bind_company
 from outfitter.db.base import utcnow
+from outfitter.db.tenancy import across_companies, bind_company
 from outfitter.models import Transaction, TransactionStatus
 from outfitter.payments.fulfilment import settle
 from outfitter.payments.gateways import GatewayError, GatewayRegistry

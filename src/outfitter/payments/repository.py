@@ -13,7 +13,7 @@ from sqlalchemy import Select, delete, select
 from sqlalchemy.orm import Session, joinedload, selectinload
 
 from outfitter.core.errors import NotFound
-from outfitter.core.tenancy import CompanyRepository, parse_uuid
+from outfitter.db.tenancy import CompanyRepository, parse_uuid
 from outfitter.models import (
     Equipment,
     EquipmentReservation,

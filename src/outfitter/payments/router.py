@@ -6,10 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from outfitter.core.openapi import id_path
-from outfitter.core.pagination import SyncListing
 from outfitter.core.schemas import Envelope, ErrorEnvelope, error_responses, list_envelope, ok
-from outfitter.core.unit_of_work import AcrossCompanies, ReadAccess, UnitOfWorkRoute, WriteAccess
+from outfitter.http.openapi import id_path
+from outfitter.http.pagination import SyncListing
+from outfitter.http.unit_of_work import AcrossCompanies, ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.models import OrderKind, OrderStatus, TransactionStatus, WebhookOutcome
 from outfitter.payments import initiate, offboard, service
 from outfitter.payments.gateways import registry_of

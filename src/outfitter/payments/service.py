@@ -13,11 +13,11 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import BadRequest, DomainError, NotFound
-from outfitter.core.pagination import ListParams, list_order, list_page
-from outfitter.core.tenancy import bind_company
-from outfitter.core.unit_of_work import ClientWork, CrossCompanyWork, UnitOfWork
 from outfitter.db.base import new_id
+from outfitter.db.keyset import ListParams, list_order, list_page
 from outfitter.db.session import insert_if_absent
+from outfitter.db.tenancy import bind_company
+from outfitter.http.unit_of_work import ClientWork, CrossCompanyWork, UnitOfWork
 from outfitter.models import (
     Order,
     OrderKind,

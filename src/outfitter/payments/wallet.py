@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session
 from outfitter.catalog.reference import is_money, resolve_currency
 from outfitter.core.errors import InsufficientCredit, ValidationFailed
 from outfitter.core.money import MAX_AMOUNT, round_money, storable
-from outfitter.core.tenancy import company_of
 from outfitter.db.base import new_id, utcnow
 from outfitter.db.session import insert_if_absent
+from outfitter.db.tenancy import company_of
 from outfitter.models import Currency, Transaction, Wallet, WalletEntry, WalletEntryKind
 from outfitter.models.events import EventType
 from outfitter.payments.events import record_wallet_event

@@ -11,12 +11,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import Countries
-from outfitter.core.bulk_rows import take_turn
 from outfitter.core.errors import Conflict, ValidationFailed, validation_message
-from outfitter.core.events import NewEvent, as_event_data, record_events
 from outfitter.db.base import new_id, utcnow
+from outfitter.db.bulk_rows import take_turn
 from outfitter.models import Country, Employee
 from outfitter.models.events import EventType
+from outfitter.outbox import NewEvent, as_event_data, record_events
 from outfitter.people.repository import EmployeeRepository, countries_matching
 from outfitter.people.schemas import EmployeeCreate, EmployeeOut
 from outfitter.people.service import email_taken, employee_out, user_name_taken

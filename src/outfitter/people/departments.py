@@ -9,14 +9,14 @@ from collections.abc import Sequence
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.core.auth import AuthContext
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
-from outfitter.core.events import as_event_data, record_event
-from outfitter.core.pagination import CursorParams, ListParams, ListResult, list_order, list_page, syncing
-from outfitter.core.tenancy import parse_uuid
 from outfitter.db.base import utcnow
+from outfitter.db.keyset import CursorParams, ListParams, ListResult, list_order, list_page, syncing
+from outfitter.db.tenancy import parse_uuid
+from outfitter.http.auth import AuthContext
 from outfitter.models import Department, Employee, UserDepartment
 from outfitter.models.events import EventType
+from outfitter.outbox import as_event_data, record_event
 from outfitter.people.repository import UNKNOWN_EMPLOYEE, DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import (
     CompanyBrief,

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from outfitter.core.csv_export import CHUNK_ROWS, csv_text, record_cells, stream_chunks
+from outfitter.csvio.writer import CHUNK_ROWS, csv_text, record_cells, stream_chunks
 from outfitter.people.repository import EmployeeRepository
 from outfitter.people.service import EmployeeFilters, employee_out
 

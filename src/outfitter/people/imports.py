@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
-from outfitter.core.csv_import import Progress, analyze_if_many, merged, read_rows, validate_rows
 from outfitter.core.errors import ValidationFailed
+from outfitter.csvio.reader import Progress, analyze_if_many, merged, read_rows, validate_rows
 from outfitter.models import Employee
 from outfitter.people import bulk
 from outfitter.people.schemas import EmployeeCreate

@@ -25,9 +25,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
 from outfitter.core.errors import Conflict, NotFound
-from outfitter.core.events import as_event_data, record_event
-from outfitter.core.tenancy import parse_uuid
 from outfitter.db.base import utcnow
+from outfitter.db.tenancy import parse_uuid
 from outfitter.models import (
     EMPLOYEE_ACTIVE,
     EMPLOYEE_OFFBOARDED,
@@ -37,6 +36,7 @@ from outfitter.models import (
     UserDepartment,
 )
 from outfitter.models.events import EventType
+from outfitter.outbox import as_event_data, record_event
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import EmployeeOut
 from outfitter.people.service import employee_out, present

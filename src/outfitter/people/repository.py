@@ -1,4 +1,4 @@
-"""Every people query, scoped to the company by the session (core.tenancy); the related rows an employee or
+"""Every people query, scoped to the company by the session (db.tenancy); the related rows an employee or
 department response shows are loaded for a whole page at once, one statement per kind."""
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from sqlalchemy.orm import Session, contains_eager, joinedload
 from sqlalchemy.orm.interfaces import ORMOption
 
 from outfitter.catalog.reference import country_code_named
-from outfitter.core.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
-from outfitter.core.driver_statements import driver_rows
-from outfitter.core.events import events_written_with, events_written_with_values, record_event_rows
-from outfitter.core.tenancy import CompanyRepository, company_of, parse_uuid
 from outfitter.db.base import new_id, search_pattern, search_text
+from outfitter.db.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
+from outfitter.db.driver_statements import driver_rows
+from outfitter.db.tenancy import CompanyRepository, company_of, parse_uuid
 from outfitter.models import (
     EMPLOYEE_OFFBOARDED,
     Country,
@@ -36,6 +35,7 @@ from outfitter.models import (
     OrderStatus,
     UserDepartment,
 )
+from outfitter.outbox import events_written_with, events_written_with_values, record_event_rows
 
 _EMAIL = ("company_id", "email")
 
@@ -45,7 +45,7 @@ def _employee_created(columns: tuple[str, ...], event_columns: tuple[str, ...], 
     """`WITH employee AS (INSERT INTO employees ... ON CONFLICT (company_id, email) DO NOTHING
     RETURNING id, company_id), ... INSERT INTO events ... SELECT ... FROM employee RETURNING id`: the
     last event the statement, the other events and the deliveries its CTEs
-    (core.events.events_written_with). No row back: the email is taken, and nothing was written."""
+    (outbox.events_written_with). No row back: the email is taken, and nothing was written."""
     employees: Table = getattr(Employee, "__table__")  # noqa: B009 (typed as a Table)
     employee = written_unless_taken(employees, columns, _EMAIL).cte("employee")
     *announced, last, deliveries = events_written_with(employee, event_columns, events)
@@ -118,7 +118,7 @@ class EmployeeRepository(CompanyRepository[Employee]):
         return insert_unless_taken(self.session, Employee, row, _EMAIL)
 
     def insert_created(self, row: dict[str, Any], events: Sequence[dict[str, Any]]) -> bool:
-        """Insert a new employee's row and its events (`core.events.event_rows`, with their
+        """Insert a new employee's row and its events (`outbox.event_rows`, with their
         deliveries) unless the company has its email already: whether it did. On PostgreSQL one
         statement, the employee a CTE that the events are selected from (a taken email writes
         none); SQLite has no data-modifying CTE, so there the employee's INSERT, then its events'."""
@@ -141,7 +141,7 @@ class EmployeeRepository(CompanyRepository[Employee]):
         return values_taken(self.session, Employee.user_name, emails)
 
     def insert_many(self, rows: list[dict[str, Any]]) -> None:
-        """One write for the whole batch (a COPY on PostgreSQL: core.bulk_rows)."""
+        """One write for the whole batch (a COPY on PostgreSQL: db.bulk_rows)."""
         company_id = company_of(self.session)
         insert_rows(self.session, Employee, [{**row, "company_id": company_id} for row in rows])
 
@@ -266,7 +266,7 @@ class DepartmentRepository(CompanyRepository[Department]):
         return self.select(joinedload(Department.head)).where(Department.deleted_at.is_(None))
 
     def every(self) -> Select[Department]:
-        """Deleted ones too: only `updated_since` shows them (core.pagination)."""
+        """Deleted ones too: only `updated_since` shows them (db.keyset)."""
         return self.select(joinedload(Department.head))
 
     def find_live(self, record_id: uuid.UUID | str, for_update: bool = False) -> Department | None:

@@ -8,12 +8,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
-from outfitter.core.csv_export import CSV_RESPONSE, csv_response
-from outfitter.core.csv_import import CsvBody, DryRun, ImportResult, csv_request_body, import_message
-from outfitter.core.openapi import id_path
-from outfitter.core.pagination import SyncListing
 from outfitter.core.schemas import Envelope, UuidText, counted, error_responses, list_envelope, ok
-from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
+from outfitter.csvio.reader import CsvBody, DryRun, ImportResult, csv_request_body, import_message
+from outfitter.csvio.writer import CSV_RESPONSE, csv_response
+from outfitter.http.openapi import id_path
+from outfitter.http.pagination import SyncListing
+from outfitter.http.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.people import bulk, departments, export, imports, service
 from outfitter.people.schemas import (
     DepartmentChange,
@@ -222,4 +222,4 @@ def import_employees(client: WriteAccess, data: CsvBody, dry_run: DryRun = False
     return ok(result, import_message(result, "employee", "employees"))
 
 
-HOT_WRITES = (create_employee,)  # core.hot_writes
+HOT_WRITES = (create_employee,)  # http.hot_writes

@@ -14,10 +14,10 @@ from sqlalchemy.orm import Session, aliased
 
 from outfitter.catalog.reference import CountryRef, resolve_country, resolve_country_ref
 from outfitter.core.errors import Conflict, ValidationFailed
-from outfitter.core.events import NewEvent, as_event_data, event_rows, record_event
 from outfitter.core.money import round_money
-from outfitter.core.pagination import (
-    NO_HORIZON,
+from outfitter.db.base import new_id, utcnow
+from outfitter.db.clock import NO_HORIZON
+from outfitter.db.keyset import (
     CursorParams,
     CursorResult,
     Keyset,
@@ -28,10 +28,10 @@ from outfitter.core.pagination import (
     list_page,
     merge_pages,
 )
-from outfitter.core.tenancy import company_of
-from outfitter.db.base import new_id, utcnow
+from outfitter.db.tenancy import company_of
 from outfitter.models import Country, Department, Employee, Equipment, Order, OrderItem
 from outfitter.models.events import Event, EventType
+from outfitter.outbox import NewEvent, as_event_data, event_rows, record_event
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import (
     REQUIRED_ON_PATCH,

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from outfitter.core.errors import RETRY_AFTER_SECONDS, DomainError
-from outfitter.core.handlers import field_path, methods_of_path, outage_message, route_methods
+from outfitter.http.handlers import field_path, methods_of_path, outage_message, route_methods
 from outfitter.scim.responses import error_response
 from outfitter.scim.router import MOUNT_PATH, router
 

@@ -29,7 +29,7 @@ from scim2_models.path import (
 )
 from sqlalchemy import ColumnElement, and_, func, not_, or_, true
 
-from outfitter.core.schemas import as_utc
+from outfitter.core.timestamps import as_utc
 
 Column = ColumnElement[Any]
 

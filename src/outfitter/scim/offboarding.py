@@ -13,8 +13,8 @@ from __future__ import annotations
 import uuid
 
 from outfitter.core.errors import DomainError
-from outfitter.core.unit_of_work import ClientWork
 from outfitter.equipment.repository import EquipmentRepository
+from outfitter.http.unit_of_work import ClientWork
 from outfitter.models import Employee, PaymentMethod
 from outfitter.models.events import EventType
 from outfitter.payments.gateways import GatewayRegistry

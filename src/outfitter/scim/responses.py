@@ -13,8 +13,9 @@ from typing import Any
 from scim2_models import Error, ListResponse, PreconditionFailedException
 from starlette.responses import Response
 
-from outfitter.core.middleware import LONG_NUMBER_MESSAGE, NON_JSON_NUMBER_MESSAGE, Errors
-from outfitter.core.schemas import format_timestamp
+from outfitter.core.timestamps import format_timestamp
+from outfitter.http.input_guard import LONG_NUMBER_MESSAGE, NON_JSON_NUMBER_MESSAGE
+from outfitter.http.middleware import Errors
 
 MEDIA_TYPE = "application/scim+json"
 LIST_RESPONSE_URN = ListResponse.__schema__
@@ -40,7 +41,7 @@ _UNREADABLE_BODY = frozenset({NON_JSON_NUMBER_MESSAGE, LONG_NUMBER_MESSAGE})
 
 
 def refusal(status: int, message: str, errors: Errors | None) -> tuple[int, str, bytes]:
-    """A request under /scim/v2 refused before SCIM's endpoints run (`core.middleware`: a NUL in
+    """A request under /scim/v2 refused before SCIM's endpoints run (`http.middleware`: a NUL in
     the path, the query or the body, a body nested too deep or holding NaN, several Authorization
     headers, a body over the limit), as a SCIM Error. A value refused is SCIM's 400 invalidValue
     (SCIM has no 422), the message naming the field; a body that is not readable JSON as a whole

@@ -13,10 +13,10 @@ from fastapi import APIRouter, Body, Depends, Header, Query, Request
 from scim2_models import InvalidSyntaxException, InvalidValueException, NotImplementedException
 from starlette.responses import Response
 
-from outfitter.core.auth import bearer_token
 from outfitter.core.errors import NotFound
-from outfitter.core.middleware import unstorable_fields
-from outfitter.core.unit_of_work import ClientWork, UnitOfWorkRoute
+from outfitter.http.auth import bearer_token
+from outfitter.http.input_guard import unstorable_fields
+from outfitter.http.unit_of_work import ClientWork, UnitOfWorkRoute
 from outfitter.payments.gateways import GatewayRegistry, registry_of
 from outfitter.scim import discovery, groups, service, users
 from outfitter.scim.responses import Projection, list_response, resource_response, scim_response

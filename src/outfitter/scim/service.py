@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session, joinedload
 from sqlalchemy.orm.attributes import flag_modified
 
 from outfitter.core.errors import NotFound
-from outfitter.core.tenancy import parse_uuid
-from outfitter.core.unit_of_work import ClientWork
+from outfitter.db.tenancy import parse_uuid
+from outfitter.http.unit_of_work import ClientWork
 from outfitter.models import Department, Employee
 from outfitter.models.events import EventType
 from outfitter.payments.gateways import GatewayRegistry

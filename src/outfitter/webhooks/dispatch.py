@@ -27,8 +27,8 @@ from sqlalchemy import Select, insert, or_, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
-from outfitter.core.tenancy import across_companies
 from outfitter.db.base import utcnow
+from outfitter.db.tenancy import across_companies
 from outfitter.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from outfitter.webhooks.sender import Outcome, Outgoing
 

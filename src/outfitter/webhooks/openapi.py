@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from outfitter.core.openapi import example_of
 from outfitter.equipment.schemas import EquipmentOut
+from outfitter.http.openapi import example_of
 from outfitter.models import PING_EVENT_TYPE, EventType
 from outfitter.payments.schemas import OrderOut, TransactionOut, WalletOut
 from outfitter.people.schemas import DepartmentOut, EmployeeOut

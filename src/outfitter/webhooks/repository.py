@@ -7,7 +7,7 @@ import uuid
 from sqlalchemy import Select
 
 from outfitter.core.errors import NotFound
-from outfitter.core.tenancy import CompanyRepository
+from outfitter.db.tenancy import CompanyRepository
 from outfitter.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 
 

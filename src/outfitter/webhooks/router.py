@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from outfitter.core.openapi import id_path
-from outfitter.core.pagination import Listing, Pagination
 from outfitter.core.schemas import Envelope, Page, error_responses, list_envelope, ok
-from outfitter.core.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
+from outfitter.http.openapi import id_path
+from outfitter.http.pagination import Listing, Pagination
+from outfitter.http.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.models import DeliveryStatus
 from outfitter.webhooks import service
 from outfitter.webhooks.schemas import (

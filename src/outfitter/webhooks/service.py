@@ -12,8 +12,8 @@ from sqlalchemy import select
 
 from outfitter.config import Settings
 from outfitter.core.errors import Conflict, ValidationFailed
-from outfitter.core.events import webhook_payload
-from outfitter.core.pagination import (
+from outfitter.db.base import new_id, utcnow
+from outfitter.db.keyset import (
     ListParams,
     ListResult,
     PageParams,
@@ -22,10 +22,10 @@ from outfitter.core.pagination import (
     newest_first,
     paginate,
 )
-from outfitter.core.tenancy import company_of
-from outfitter.core.unit_of_work import UnitOfWork
-from outfitter.db.base import new_id, utcnow
+from outfitter.db.tenancy import company_of
+from outfitter.http.unit_of_work import UnitOfWork
 from outfitter.models import PING_EVENT_TYPE, Company, DeliveryStatus, WebhookDelivery, WebhookEndpoint
+from outfitter.outbox import webhook_payload
 from outfitter.webhooks.repository import DeliveryRepository, EndpointRepository
 from outfitter.webhooks.schemas import (
     WebhookDeliveryOut,

@@ -6,8 +6,8 @@ import logging
 import threading
 
 from outfitter.config import Settings
-from outfitter.core.tenancy import TenantSession
 from outfitter.db.session import make_engine, make_sessionmaker
+from outfitter.db.tenancy import TenantSession
 from outfitter.worker.loop import DATABASE_THREADS, Worker
 
 logger = logging.getLogger("outfitter.worker")

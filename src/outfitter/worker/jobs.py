@@ -20,9 +20,9 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
-from outfitter.core.tenancy import across_companies
 from outfitter.db.base import utcnow
 from outfitter.db.session import insert_if_absent
+from outfitter.db.tenancy import across_companies
 from outfitter.events.counts import fold_event_counts
 from outfitter.models import Transaction, TransactionStatus, WorkerJob
 from outfitter.payments.gateways import GatewayRegistry

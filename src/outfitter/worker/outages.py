@@ -8,7 +8,7 @@ import threading
 import time
 
 from outfitter.core.errors import outage_detail
-from outfitter.core.handlers import outage_message
+from outfitter.http.handlers import outage_message
 
 logger = logging.getLogger("outfitter.worker")
 
@@ -18,7 +18,7 @@ WARN_EVERY_SECONDS = 60.0
 
 class FailureLog:
     """Logs what the worker failed to do. A failure the database's outage explains (as the API's
-    503s judge it: `core.handlers.outage_message`) is one warning line without a stack trace, at
+    503s judge it: `http.handlers.outage_message`) is one warning line without a stack trace, at
     most one a minute: every poll of every loop fails alike, and a ten-second outage wrote 1,469
     lines. Any other failure is a bug worth its stack trace, every time. Shared by the delivery
     loop and the jobs' thread."""

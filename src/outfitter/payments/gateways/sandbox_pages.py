@@ -24,8 +24,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.background import BackgroundTask
 
 from outfitter.core.money import round_money
-from outfitter.core.tenancy import across_companies
 from outfitter.db.base import utcnow
+from outfitter.db.tenancy import across_companies
 from outfitter.models import (
     Asset,
     AssetPricing,

@@ -6,7 +6,7 @@ answer is rendered, and rolls everything back on any failure. `data` is the subj
 answers it after the change (before it, for `*.deleted`): pass the response schema's JSON form
 (`as_event_data(EmployeeOut, employee)`), never ORM objects.
 
-A batch is one INSERT (a COPY on PostgreSQL for a large one: core.bulk_rows), whatever its size, so
+A batch is one INSERT (a COPY on PostgreSQL for a large one: db.bulk_rows), whatever its size, so
 bulk work stays a constant number of statements.
 
 Outgoing webhooks are fanned out here too, in the same transaction (an outbox): a delivery row per
@@ -48,11 +48,12 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import Select
 
-from outfitter.core.bulk_rows import insert_rows
-from outfitter.core.schemas import adapter_of, format_timestamp
-from outfitter.core.tenancy import company_named
+from outfitter.core.schemas import adapter_of
+from outfitter.core.timestamps import format_timestamp
 from outfitter.db.base import new_id, time_ordered_uuid, utcnow
+from outfitter.db.bulk_rows import insert_rows
 from outfitter.db.session import JsonText
+from outfitter.db.tenancy import company_named
 from outfitter.models.events import Event, EventType
 from outfitter.models.webhooks import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 
@@ -145,7 +146,7 @@ def event_rows(
             "actor": actor or SYSTEM_ACTOR,
             # A batch keeps its order in the log (newest first): a microsecond apart.
             "created_at": now + timedelta(microseconds=position),
-            # not copied: the events of one subject share their data, written once (core.bulk_rows)
+            # not copied: the events of one subject share their data, written once (db.bulk_rows)
             "data": event.data if isinstance(event.data, dict | JsonText) else dict(event.data),
         }
         for position, event in enumerate(events)
@@ -217,7 +218,7 @@ def _record_one(session: Session, company: uuid.UUID, event: Mapping[str, Any]) 
     """One event and its deliveries. On PostgreSQL one statement, `WITH event AS (INSERT INTO events
     ...) INSERT INTO webhook_deliveries ... SELECT ... FROM webhook_endpoints ...` (a statement costs
     more of the request's CPU than what it writes); SQLite has no data-modifying CTE, so there the
-    event's INSERT, then its deliveries'. The same rows either way (core.tenancy proves both)."""
+    event's INSERT, then its deliveries'. The same rows either way (db.tenancy proves both)."""
     session.flush()  # the changes the event describes come first
     connection = session.connection()
     if connection.dialect.name != "postgresql":
@@ -266,7 +267,7 @@ def events_written_with_values(company: uuid.UUID, rows: Sequence[Mapping[str, A
 
 def _queue_deliveries_of_one(session: Session, company: uuid.UUID, event: Mapping[str, Any]) -> None:
     """The deliveries of one event as one `INSERT ... SELECT` from the company's endpoints: the
-    same rows as a batch's, with no read first (core.tenancy checks the SELECT is the company's)."""
+    same rows as a batch's, with no read first (db.tenancy checks the SELECT is the company's)."""
     connection = session.connection()
     connection.execute(_deliveries_of_one(connection.dialect.name), _delivery_values(company, event))
 

@@ -10,7 +10,7 @@ request session:
 The dependencies only read headers (401 for a missing token comes first, with no database work).
 `UnitOfWorkRoute`, the route class of every API router, then runs the rest in ONE worker thread:
 open the session, authenticate the token in it and bind the session to the token's company
-(`core.tenancy`), call the endpoint, validate and serialise its answer to bytes, and only then
+(`db.tenancy`), call the endpoint, validate and serialise its answer to bytes, and only then
 commit. Anything that raises on the way rolls everything back, rendering included, so a request
 that fails leaves nothing behind; and the transaction (with its row locks) has ended before the
 response is sent. Services and repositories only flush.
@@ -33,8 +33,11 @@ from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 from starlette.responses import Response
 
-from outfitter.core import idempotency
-from outfitter.core.auth import (
+from outfitter.core.schemas import Rendered
+from outfitter.db.reads import AsyncpgReads, Read, ReadPlan, run_in_session
+from outfitter.db.tenancy import TenantSession, across_companies, bind_company
+from outfitter.http import idempotency
+from outfitter.http.auth import (
     STAMP_LAST_USED,
     AuthContext,
     authenticate,
@@ -43,12 +46,9 @@ from outfitter.core.auth import (
     refuse_unless_allowed,
     token_lookup,
 )
-from outfitter.core.idempotency import IDEMPOTENCY_STATE, KeyedRequest
-from outfitter.core.ratelimit import RateLimiter
-from outfitter.core.reads import AsyncpgReads, Read, ReadPlan, run_in_session
-from outfitter.core.schemas import Rendered
-from outfitter.core.tenancy import TenantSession, across_companies, bind_company
-from outfitter.core.tokens import hash_token
+from outfitter.http.idempotency import IDEMPOTENCY_STATE, KeyedRequest
+from outfitter.http.ratelimit import RateLimiter
+from outfitter.tenants.tokens import hash_token
 
 T = TypeVar("T")
 
@@ -160,7 +160,7 @@ class ClientWork(UnitOfWork):
 
 class ClientReads:
     """A client's read-only request, on the event loop: authenticate, rate-limit, then run one read
-    plan (core.reads) for the token's company. On PostgreSQL through asyncpg, with no worker thread
+    plan (db.reads) for the token's company. On PostgreSQL through asyncpg, with no worker thread
     and no transaction to commit; on SQLite, or outside the event loop that started the pool (an
     app run without its lifespan), through the same `ClientWork` as any request, in one worker
     thread. Same plan, same answer, either way."""

@@ -1,7 +1,7 @@
 """Spreadsheet exports: records streamed as CSV, chunk after chunk, in constant memory.
 
 The request's unit of work has committed and closed its session before the first byte is sent
-(core.unit_of_work), so a streamed answer reads through sessions of its own: `stream_chunks`
+(http.unit_of_work), so a streamed answer reads through sessions of its own: `stream_chunks`
 opens one per chunk (a short read, bound to the token's company like the request's), closes it,
 and yields the chunk's CSV lines, reading the next chunk meanwhile. Chunks follow each other by
 keyset (the last row's sort key), so each costs the same whatever its depth, and the memory held
@@ -32,7 +32,7 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
 from outfitter.core.process_settings import switching_often
-from outfitter.core.schemas import format_timestamp
+from outfitter.core.timestamps import format_timestamp
 
 CHUNK_ROWS = 1000
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

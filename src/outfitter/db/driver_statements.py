@@ -10,7 +10,7 @@ statement on the session's connection, in its transaction, through the driver's 
 from with its type's bind processing, and the processing of each result column. What SQLAlchemy's
 execution does around a statement is kept:
 
-- tenancy: `core.tenancy.check_driver_statement` checks an INSERT and the values it is about to
+- tenancy: `db.tenancy.check_driver_statement` checks an INSERT and the values it is about to
   be sent with, as its hooks on the engine check every other statement; any other statement may
   not touch a company's table at all (none of them is scoped: the ORM's statements are), on either
   database;
@@ -34,7 +34,7 @@ from sqlalchemy import BindParameter, Connection, Dialect, Executable, Insert
 from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from outfitter.core.tenancy import TenantScopeError, check_driver_statement, touches_company_data
+from outfitter.db.tenancy import TenantScopeError, check_driver_statement, touches_company_data
 
 
 class _Form:
@@ -132,7 +132,7 @@ def driver_rows(connection: Connection, statement: Executable, values: dict[str,
 @contextmanager
 def driver_cursor(connection: Connection, statement: str, parameters: Any) -> Iterator[Any]:
     """psycopg's own cursor on `connection`, in its transaction, for `statement` (run here, or a
-    COPY: core.bulk_rows): announced to the engine's `before_cursor_execute` listeners like any
+    COPY: db.bulk_rows): announced to the engine's `before_cursor_execute` listeners like any
     statement, and a driver's error handled as SQLAlchemy's own execution handles it: wrapped
     (parameters hidden when the engine hides them), the engine's `handle_error` listeners told, and
     on a lost connection this one invalidated with the pool's older ones."""

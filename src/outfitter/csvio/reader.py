@@ -29,9 +29,9 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
 
-from outfitter.core.csv_export import ESCAPED_STARTS
 from outfitter.core.errors import ValidationFailed, validation_message
 from outfitter.core.schemas import QueryBool, Schema, counted
+from outfitter.csvio.writer import ESCAPED_STARTS
 
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
 # The csv module refuses a cell over 128 KiB by default, which an exported device's `other_details`

@@ -8,7 +8,7 @@ rows, and returns its result (see `equipment/reads.py`). Two drivers run the sam
   worker thread and none of SQLAlchemy's per-statement execution machinery, which profiles showed
   cost more than the database itself (docs/architecture.md has the figures).
 
-Tenancy stays structural on both: a scoped `Read` goes through `core.tenancy`'s scoping, the very
+Tenancy stays structural on both: a scoped `Read` goes through `db.tenancy`'s scoping, the very
 option the session adds, so the compiled SQL carries `company_id = $n` and the company is always a
 bound parameter. Statements are compiled once for asyncpg and kept as long as the statement object
 lives (hot statements are module constants or cached per filter shape).
@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED, ServiceUnavailable, outage_detail
-from outfitter.core.tenancy import TenantScopeError, company_rows, scoped_for_company, touches_company_data
+from outfitter.db.tenancy import TenantScopeError, company_rows, scoped_for_company, touches_company_data
 
 logger = logging.getLogger("outfitter")
 
@@ -269,7 +269,7 @@ class AsyncpgReads:
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[ReadConnection]:
         """One pooled connection for one request. An outage (refused, lost, shutting down, no free
-        connection in time) is a 503 with Retry-After, as on the SQLAlchemy side (core.handlers).
+        connection in time) is a 503 with Retry-After, as on the SQLAlchemy side (http.handlers).
 
         Requests get their connection in the order they asked for one. asyncpg hands connections
         out through an asyncio.LifoQueue, whose `get` lets a request that arrives just as a

@@ -51,12 +51,12 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import QueryableAttribute, Session
 from sqlalchemy.types import TypeEngine
 
-from outfitter.core.driver_statements import driver_cursor
 from outfitter.core.process_settings import switching_often
-from outfitter.core.schemas import format_timestamp
-from outfitter.core.tenancy import TenantScopeError, company_named, company_of
+from outfitter.core.timestamps import format_timestamp
 from outfitter.db.base import Base, UTCDateTime
+from outfitter.db.driver_statements import driver_cursor
 from outfitter.db.session import JsonText, unless_conflicting
+from outfitter.db.tenancy import TenantScopeError, company_named, company_of
 
 # Below this many rows one INSERT costs less than a COPY's two round trips.
 COPY_FROM = 20

@@ -42,13 +42,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from outfitter.core.auth import refuse_unless_allowed
 from outfitter.core.errors import RETRY_AFTER_SECONDS, DomainError, error_body
-from outfitter.core.handlers import outage_message
-from outfitter.core.middleware import header_value, read_body, replaying, send_error
-from outfitter.core.tokens import hash_token
 from outfitter.db.base import new_id, utcnow
+from outfitter.http.auth import refuse_unless_allowed
+from outfitter.http.handlers import outage_message
+from outfitter.http.middleware import header_value, read_body, replaying, send_error
 from outfitter.models import IdempotencyRecord
+from outfitter.tenants.tokens import hash_token
 
 logger = logging.getLogger("outfitter")
 

@@ -223,7 +223,7 @@ def scoped_for_company(
     statement: Executable, parameters: dict[str, Any], company_id: uuid.UUID
 ) -> tuple[Executable, dict[str, Any]]:
     """`statement` and `parameters` scoped to `company_id` exactly as a bound session scopes them,
-    for a driver that runs compiled statements itself (core.reads)."""
+    for a driver that runs compiled statements itself (db.reads)."""
     return _scoped(statement), _with_tenant(parameters, company_id)
 
 
@@ -490,7 +490,7 @@ def _check_data_modifying_ctes(
     a TenantSession, whatever the statement around it (module docstring). Checked here, on the
     compiled statement with the values it is about to be sent with, rather than in `_check_inserts`:
     only the compiled form tells cheaply whether a statement holds such a CTE."""
-    # None: a COPY (core.bulk_rows) or a statement on the driver (core.driver_statements), which
+    # None: a COPY (db.bulk_rows) or a statement on the driver (db.driver_statements), which
     # check their own rows.
     if context is None or not isinstance(context.compiled, SQLCompiler):
         return
@@ -535,7 +535,7 @@ def check_driver_statement(
     connection: Connection, statement: Insert, compiled: SQLCompiler, parameters: dict[str, Any]
 ) -> dict[str, Any]:
     """What the two hooks above decide of an INSERT run on the driver's own cursor
-    (core.driver_statements), which passes by them: the INSERT as `_check_inserts` checks it, then
+    (db.driver_statements), which passes by them: the INSERT as `_check_inserts` checks it, then
     its data-modifying CTEs, with `parameters` (by key) as it is about to be sent with. The
     parameters back, a row given as parameters stamped with the bound company as that hook stamps it."""
     _, _, parameters = _check_inserts(connection, statement, [], parameters, None)

@@ -5,7 +5,7 @@ raises (`error_responses(404, 409)`), the formats of its parameters. `contract_o
 completes, in one place, what every operation shares because of the middleware and the handlers
 in front of it, so that no status the server can answer is missing from the document:
 
-- 422 is always the error envelope (`core.handlers` never sends FastAPI's `{"detail": [...]}`);
+- 422 is always the error envelope (`http.handlers` never sends FastAPI's `{"detail": [...]}`);
   any operation can answer it, if only for a NUL character in a query parameter.
 - 404 on operations with a path parameter (a malformed id is 404, never 422).
 - 400 everywhere (a request line or headers that cannot be read, several Authorization headers;
@@ -13,7 +13,7 @@ in front of it, so that no status the server can answer is missing from the docu
   operations that take a body; on a POST also 409 (an Idempotency-Key reused with another body).
 - 401, 403 and 429 on operations that need a bearer token.
 - 500 and 503 (the database is out of reach) everywhere.
-- The `Idempotency-Key` header on every POST that needs a token (`core.idempotency` keys those),
+- The `Idempotency-Key` header on every POST that needs a token (`http.idempotency` keys those),
   and the `Idempotent-Replayed` header of their replayed answers.
 - An example of every JSON answer and body that its route does not give: built from the schema
   (`example_of`: a field's own `examples` first, then its enum, default or format), so that it

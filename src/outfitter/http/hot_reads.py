@@ -37,12 +37,12 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from outfitter.core.auth import bearer_token
 from outfitter.core.errors import DomainError
-from outfitter.core.handlers import handle_domain_error
-from outfitter.core.middleware import header_value
 from outfitter.core.schemas import render_json
-from outfitter.core.unit_of_work import ClientReads, JsonAnswer
+from outfitter.http.auth import bearer_token
+from outfitter.http.handlers import handle_domain_error
+from outfitter.http.middleware import header_value
+from outfitter.http.unit_of_work import ClientReads, JsonAnswer
 
 # The endpoint's keyword arguments (besides `reads`) from the path's parameters and the raw query
 # string, or None when FastAPI must decide (it then serves the request as always).

@@ -33,10 +33,10 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from outfitter.core.auth import bearer_token
 from outfitter.core.errors import DomainError
-from outfitter.core.middleware import header_value, read_body, replaying
-from outfitter.core.unit_of_work import ClientWork, WriteAccess
+from outfitter.http.auth import bearer_token
+from outfitter.http.middleware import header_value, read_body, replaying
+from outfitter.http.unit_of_work import ClientWork, WriteAccess
 
 
 @dataclass(frozen=True)

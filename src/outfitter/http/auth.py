@@ -2,7 +2,7 @@
 
 `bearer_token` reads the header before anything else runs (401 for a missing or malformed one);
 `authenticate` then checks the token inside the request's own transaction, in one statement, and
-stamps `last_used_at` at most once a minute. The request pipeline (`core.unit_of_work`) calls both.
+stamps `last_used_at` at most once a minute. The request pipeline (`http.unit_of_work`) calls both.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 from sqlalchemy import Executable, bindparam, select, update
 from sqlalchemy.orm import Session
 
-from outfitter.core.driver_statements import driver_rows
 from outfitter.core.errors import Forbidden, Unauthorized
-from outfitter.core.tokens import TOKEN_PREFIX, hash_token, token_is_live
 from outfitter.db.base import utcnow
+from outfitter.db.driver_statements import driver_rows
 from outfitter.models import ApiToken, Company
+from outfitter.tenants.tokens import TOKEN_PREFIX, hash_token, token_is_live
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -65,7 +65,7 @@ _TOKEN_WITH_COMPANY = (
 )
 
 
-# Both times given: a statement compiled once for asyncpg (core.reads) runs no Python-side onupdate.
+# Both times given: a statement compiled once for asyncpg (db.reads) runs no Python-side onupdate.
 # The stamp is best effort, so it never waits: a token row that another request in flight is
 # stamping (its lock held until that request commits: a CSV import's second, say) is skipped on
 # PostgreSQL, instead of holding every request of the token until then. SQLite has one writer.

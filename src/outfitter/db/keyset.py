@@ -5,40 +5,29 @@
   cost the same at any depth, `next_cursor` instead of counters.
 
 A cursor is opaque to clients: the keyset of the last row sent (its sort values and id) and a
-fingerprint of the query it was made for, signed with an HMAC. A cursor that was altered, or sent
-to another list, or with other filters or another sort than the ones it came from, is a 422 naming
-`query.cursor`.
+fingerprint of the query it was made for, signed with an HMAC (`core.cursors`). The parameters
+are read by `http.pagination`.
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Annotated, Any, Generic, TypeVar
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, TypeVar
 
-from fastapi import Depends, Query, Request
-from sqlalchemy import ColumnElement, Select, bindparam, func, literal, select, tuple_
-from sqlalchemy.ext.compiler import compiles
+from sqlalchemy import ColumnElement, Select, bindparam, func, select, tuple_
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.types import Enum, Uuid
 
-from outfitter.core.cursors import OTHER_QUERY, decode_cursor, encode_cursor, query_fingerprint
+from outfitter.core.cursors import OTHER_QUERY, encode_cursor
 from outfitter.core.errors import ValidationFailed
-from outfitter.core.schemas import DateTimeText, NotNull, WholeNumberText, as_utc
-from outfitter.db.base import UTCDateTime, utcnow
-
-DEFAULT_PER_PAGE = 15
-MAX_PER_PAGE = 100
-MAX_PAGE = 2**31 - 1  # page is an int32 in the OpenAPI document
-MAX_CURSOR_LENGTH = 1000
+from outfitter.core.timestamps import as_utc
+from outfitter.db.base import UTCDateTime
+from outfitter.db.clock import sync_horizon
 
 RowT = TypeVar("RowT")
-
-PAGE_PARAMETERS = ("page", "per_page")
-CURSOR_PARAMETERS = ("cursor", "limit", "updated_since")
-MIXED = "Use either page and per_page, or cursor and limit (and updated_since), not both."
 
 
 @dataclass(frozen=True)
@@ -59,126 +48,14 @@ class CursorParams:
     limit: int
     after: tuple[str, ...] | None
     query: str
+    key: bytes = field(repr=False)  # what the cursors are signed with
     updated_since: datetime | None = None
 
     def next_cursor(self, values: tuple[Any, ...]) -> str:
-        return encode_cursor(self.query, values)
+        return encode_cursor(self.key, self.query, values)
 
 
 ListParams = PageParams | CursorParams
-
-
-# --- the dependencies ----------------------------------------------------------------------------
-
-
-def page_mode_params(page: int | None, per_page: int | None) -> PageParams:
-    """Page mode's parameters with their defaults, which the document does not show (PageQuery)."""
-    return PageParams(page=page or 1, per_page=per_page or DEFAULT_PER_PAGE)
-
-
-def _list_params(
-    request: Request,
-    page: int | None,
-    per_page: int | None,
-    cursor: str | None,
-    limit: int | None,
-    since: datetime | None,
-    cursor_parameters: tuple[str, ...],
-) -> ListParams:
-    given = request.query_params
-    cursor_mode = [name for name in cursor_parameters if name in given]
-    if not cursor_mode:
-        return page_mode_params(page, per_page)
-    if any(name in given for name in PAGE_PARAMETERS):
-        raise ValidationFailed.field(f"query.{cursor_mode[0]}", MIXED)
-    try:
-        updated_since = as_utc(since) if since is not None else None
-    except ValueError as exc:
-        raise ValidationFailed.field("query.updated_since", str(exc)) from None
-    query = query_fingerprint(
-        request, {"updated_since": updated_since.isoformat()} if updated_since else None
-    )
-    after = decode_cursor(cursor, query) if cursor else None
-    return CursorParams(
-        limit=limit or DEFAULT_PER_PAGE, after=after, query=query, updated_since=updated_since
-    )
-
-
-# No default in the document (the defaults are applied here): a generated client that fills in
-# documented defaults would otherwise send page=1 with every cursor, and be refused for mixing.
-PageQuery = Annotated[
-    int | None,
-    Query(ge=1, le=MAX_PAGE, description="Page number, from 1 (page mode; default 1)"),
-    NotNull(),
-    WholeNumberText,
-]
-PerPageQuery = Annotated[
-    int | None,
-    Query(
-        ge=1,
-        le=MAX_PER_PAGE,
-        description=f"Records per page, 1 to {MAX_PER_PAGE} (page mode; default {DEFAULT_PER_PAGE})",
-    ),
-    NotNull(),
-    WholeNumberText,
-]
-CursorQuery = Annotated[
-    str | None,
-    Query(
-        max_length=MAX_CURSOR_LENGTH,
-        description="Cursor mode: the `next_cursor` of the previous page (leave out for the first page)",
-    ),
-]
-LimitQuery = Annotated[
-    int | None,
-    Query(ge=1, le=MAX_PER_PAGE, description=f"Cursor mode: records per page, 1 to {MAX_PER_PAGE} (15)"),
-    WholeNumberText,
-]
-UpdatedSinceQuery = Annotated[
-    DateTimeText | None,
-    Query(
-        description="Cursor mode: the records created or changed at or after this time (ISO 8601; no "
-        "offset: UTC), deleted ones included, oldest change first",
-    ),
-]
-
-
-async def list_params(
-    request: Request,
-    page: PageQuery = None,
-    per_page: PerPageQuery = None,
-    cursor: CursorQuery = None,
-    limit: LimitQuery = None,
-) -> ListParams:
-    return _list_params(request, page, per_page, cursor, limit, None, CURSOR_PARAMETERS[:2])
-
-
-async def sync_list_params(
-    request: Request,
-    page: PageQuery = None,
-    per_page: PerPageQuery = None,
-    cursor: CursorQuery = None,
-    limit: LimitQuery = None,
-    updated_since: UpdatedSinceQuery = None,
-) -> ListParams:
-    return _list_params(request, page, per_page, cursor, limit, updated_since, CURSOR_PARAMETERS)
-
-
-async def page_params(
-    page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number, from 1"), WholeNumberText] = 1,
-    per_page: Annotated[
-        int,
-        Query(ge=1, le=MAX_PER_PAGE, description=f"Records per page, 1 to {MAX_PER_PAGE}"),
-        WholeNumberText,
-    ] = DEFAULT_PER_PAGE,
-) -> PageParams:
-    return PageParams(page=page, per_page=per_page)
-
-
-# A list with page mode only (the catalog); with both modes; with both and `updated_since`.
-Pagination = Annotated[PageParams, Depends(page_params)]
-Listing = Annotated[ListParams, Depends(list_params)]
-SyncListing = Annotated[ListParams, Depends(sync_list_params)]
 
 
 # --- results -------------------------------------------------------------------------------------
@@ -323,54 +200,6 @@ def newest_first(model: Any) -> Keyset:
 def syncing(params: ListParams) -> datetime | None:
     """The `updated_since` of a cursor-mode request, or None."""
     return params.updated_since if isinstance(params, CursorParams) else None
-
-
-class _SyncHorizon(ColumnElement[datetime]):
-    """The time before which no transaction still in flight can have stamped a change: the start
-    of the oldest open transaction of another client of this database (our writes stamp
-    `updated_at` after their transaction began), or now. On SQLite, which runs one writer at a
-    time and shows a reader only committed data, NULL (no horizon)."""
-
-    type = UTCDateTime()
-    inherit_cache = True
-
-
-@compiles(_SyncHorizon, "postgresql")
-def _horizon_on_postgresql(_element: _SyncHorizon, _compiler: Any, **_kw: Any) -> str:
-    return (
-        "(SELECT least(min(xact_start), clock_timestamp()) FROM pg_stat_activity"
-        " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        " AND backend_type = 'client backend' AND xact_start IS NOT NULL)"
-    )
-
-
-@compiles(_SyncHorizon)
-def _no_horizon(_element: _SyncHorizon, _compiler: Any, **_kw: Any) -> str:
-    return "NULL"
-
-
-def change_time(session: Session) -> datetime:
-    """The time to stamp a change with, taken once the session's transaction has begun in the
-    database. The horizon trusts that no change still uncommitted is stamped before its
-    transaction's start; a transaction begins at its first statement, so a request that ended its
-    reads to call another system (`ClientWork.end_reads`) begins its next one here first."""
-    session.execute(_TRANSACTION_BEGUN)
-    return utcnow()
-
-
-_TRANSACTION_BEGUN = select(literal(1))
-
-
-# Read in a statement of its own BEFORE the page: a transaction that commits between the two is
-# then either counted in the horizon or visible to the page (PostgreSQL's READ COMMITTED gives
-# each statement a new snapshot), never neither.
-SYNC_HORIZON = select(_SyncHorizon().label("horizon"))
-NO_HORIZON = datetime(9999, 12, 31, tzinfo=UTC)
-
-
-def sync_horizon(session: Session) -> datetime:
-    """The horizon now, in a statement of its own (see SYNC_HORIZON); far in the future on SQLite."""
-    return session.scalar(SYNC_HORIZON) or NO_HORIZON
 
 
 @dataclass(frozen=True)
