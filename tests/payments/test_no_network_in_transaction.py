@@ -19,7 +19,8 @@ from fastapi import FastAPI
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from outfitter.payments.gateways import CheckoutRequest, GatewayPayment, registry_of
+from outfitter.payments.gateways import registry_of
+from outfitter.payments.gateways.base import CheckoutRequest, GatewayPayment
 from outfitter.payments.gateways.sandbox import SandboxGateway
 from tests.factories import Api
 from tests.payments.conftest import (

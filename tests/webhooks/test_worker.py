@@ -299,7 +299,8 @@ def test_the_expiry_job_expires_nothing_whose_gateway_does_not_answer(
 ) -> None:
     """Without the gateway's word a transaction may have been paid: it stays Pending, and the next
     run that hears from the gateway settles it."""
-    from outfitter.payments.gateways import GatewayError, GatewayRegistry
+    from outfitter.payments.gateways import GatewayRegistry
+    from outfitter.payments.gateways.base import GatewayError
 
     class Unreachable:
         name = "sandbox"

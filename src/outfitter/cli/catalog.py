@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from outfitter.cli import JsonFlag, app, emit, fail, progress_bar, read_limited, unit_of_work
+from outfitter.cli.common import JsonFlag, app, emit, fail, progress_bar, read_limited, unit_of_work
 
 catalog_app = typer.Typer(help="The asset catalog.", no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog")

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy.orm import Session
 
-from outfitter.cli import JsonFlag, app, emit, fail, parse_id, progress_bar, read_limited, unit_of_work
+from outfitter.cli.common import JsonFlag, app, emit, fail, parse_id, progress_bar, read_limited, unit_of_work
 from outfitter.db.tenancy import bind_company
 
 import_app = typer.Typer(

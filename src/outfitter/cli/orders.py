@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy import select
 
-from outfitter.cli import JsonFlag, app, emit, fail, parse_id, unit_of_work
+from outfitter.cli.common import JsonFlag, app, emit, fail, parse_id, unit_of_work
 from outfitter.db.tenancy import bind_company
 
 # Orders: operators move their stages (docs/orders.md). The session works across companies until

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy import select
 
-from outfitter.cli import (
+from outfitter.cli.common import (
     JsonFlag,
     app,
     emit,

@@ -11,7 +11,7 @@ import typer
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from outfitter.cli import app, fail, require_current_schema, unit_of_work, upgrade_schema
+from outfitter.cli.common import app, fail, require_current_schema, unit_of_work, upgrade_schema
 from outfitter.config import get_settings
 from outfitter.db.session import make_engine
 from outfitter.db.tenancy import TenantSession, bind_company

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy import func, or_, select
 
-from outfitter.cli import JsonFlag, app, emit, fail, iso_or_none, parse_id, unit_of_work
+from outfitter.cli.common import JsonFlag, app, emit, fail, iso_or_none, parse_id, unit_of_work
 
 company_app = typer.Typer(help="Companies (tenants).", no_args_is_help=True)
 token_app = typer.Typer(help="API tokens.", no_args_is_help=True)

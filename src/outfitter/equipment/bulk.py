@@ -264,4 +264,4 @@ def move_devices(session: Session, auth: AuthContext, body: EquipmentBulkMove) -
     for equipment in moved:
         lifecycle.move(session, equipment, body.status, auth.actor, assignee=assignee)
     record_equipment_events(session, [(status_event(body.status), device) for device in moved], auth.actor)
-    return service.details(session, body.equipment_ids)
+    return EquipmentRepository(session).answers(body.equipment_ids)

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from sqlalchemy.orm import Session
 
 from outfitter.core.schemas import render_as
+from outfitter.equipment.repository import EquipmentRepository
 from outfitter.equipment.schemas import EquipmentOut
 from outfitter.models import Equipment, EquipmentStatus
 from outfitter.models.events import EventType
@@ -34,13 +35,10 @@ def record_equipment_events(
 ) -> None:
     """One event per (type, device); data = the device as GET /client/equipment/{id} answers it
     after the change; a constant number of statements for the whole batch (up to 1,000 devices)."""
-    # The service records these events, so it is imported when called, not at import time.
-    from outfitter.equipment.service import details
-
     if not changes:
         return
     ids = list(dict.fromkeys(equipment.id for _, equipment in changes))
-    answers = details(session, ids)  # flushes first: the devices are read as just changed
+    answers = EquipmentRepository(session).answers(ids)  # flushes first: the devices are read as just changed
     record_answered_events(
         session,
         [(type, equipment.id) for type, equipment in changes],

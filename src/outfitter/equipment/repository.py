@@ -31,6 +31,7 @@ from outfitter.db.bulk_rows import insert_rows, insert_unless_taken, rows_holdin
 from outfitter.db.driver_statements import driver_rows
 from outfitter.db.reads import run_in_session
 from outfitter.db.tenancy import CompanyRepository, company_rows
+from outfitter.equipment import presenters
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort, conditions
 from outfitter.equipment.reads import (
     ASSIGNEES,
@@ -189,6 +190,12 @@ class EquipmentRepository(CompanyRepository[Equipment]):
             return {}
         rows = company_rows(self.session, DETAILS, {"equipment_ids": equipment_ids})
         return {row.id: row for row in rows}
+
+    def answers(self, equipment_ids: list[uuid.UUID]) -> list[dict[str, Any]]:
+        """Many devices as the single retrieve answers them, in the order given: two statements."""
+        rows = self.details(equipment_ids)
+        history = self.history(equipment_ids, full=True)
+        return [presenters.detail(rows[device], history[device]) for device in equipment_ids]
 
     def assignee_fields(self, employee_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Row[Any]]:
         """What a detail row holds of each of these employees as its assignee (`assignee_*`), by id."""

@@ -214,14 +214,6 @@ def new_equipment_row(
     }
 
 
-def details(session: Session, equipment_ids: list[uuid.UUID]) -> list[dict[str, Any]]:
-    """Many devices as the single retrieve answers them, in the order given: two statements."""
-    repository = EquipmentRepository(session)
-    rows = repository.details(equipment_ids)
-    history = repository.history(equipment_ids, full=True)
-    return [presenters.detail(rows[equipment_id], history[equipment_id]) for equipment_id in equipment_ids]
-
-
 def update_equipment(
     session: Session, auth: AuthContext, equipment_id: str, body: EquipmentPatch
 ) -> dict[str, Any]:

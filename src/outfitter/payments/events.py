@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 from outfitter.models import Order, Transaction, TransactionStatus, WalletEntry
 from outfitter.models.events import EventType
 from outfitter.outbox import as_event_data, record_event
-from outfitter.payments.presenters import order_out, transaction_fields
+from outfitter.payments.presenters import order_out, transaction_fields, wallet_summary
 from outfitter.payments.repository import load_order, order_id_of
-from outfitter.payments.schemas import OrderOut, TransactionOut
+from outfitter.payments.schemas import OrderOut, TransactionOut, WalletOut
 
 # A settled transaction's event (Cancelled has none: no path cancels one yet).
 OUTCOME_EVENTS = {
@@ -49,9 +49,6 @@ def record_wallet_event(session: Session, type: EventType, entry: WalletEntry, a
     """`data` is the wallet as `GET /client/wallet` answers it after the move (every balance, and the
     recent entries, this one first); the subject is the wallet of the entry's currency. The
     session is bound to the wallet's company, as every wallet function's is."""
-    from outfitter.payments import service
-    from outfitter.payments.schemas import WalletOut
-
     record_event(
-        session, type, entry.wallet_id, as_event_data(WalletOut, service.wallet_summary(session)), actor=actor
+        session, type, entry.wallet_id, as_event_data(WalletOut, wallet_summary(session)), actor=actor
     )

@@ -48,7 +48,7 @@ from outfitter.models import (
     TransactionStatus,
 )
 from outfitter.payments.events import OUTCOME_EVENTS, record_order_event, record_transaction_event
-from outfitter.payments.gateways import GatewayPayment
+from outfitter.payments.gateways.base import GatewayPayment
 from outfitter.payments.presenters import stage_entry
 from outfitter.payments.repository import (
     held_by,

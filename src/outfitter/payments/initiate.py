@@ -48,7 +48,8 @@ from outfitter.models.events import EventType
 from outfitter.payments.events import record_transaction_event
 from outfitter.payments.fees import Charges, compute_charges, schedule_for
 from outfitter.payments.fulfilment import settle
-from outfitter.payments.gateways import CheckoutRequest, GatewayError, GatewayPayment, GatewayRegistry
+from outfitter.payments.gateways import GatewayRegistry
+from outfitter.payments.gateways.base import CheckoutRequest, GatewayError, GatewayPayment
 from outfitter.payments.schemas import InitiateRequest, StorageInitiateRequest
 from outfitter.payments.wallet import debit_wallet
 from outfitter.people.repository import UNKNOWN_EMPLOYEE, EmployeeRepository, offboarded

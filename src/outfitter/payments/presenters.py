@@ -7,9 +7,20 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from outfitter.models import Order, OrderItem, Transaction
 from outfitter.payments.fees import to_minor_units
-from outfitter.payments.schemas import EmployeeRef, OrderItemOut, OrderOut, StageOut
+from outfitter.payments.repository import recent_wallet_entries, wallet_balances
+from outfitter.payments.schemas import (
+    EmployeeRef,
+    OrderItemOut,
+    OrderOut,
+    StageOut,
+    WalletBalanceOut,
+    WalletEntryOut,
+    WalletOut,
+)
 
 MONEY_FIELDS = (
     "amount",
@@ -79,4 +90,31 @@ def order_out(order: Order) -> OrderOut:
         ],
         created_at=order.created_at,
         updated_at=order.updated_at,
+    )
+
+
+def wallet_summary(session: Session) -> WalletOut:
+    return WalletOut(
+        balances=[
+            WalletBalanceOut(
+                currency=record.currency_code,
+                balance=to_minor_units(record.balance, record.currency_code),
+                updated_at=record.updated_at,
+            )
+            for record in wallet_balances(session)
+        ],
+        entries=[
+            WalletEntryOut(
+                id=entry.id,
+                currency=currency,
+                kind=entry.kind,
+                amount=to_minor_units(entry.amount, currency),
+                balance_after=to_minor_units(entry.balance_after, currency),
+                description=entry.description,
+                transaction_id=entry.transaction_id,
+                tx_ref=tx_ref,
+                created_at=entry.created_at,
+            )
+            for entry, currency, tx_ref in recent_wallet_entries(session)
+        ],
     )

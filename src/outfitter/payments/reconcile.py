@@ -18,7 +18,8 @@ from outfitter.db.base import utcnow
 from outfitter.db.tenancy import across_companies, bind_company
 from outfitter.models import Transaction, TransactionStatus
 from outfitter.payments.fulfilment import settle
-from outfitter.payments.gateways import GatewayError, GatewayRegistry
+from outfitter.payments.gateways import GatewayRegistry
+from outfitter.payments.gateways.base import GatewayError
 from outfitter.payments.repository import pending_transactions
 from outfitter.payments.service import ask_gateway
 

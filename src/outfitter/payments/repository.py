@@ -26,6 +26,8 @@ from outfitter.models import (
     Transaction,
     TransactionItem,
     TransactionStatus,
+    Wallet,
+    WalletEntry,
 )
 
 # A retrieval item before these stages still has its device with the employee.
@@ -185,3 +187,20 @@ def held_by(equipment: Equipment | None, employee_id: uuid.UUID | None) -> bool:
         and equipment.status == EquipmentStatus.ASSIGNED
         and equipment.assignee_id == employee_id
     )
+
+
+def wallet_balances(session: Session) -> Sequence[Wallet]:
+    return session.scalars(select(Wallet).order_by(Wallet.currency_code)).all()
+
+
+def recent_wallet_entries(session: Session, limit: int = 20) -> Sequence[tuple[WalletEntry, str, str | None]]:
+    """The newest entries, each with its currency and the tx_ref of its transaction (if any): the
+    reference clients know a transaction by."""
+    rows = session.execute(
+        select(WalletEntry, Wallet.currency_code, Transaction.tx_ref)
+        .join(Wallet, Wallet.id == WalletEntry.wallet_id)
+        .outerjoin(Transaction, Transaction.id == WalletEntry.transaction_id)
+        .order_by(WalletEntry.created_at.desc(), WalletEntry.id.desc())
+        .limit(limit)
+    ).all()
+    return [(entry, code, tx_ref) for entry, code, tx_ref in rows]

@@ -14,6 +14,7 @@ from outfitter.models import OrderKind, OrderStatus, TransactionStatus, WebhookO
 from outfitter.payments import initiate, offboard, service
 from outfitter.payments.gateways import registry_of
 from outfitter.payments.gateways.sandbox_pages import router as sandbox_pages
+from outfitter.payments.presenters import wallet_summary
 from outfitter.payments.schemas import (
     InitiateRequest,
     OffboardInitiateRequest,
@@ -188,7 +189,7 @@ def get_order(orderId: Annotated[str, id_path("The order's id")], client: ReadAc
 )
 def get_wallet(client: ReadAccess) -> dict[str, object]:
     """The company's credit balance in each currency and its most recent ledger entries."""
-    return ok(service.wallet_summary(client.session), "Wallet fetched successfully.")
+    return ok(wallet_summary(client.session), "Wallet fetched successfully.")
 
 
 @router.post(

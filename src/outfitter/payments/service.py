@@ -27,16 +27,9 @@ from outfitter.models import (
     WebhookEvent,
     WebhookOutcome,
 )
-from outfitter.payments import wallet
-from outfitter.payments.fees import to_minor_units
 from outfitter.payments.fulfilment import settle
-from outfitter.payments.gateways import (
-    GatewayError,
-    GatewayPayment,
-    GatewayRegistry,
-    InvalidPayload,
-    InvalidSignature,
-)
+from outfitter.payments.gateways import GatewayRegistry
+from outfitter.payments.gateways.base import GatewayError, GatewayPayment, InvalidPayload, InvalidSignature
 from outfitter.payments.initiate import GatewayUnavailable
 from outfitter.payments.presenters import order_out, transaction_fields
 from outfitter.payments.repository import (
@@ -50,9 +43,6 @@ from outfitter.payments.schemas import (
     OrderOut,
     TransactionInitiatedOut,
     TransactionOut,
-    WalletBalanceOut,
-    WalletEntryOut,
-    WalletOut,
 )
 
 logger = logging.getLogger("outfitter.payments")
@@ -192,30 +182,3 @@ def list_orders(
 
 def get_order(session: Session, order_id: str) -> OrderOut:
     return order_out(OrderRepository(session).get_full(order_id))
-
-
-def wallet_summary(session: Session) -> WalletOut:
-    return WalletOut(
-        balances=[
-            WalletBalanceOut(
-                currency=record.currency_code,
-                balance=to_minor_units(record.balance, record.currency_code),
-                updated_at=record.updated_at,
-            )
-            for record in wallet.balances(session)
-        ],
-        entries=[
-            WalletEntryOut(
-                id=entry.id,
-                currency=currency,
-                kind=entry.kind,
-                amount=to_minor_units(entry.amount, currency),
-                balance_after=to_minor_units(entry.balance_after, currency),
-                description=entry.description,
-                transaction_id=entry.transaction_id,
-                tx_ref=tx_ref,
-                created_at=entry.created_at,
-            )
-            for entry, currency, tx_ref in wallet.recent_entries(session)
-        ],
-    )

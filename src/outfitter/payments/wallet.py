@@ -9,7 +9,6 @@ never goes below zero; the entry written beside it records the balance that UPDA
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from decimal import Decimal
 
 from sqlalchemy import select, update
@@ -21,7 +20,7 @@ from outfitter.core.money import MAX_AMOUNT, round_money, storable
 from outfitter.db.base import new_id, utcnow
 from outfitter.db.session import insert_if_absent
 from outfitter.db.tenancy import company_of
-from outfitter.models import Currency, Transaction, Wallet, WalletEntry, WalletEntryKind
+from outfitter.models import Currency, Wallet, WalletEntry, WalletEntryKind
 from outfitter.models.events import EventType
 from outfitter.payments.events import record_wallet_event
 
@@ -133,20 +132,3 @@ def debit_wallet(
         )
     record_wallet_event(session, EventType.WALLET_DEBITED, entry, actor)
     return entry
-
-
-def balances(session: Session) -> Sequence[Wallet]:
-    return session.scalars(select(Wallet).order_by(Wallet.currency_code)).all()
-
-
-def recent_entries(session: Session, limit: int = 20) -> Sequence[tuple[WalletEntry, str, str | None]]:
-    """The newest entries, each with its currency and the tx_ref of its transaction (if any): the
-    reference clients know a transaction by."""
-    rows = session.execute(
-        select(WalletEntry, Wallet.currency_code, Transaction.tx_ref)
-        .join(Wallet, Wallet.id == WalletEntry.wallet_id)
-        .outerjoin(Transaction, Transaction.id == WalletEntry.transaction_id)
-        .order_by(WalletEntry.created_at.desc(), WalletEntry.id.desc())
-        .limit(limit)
-    ).all()
-    return [(entry, code, tx_ref) for entry, code, tx_ref in rows]

@@ -23,7 +23,7 @@ from urllib.parse import quote
 import httpx
 
 from outfitter.models import GatewayPaymentStatus
-from outfitter.payments.gateways import (
+from outfitter.payments.gateways.base import (
     CheckoutRequest,
     GatewayError,
     GatewayPayment,

@@ -19,7 +19,7 @@ from standardwebhooks import Webhook
 from outfitter.config import Settings
 from outfitter.db.base import new_id
 from outfitter.models import GatewayPaymentStatus, SandboxPayment
-from outfitter.payments.gateways import (
+from outfitter.payments.gateways.base import (
     CheckoutRequest,
     GatewayPayment,
     InvalidPayload,
