@@ -18,7 +18,8 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import SQLAlchemyError
 
 from outfitter.catalog.router import router as catalog_router
-from outfitter.config import Settings, display_database_url, get_settings
+from outfitter.config import Settings, get_settings
+from outfitter.config.database_url import display_database_url
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.schemas import Envelope, Schema, ok
 from outfitter.csvio.reader import MAX_IMPORT_BYTES

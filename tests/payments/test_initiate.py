@@ -23,7 +23,7 @@ from outfitter.models import (
     Wallet,
     WalletEntry,
 )
-from outfitter.payments import initiate
+from outfitter.payments import drafts
 from tests.factories import Api, assert_error
 from tests.payments.conftest import add_credit, add_employee, add_storage_device, card_body, count, prices
 
@@ -113,14 +113,14 @@ def test_a_card_transaction_is_stamped_within_its_database_transaction(
     walk, whose horizon is the oldest transaction in flight, could pass it while it is uncommitted
     and never return it (a black-box probe lost 10 of 6,000 this way)."""
     started: list[object] = []
-    original = initiate._write
+    original = drafts._write
 
     def written(session: Session, *args: object) -> Transaction:
         transaction = original(session, *args)
         started.append(session.scalar(select(func.now())))  # the database transaction's start
         return transaction
 
-    monkeypatch.setattr(initiate, "_write", written)
+    monkeypatch.setattr(drafts, "_write", written)
     employee = add_employee(db, api.company_id)
     response = api.post(
         "/client/transactions/initiate", card_body(employee, prices(api)[0]["asset_pricing"]["id"])

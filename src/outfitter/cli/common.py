@@ -15,7 +15,8 @@ import typer
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from outfitter.config import DataDirectoryUnusable, get_settings, setting_errors
+from outfitter.config import get_settings, setting_errors
+from outfitter.config.database_url import DataDirectoryUnusable
 from outfitter.db.session import make_engine
 from outfitter.db.tenancy import TenantSession, across_companies
 

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 import outfitter.models  # noqa: F401  (every table, in Base.metadata)
 from outfitter.catalog.reference import sync_reference_data
-from outfitter.config import display_database_url
+from outfitter.config.database_url import display_database_url
 from outfitter.db.base import Base
 from outfitter.db.session import one_at_a_time
 from outfitter.payments.fees import ensure_default_fee_schedules

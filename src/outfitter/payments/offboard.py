@@ -1,10 +1,11 @@
 """Initiating an offboarding: devices retrieved from employees, paid for by fees only.
 
-The same three steps as the other initiates (`initiate.py`): read and validate; for Card, end the
-read-only transaction and register the payment with the gateway; then lock the devices, check them
-again and write the transaction with its reservations. Fulfilment (`fulfilment.fulfil`) makes a
-`retrieval` order whose items start at `retrieval_scheduled`; the devices stay Assigned until an
-operator moves their item to `received` (`orders.advance`)."""
+The same phases as the other initiates (`drafts.py`): read and check (`draft_offboard`); for
+Card, the route ends the reads and the gateway registers the payment; then `complete_offboard`
+locks the devices, checks them again and writes the transaction with its reservations.
+Fulfilment (`fulfilment.fulfil`) makes a `retrieval` order whose items start at
+`retrieval_scheduled`; the devices stay Assigned until an operator moves their item to `received`
+(`orders.advance`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from sqlalchemy.orm import Session
 from outfitter.catalog.reference import resolve_country
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.equipment.repository import EquipmentRepository
-from outfitter.http.unit_of_work import ClientWork
+from outfitter.http.auth import AuthContext
 from outfitter.models import (
     Employee,
     Equipment,
@@ -26,41 +27,39 @@ from outfitter.models import (
     TransactionItem,
     TransactionKind,
 )
+from outfitter.payments.drafts import (
+    Draft,
+    checked,
+    currency_of,
+    employees_of,
+    named_devices,
+    pay,
+    reserve_devices,
+    reserved_message,
+    storage_devices,
+    write_transaction,
+)
 from outfitter.payments.fees import compute_offboard_charges, schedule_for
 from outfitter.payments.gateways import GatewayRegistry
-from outfitter.payments.initiate import (
-    _currency,
-    _Draft,
-    _employees_of,
-    _named_devices,
-    _pay,
-    _register_with_gateway,
-    _reserved_message,
-    _storage_devices,
-    _ttl,
-    _write,
-    reserve_devices,
-)
 from outfitter.payments.repository import open_retrieval_equipment_ids
 from outfitter.payments.schemas import OffboardInitiateRequest
 
 
-def initiate_offboard(
-    work: ClientWork, body: OffboardInitiateRequest, gateways: GatewayRegistry
-) -> Transaction:
-    session = work.session
+def draft_offboard(session: Session, body: OffboardInitiateRequest) -> Draft:
+    """The retrieval checked and priced: 422 naming unknown employees or devices, 409 for a device
+    its employee does not hold, or one reserved or already on its way back."""
     country = resolve_country(session, body.employee_country_id, "employee_country_id")
     errors: dict[str, list[str]] = {}
-    employees = _employees_of(session, list(body.orders), country, errors, receiving=False)
+    employees = employees_of(session, list(body.orders), country, errors, receiving=False)
     named = body.devices()
-    devices = _named_devices(
+    devices = named_devices(
         session, [(f"orders.{key}.{index}", device.equipment_id) for key, index, device in named], errors
     )
     if errors:
         raise ValidationFailed.fields(errors)
     holders = {uuid.UUID(device.equipment_id): employees[key] for key, _, device in named}
     _check_held_devices(session, devices, holders)
-    currency = _currency(session, country.currency_code)
+    currency = currency_of(session, country.currency_code)
     schedule = schedule_for(session, currency.code, "employee_country_id")
 
     rows = [
@@ -75,7 +74,7 @@ def initiate_offboard(
         for key, _, device in named
     ]
     to_storage = sum(1 for row in rows if row.destination == RetrievalDestination.STORAGE)
-    draft = _Draft(
+    draft = Draft(
         kind=TransactionKind.OFFBOARD,
         payment_method=body.payment_method,
         redirect_url=body.redirect_url,
@@ -87,13 +86,30 @@ def initiate_offboard(
         rows=rows,
         description=f"Retrieval of {len(rows)} device(s) from employees in {country.name}",
         employees=employees,
+        devices=devices,
     )
-    _register_with_gateway(work, draft, gateways)
+    return checked(draft)
+
+
+def complete_offboard(
+    session: Session, actor: AuthContext, draft: Draft, gateways: GatewayRegistry
+) -> Transaction:
     # Locked in id order and checked again: the gateway call gave others time to move or reserve them.
-    _check_held_devices(session, _storage_devices(session, set(devices), lock=True), holders)
-    transaction = _write(session, work.auth, draft, _ttl(gateways))
-    reserve_devices(session, transaction, devices)  # `_write` recorded transaction.initiated
-    return _pay(work, transaction)
+    locked = storage_devices(session, set(draft.devices), lock=True)
+    _check_held_devices(session, locked, _holders(draft))
+    transaction = write_transaction(session, actor, draft, gateways)
+    reserve_devices(session, transaction, draft.devices)  # the write recorded transaction.initiated
+    return pay(session, actor, transaction)
+
+
+def _holders(draft: Draft) -> dict[uuid.UUID, Employee]:
+    """Each device of the draft by the employee it was named under: its item's employee."""
+    employees = {employee.id: employee for employee in draft.employees.values()}
+    return {
+        row.equipment_id: employees[row.employee_id]
+        for row in draft.rows
+        if row.equipment_id is not None and row.employee_id is not None
+    }
 
 
 def _check_held_devices(
@@ -115,7 +131,7 @@ def _check_held_devices(
             )
     reserving = EquipmentRepository(session).reserving_transactions(list(devices))
     if reserving:
-        raise Conflict(_reserved_message(devices, reserving))
+        raise Conflict(reserved_message(devices, reserving))
     returning = open_retrieval_equipment_ids(session, list(devices))
     if returning:
         names = ", ".join(

@@ -9,12 +9,15 @@ from fastapi import APIRouter, Depends, Query, Request
 from outfitter.core.schemas import Envelope, ErrorEnvelope, error_responses, list_envelope, ok
 from outfitter.http.openapi import id_path
 from outfitter.http.pagination import SyncListing
-from outfitter.http.unit_of_work import AcrossCompanies, ReadAccess, UnitOfWorkRoute, WriteAccess
+from outfitter.http.unit_of_work import AcrossCompanies, ClientWork, ReadAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.models import OrderKind, OrderStatus, TransactionStatus, WebhookOutcome
 from outfitter.payments import initiate, offboard, service
-from outfitter.payments.gateways import registry_of
+from outfitter.payments.drafts import Complete, Draft, open_checkout
+from outfitter.payments.fulfilment import settle
+from outfitter.payments.gateways import GatewayRegistry, registry_of
 from outfitter.payments.gateways.sandbox_pages import router as sandbox_pages
 from outfitter.payments.presenters import wallet_summary
+from outfitter.payments.repository import TransactionRepository
 from outfitter.payments.schemas import (
     InitiateRequest,
     OffboardInitiateRequest,
@@ -61,6 +64,19 @@ OrderKindFilter = Annotated[OrderKind | None, Query(description="Only orders of 
 OrderStatusFilter = Annotated[OrderStatus | None, Query(description="Only orders in this status")]
 
 
+def _initiated(
+    work: ClientWork, draft: Draft, gateways: GatewayRegistry, complete: Complete
+) -> dict[str, object]:
+    """The phases of an initiate after its reads (payments/drafts.py): a Card payment is registered
+    with the gateway once the reads have ended, so that no connection or lock waits on the network;
+    then `complete` writes."""
+    if draft.needs_checkout:
+        work.end_reads()
+        open_checkout(draft, gateways, work.auth)
+    transaction = complete(work.session, work.auth, draft, gateways)
+    return ok(service.initiated(work.session, transaction), INITIATED)
+
+
 @router.post(
     "/client/transactions/initiate",
     response_model=Envelope[TransactionInitiatedOut],
@@ -90,8 +106,8 @@ def initiate_transaction(body: InitiateRequest, request: Request, client: WriteA
     `link`, and the order is made once the payer pays (webhook or verify). Credit: the wallet pays at once
     and the transaction is Fulfilled. Unknown employees or prices are 422 naming them; not enough credit
     is 402."""
-    transaction = initiate.initiate_catalog(client, body, registry_of(request.app.state))
-    return ok(service.initiated(client.session, transaction), INITIATED)
+    draft = initiate.draft_catalog(client.session, body)
+    return _initiated(client, draft, registry_of(request.app.state), initiate.complete_catalog)
 
 
 @router.post(
@@ -106,8 +122,8 @@ def initiate_onboard_from_storage(
     """Start a transaction assigning devices held in storage to employees; only per-device fees are charged.
     The devices are reserved while the transaction is Pending: they cannot move (409) until it is paid,
     fails or expires."""
-    transaction = initiate.initiate_storage(client, body, registry_of(request.app.state))
-    return ok(service.initiated(client.session, transaction), INITIATED)
+    draft = initiate.draft_storage(client.session, body)
+    return _initiated(client, draft, registry_of(request.app.state), initiate.complete_storage)
 
 
 @router.post(
@@ -122,8 +138,8 @@ def initiate_offboard(
     """Start a transaction retrieving devices from the employees who hold them (to storage or to the office);
     fees only. The devices are reserved while the transaction is Pending: they cannot move (409) until it
     is paid, fails or expires."""
-    transaction = offboard.initiate_offboard(client, body, registry_of(request.app.state))
-    return ok(service.initiated(client.session, transaction), INITIATED)
+    draft = offboard.draft_offboard(client.session, body)
+    return _initiated(client, draft, registry_of(request.app.state), offboard.complete_offboard)
 
 
 @router.get(
@@ -150,8 +166,14 @@ def list_transactions(
 def verify_transaction(tx_ref: str, request: Request, client: ReadAccess) -> dict[str, object]:
     """The transaction of `tx_ref`: while Pending, the gateway is asked, and a paid transaction is fulfilled
     (its order made) before the answer."""
-    verified = service.verify(client, tx_ref, registry_of(request.app.state))
-    return ok(verified, "Transaction verified successfully.")
+    session = client.session
+    transaction = TransactionRepository(session).get_by_ref(tx_ref)
+    if transaction.status == TransactionStatus.PENDING:
+        client.end_reads()  # the gateway is asked with no database transaction open
+        word = service.gateway_word(transaction, registry_of(request.app.state))
+        if word is not None:
+            transaction = settle(session, transaction.id, word.payment, actor=client.auth.actor)
+    return ok(service.transaction_out(session, transaction), "Transaction verified successfully.")
 
 
 @router.get(
@@ -203,6 +225,7 @@ def receive_payment_webhook(
 ) -> dict[str, object]:
     """Where a payment gateway sends its payment notices; no bearer token: the gateway's signature is checked
     (401 when missing or wrong). Repeated notices answer 200 and change nothing."""
-    outcome = service.receive_webhook(work, gateway, body, request.headers, registry_of(request.app.state))
+    notice, payment = service.read_notice(gateway, body, request.headers, registry_of(request.app.state))
+    outcome = service.record_notice(work.session, gateway, notice, payment)
     message = "Webhook already processed." if outcome == WebhookOutcome.DUPLICATE else "Webhook processed."
     return ok({"outcome": outcome}, message)

@@ -7,6 +7,7 @@ import json
 import logging
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import update
@@ -17,7 +18,6 @@ from outfitter.db.base import new_id
 from outfitter.db.keyset import ListParams, list_order, list_page
 from outfitter.db.session import insert_if_absent
 from outfitter.db.tenancy import bind_company
-from outfitter.http.unit_of_work import ClientWork, CrossCompanyWork, UnitOfWork
 from outfitter.models import (
     Order,
     OrderKind,
@@ -27,10 +27,16 @@ from outfitter.models import (
     WebhookEvent,
     WebhookOutcome,
 )
+from outfitter.payments.drafts import GatewayUnavailable
 from outfitter.payments.fulfilment import settle
 from outfitter.payments.gateways import GatewayRegistry
-from outfitter.payments.gateways.base import GatewayError, GatewayPayment, InvalidPayload, InvalidSignature
-from outfitter.payments.initiate import GatewayUnavailable
+from outfitter.payments.gateways.base import (
+    GatewayError,
+    GatewayPayment,
+    InvalidPayload,
+    InvalidSignature,
+    WebhookNotice,
+)
 from outfitter.payments.presenters import order_out, transaction_fields
 from outfitter.payments.repository import (
     OrderRepository,
@@ -68,28 +74,27 @@ def ask_gateway(transaction: Transaction, gateways: GatewayRegistry) -> GatewayP
     return gateway.fetch_payment(transaction.tx_ref)
 
 
-def verify(work: UnitOfWork, tx_ref: str, gateways: GatewayRegistry) -> TransactionOut:
-    """If still Pending, ask the gateway (outside any transaction), then settle: fulfil when paid,
-    expire when past its time to live."""
-    session = work.session
-    transaction = TransactionRepository(session).get_by_ref(tx_ref)
-    if transaction.status == TransactionStatus.PENDING:
-        work.end_reads()
-        try:
-            payment = ask_gateway(transaction, gateways)
-        except GatewayError as exc:
-            # Without the gateway's word it stays Pending (and is not expired): try again later.
-            logger.warning("verify %s: the gateway did not answer: %s", tx_ref, exc)
-        else:
-            transaction = settle(session, transaction.id, payment, actor=_actor_of(work))
+def transaction_out(session: Session, transaction: Transaction) -> TransactionOut:
     return TransactionOut.model_validate(
         transaction_fields(transaction, order_id_of(session, transaction.id))
     )
 
 
-def _actor_of(work: UnitOfWork) -> str | None:
-    """A client's verify acts for its token; anything else (None) is the system."""
-    return work.auth.actor if isinstance(work, ClientWork) else None
+@dataclass(frozen=True)
+class GatewayWord:
+    """What a gateway answered about a payment: None when it knows of none."""
+
+    payment: GatewayPayment | None
+
+
+def gateway_word(transaction: Transaction, gateways: GatewayRegistry) -> GatewayWord | None:
+    """Ask the transaction's gateway (verify: no database transaction open); None when it did not
+    answer, so that the transaction stays Pending (and is not expired) until someone asks again."""
+    try:
+        return GatewayWord(ask_gateway(transaction, gateways))
+    except GatewayError as exc:
+        logger.warning("verify %s: the gateway did not answer: %s", transaction.tx_ref, exc)
+        return None
 
 
 def _record_event(
@@ -108,15 +113,11 @@ def _record_event(
     return session.execute(statement.returning(WebhookEvent.id)).scalar_one_or_none()
 
 
-def receive_webhook(
-    work: CrossCompanyWork,
-    gateway_name: str,
-    body: bytes,
-    headers: Mapping[str, str],
-    gateways: GatewayRegistry,
-) -> WebhookOutcome:
-    """Check the signature, ask the gateway (no transaction open yet), then one short transaction
-    records the event once and settles. Returns the outcome."""
+def read_notice(
+    gateway_name: str, body: bytes, headers: Mapping[str, str], gateways: GatewayRegistry
+) -> tuple[WebhookNotice, GatewayPayment | None]:
+    """A gateway's notice whose signature holds, and what the gateway says of its payment: asked
+    before any database transaction opens, since it waits on the network."""
     gateway = gateways.get(gateway_name)
     if gateway is None:
         raise NotFound.record("Payment gateway")
@@ -135,8 +136,14 @@ def receive_webhook(
     except GatewayError as exc:
         # Nothing is recorded, so the gateway's retry of this notice is processed.
         raise GatewayUnavailable(f"The gateway could not confirm the payment: {exc}") from exc
+    return notice, payment
 
-    session = work.session
+
+def record_notice(
+    session: Session, gateway_name: str, notice: WebhookNotice, payment: GatewayPayment | None
+) -> WebhookOutcome:
+    """Record the notice once (a repeat is DUPLICATE and changes nothing) and settle its transaction,
+    as the company that owns it; returns the outcome."""
     event_id = _record_event(session, gateway_name, notice.event_key, notice.tx_ref, notice.payload)
     if event_id is None:
         return WebhookOutcome.DUPLICATE

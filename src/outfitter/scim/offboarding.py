@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import uuid
 
+from sqlalchemy.orm import Session
+
 from outfitter.core.errors import DomainError
 from outfitter.equipment.repository import EquipmentRepository
-from outfitter.http.unit_of_work import ClientWork
+from outfitter.http.auth import AuthContext
 from outfitter.models import Employee, PaymentMethod
 from outfitter.models.events import EventType
 from outfitter.payments.gateways import GatewayRegistry
-from outfitter.payments.offboard import initiate_offboard
+from outfitter.payments.offboard import complete_offboard, draft_offboard
 from outfitter.payments.repository import open_retrieval_equipment_ids
 from outfitter.payments.schemas import OffboardInitiateRequest
 from outfitter.people.provisioning import record_change
@@ -26,12 +28,13 @@ from outfitter.people.repository import EmployeeRepository
 from outfitter.scim.settings import settings_of
 
 
-def offboard(work: ClientWork, employee: Employee, gateways: GatewayRegistry) -> None:
-    """Record the offboarding of `employee` (already marked), retrieving their devices if opted in."""
-    session = work.session
-    actor = work.auth.actor
-    devices = _retrievable_devices(work, employee.id)
-    if not devices or not settings_of(session, work.auth.company_id).offboard_retrieval:
+def offboard(session: Session, auth: AuthContext, employee: Employee, gateways: GatewayRegistry) -> None:
+    """Record the offboarding of `employee` (already marked), retrieving their devices if opted in.
+    The retrieval is paid from credit, so no gateway is called: it is written in the request's
+    transaction, or not at all."""
+    actor = auth.actor
+    devices = _retrievable_devices(session, employee.id)
+    if not devices or not settings_of(session, auth.company_id).offboard_retrieval:
         record_change(session, employee, EventType.EMPLOYEE_OFFBOARDED, actor)
         return
     body = OffboardInitiateRequest(
@@ -41,7 +44,7 @@ def offboard(work: ClientWork, employee: Employee, gateways: GatewayRegistry) ->
     )
     savepoint = session.begin_nested()
     try:
-        initiate_offboard(work, body, gateways)
+        complete_offboard(session, auth, draft_offboard(session, body), gateways)
     except DomainError as exc:
         savepoint.rollback()
         record_change(
@@ -56,9 +59,8 @@ def offboard(work: ClientWork, employee: Employee, gateways: GatewayRegistry) ->
     record_change(session, employee, EventType.EMPLOYEE_OFFBOARDED, actor)  # its open_retrievals show it
 
 
-def _retrievable_devices(work: ClientWork, employee_id: uuid.UUID) -> list[uuid.UUID]:
+def _retrievable_devices(session: Session, employee_id: uuid.UUID) -> list[uuid.UUID]:
     """The Assigned devices the employee holds that no Pending transaction or retrieval already names."""
-    session = work.session
     held = [device.id for device in EmployeeRepository(session).equipment_of([employee_id])[employee_id]]
     reserved = EquipmentRepository(session).reserving_transactions(held).keys()
     busy = reserved | open_retrieval_equipment_ids(session, held)

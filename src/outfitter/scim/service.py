@@ -122,7 +122,7 @@ def delete_user(
 ) -> None:
     employee = _locked_user(work.session, user_id, if_match, links)
     if provisioning.deprovision(work.session, employee) == Change.OFFBOARDED:
-        offboarding.offboard(work, employee, gateways)
+        offboarding.offboard(work.session, work.auth, employee, gateways)
 
 
 def _locked_user(session: Session, user_id: str, if_match: str | None, links: Links) -> Employee:
@@ -141,7 +141,7 @@ def _write_user(
     if change == Change.UPDATED:
         provisioning.record_change(session, employee, EventType.EMPLOYEE_UPDATED, work.auth.actor)
     elif change == Change.OFFBOARDED:
-        offboarding.offboard(work, employee, gateways)
+        offboarding.offboard(work.session, work.auth, employee, gateways)
     return users.render(employee, links)
 
 

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from outfitter.config import Settings
 from outfitter.core.errors import Conflict, ValidationFailed
@@ -23,7 +24,6 @@ from outfitter.db.keyset import (
     paginate,
 )
 from outfitter.db.tenancy import company_of
-from outfitter.http.unit_of_work import UnitOfWork
 from outfitter.models import PING_EVENT_TYPE, Company, DeliveryStatus, WebhookDelivery, WebhookEndpoint
 from outfitter.outbox import webhook_payload
 from outfitter.webhooks.repository import DeliveryRepository, EndpointRepository
@@ -45,15 +45,13 @@ def new_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
 
 
-def _checked_url(work: UnitOfWork, url: str, settings: Settings) -> str:
-    """Refuse an unsafe URL (422 on `url`). Resolving the host talks to DNS: the request's reads end
-    first, so no transaction is open meanwhile (work.end_reads refuses after a write)."""
-    work.end_reads()
+def check_url(url: str, settings: Settings) -> None:
+    """Refuse an unsafe URL (422 on `url`). Resolving the host talks to DNS: call it with no
+    database transaction open."""
     try:
         check_for_registration(url, settings)
     except UnsafeUrl as exc:
         raise ValidationFailed.field("url", str(exc)) from None
-    return url
 
 
 def _present(endpoint: WebhookEndpoint) -> WebhookEndpointOut:
@@ -64,47 +62,42 @@ def _with_secret(endpoint: WebhookEndpoint) -> WebhookEndpointWithSecret:
     return WebhookEndpointWithSecret.model_validate(endpoint)
 
 
-def list_endpoints(work: UnitOfWork, params: PageParams) -> tuple[list[WebhookEndpointOut], PageResult[Any]]:
-    page = paginate(work.session, EndpointRepository(work.session).newest_first(), params)
+def list_endpoints(session: Session, params: PageParams) -> tuple[list[WebhookEndpointOut], PageResult[Any]]:
+    page = paginate(session, EndpointRepository(session).newest_first(), params)
     return [_present(endpoint) for endpoint in page.items], page
 
 
-def get_endpoint(work: UnitOfWork, endpoint_id: str) -> WebhookEndpointOut:
-    return _present(EndpointRepository(work.session).get(endpoint_id))
+def get_endpoint(session: Session, endpoint_id: str) -> WebhookEndpointOut:
+    return _present(EndpointRepository(session).get(endpoint_id))
 
 
-def create_endpoint(
-    work: UnitOfWork, body: WebhookEndpointCreate, settings: Settings
-) -> WebhookEndpointWithSecret:
-    url = _checked_url(work, body.url, settings)
-    repository = EndpointRepository(work.session)
+def create_endpoint(session: Session, body: WebhookEndpointCreate) -> WebhookEndpointWithSecret:
+    """Register an endpoint whose URL the route has checked (`check_url`)."""
+    repository = EndpointRepository(session)
     # The company's row, locked, serialises its creates: two racing past the count would exceed
     # the cap (on SQLite the write transaction already runs alone).
-    work.session.execute(
-        select(Company.id).where(Company.id == company_of(work.session)).with_for_update()
-    ).one()
-    if len(work.session.scalars(select(WebhookEndpoint.id)).all()) >= MAX_ENDPOINTS_PER_COMPANY:
+    session.execute(select(Company.id).where(Company.id == company_of(session)).with_for_update()).one()
+    if len(session.scalars(select(WebhookEndpoint.id)).all()) >= MAX_ENDPOINTS_PER_COMPANY:
         raise Conflict(
             f"A company may register at most {MAX_ENDPOINTS_PER_COMPANY} webhook endpoints: "
             "delete one first, or give one endpoint several event types."
         )
     endpoint = repository.add(
         WebhookEndpoint(
-            company_id=company_of(work.session),
-            url=url,
+            company_id=company_of(session),
+            url=body.url,
             event_types=[str(type_) for type_ in dict.fromkeys(body.event_types)],
             description=body.description or None,
             enabled=True,
             secret=new_secret(),
         )
     )
-    work.session.flush()
+    session.flush()
     return _with_secret(endpoint)
 
 
-def update_endpoint(
-    work: UnitOfWork, endpoint_id: str, body: WebhookEndpointPatch, settings: Settings
-) -> WebhookEndpointOut:
+def update_endpoint(session: Session, endpoint_id: str, body: WebhookEndpointPatch) -> WebhookEndpointOut:
+    """Change an endpoint; a new URL was checked by the route (`check_url`)."""
     changes = body.model_fields_set
     nulls: dict[str, list[str]] = {
         name: ["May not be null."]
@@ -113,9 +106,7 @@ def update_endpoint(
     }
     if nulls:
         raise ValidationFailed.fields(nulls)
-    if body.url is not None:
-        _checked_url(work, body.url, settings)
-    endpoint = EndpointRepository(work.session).get(endpoint_id, for_update=True)
+    endpoint = EndpointRepository(session).get(endpoint_id, for_update=True)
     if body.url is not None:
         endpoint.url = body.url
     if body.event_types is not None:
@@ -128,30 +119,30 @@ def update_endpoint(
         endpoint.disabled_reason = None if body.enabled else "Disabled by the client."
         endpoint.failing_since = None
     endpoint.updated_at = utcnow()
-    work.session.flush()
+    session.flush()
     return _present(endpoint)
 
 
-def delete_endpoint(work: UnitOfWork, endpoint_id: str) -> WebhookEndpointOut:
+def delete_endpoint(session: Session, endpoint_id: str) -> WebhookEndpointOut:
     """Deletes the endpoint and its delivery log; nothing more is sent to it."""
-    repository = EndpointRepository(work.session)
+    repository = EndpointRepository(session)
     endpoint = repository.get(endpoint_id, for_update=True)
     answer = _present(endpoint)
-    work.session.delete(endpoint)
-    work.session.flush()
+    session.delete(endpoint)
+    session.flush()
     return answer
 
 
-def rotate_secret(work: UnitOfWork, endpoint_id: str) -> WebhookEndpointWithSecret:
+def rotate_secret(session: Session, endpoint_id: str) -> WebhookEndpointWithSecret:
     """A new secret; for 24 h every delivery carries a signature with each, so a receiver can
     switch whenever it likes within that day. Rotating again replaces the older one at once."""
-    endpoint = EndpointRepository(work.session).get(endpoint_id, for_update=True)
+    endpoint = EndpointRepository(session).get(endpoint_id, for_update=True)
     now = utcnow()
     endpoint.previous_secret = endpoint.secret
     endpoint.previous_secret_expires_at = now + ROTATION_OVERLAP
     endpoint.secret = new_secret()
     endpoint.updated_at = now
-    work.session.flush()
+    session.flush()
     return _with_secret(endpoint)
 
 
@@ -163,10 +154,10 @@ def _require_enabled(endpoint: WebhookEndpoint) -> None:
         )
 
 
-def ping(work: UnitOfWork, endpoint_id: str) -> WebhookDeliveryOut:
+def ping(session: Session, endpoint_id: str) -> WebhookDeliveryOut:
     """Queue a `ping` delivery to this endpoint alone (a worker sends it at once). A ping is no
     activity-log event: it has no `events` row, only its delivery."""
-    endpoint = EndpointRepository(work.session).get(endpoint_id)
+    endpoint = EndpointRepository(session).get(endpoint_id)
     _require_enabled(endpoint)
     now = utcnow()
     event_id = new_id()
@@ -184,30 +175,30 @@ def ping(work: UnitOfWork, endpoint_id: str) -> WebhookDeliveryOut:
         next_attempt_at=now,
         created_at=now,
     )
-    DeliveryRepository(work.session).add(delivery)
-    work.session.flush()
+    DeliveryRepository(session).add(delivery)
+    session.flush()
     return WebhookDeliveryOut.model_validate(delivery)
 
 
 def list_deliveries(
-    work: UnitOfWork, endpoint_id: str, status: DeliveryStatus | None, params: ListParams
+    session: Session, endpoint_id: str, status: DeliveryStatus | None, params: ListParams
 ) -> tuple[list[WebhookDeliveryOut], ListResult[Any]]:
-    endpoint = EndpointRepository(work.session).get(endpoint_id)
-    statement = DeliveryRepository(work.session).of_endpoint(endpoint.id, status)
-    page = list_page(work.session, statement, newest_first(WebhookDelivery), params)
+    endpoint = EndpointRepository(session).get(endpoint_id)
+    statement = DeliveryRepository(session).of_endpoint(endpoint.id, status)
+    page = list_page(session, statement, newest_first(WebhookDelivery), params)
     return [WebhookDeliveryOut.model_validate(delivery) for delivery in page.items], page
 
 
-def retry_delivery(work: UnitOfWork, endpoint_id: str, delivery_id: str) -> WebhookDeliveryOut:
+def retry_delivery(session: Session, endpoint_id: str, delivery_id: str) -> WebhookDeliveryOut:
     """Due now, with a fresh retry schedule; the same `webhook-id`, so a receiver that already has
     it can tell. A delivery being sent right now keeps its worker's claim."""
-    endpoint = EndpointRepository(work.session).get(endpoint_id)
-    delivery = DeliveryRepository(work.session).get_of_endpoint(endpoint.id, delivery_id)
+    endpoint = EndpointRepository(session).get(endpoint_id)
+    delivery = DeliveryRepository(session).get_of_endpoint(endpoint.id, delivery_id)
     _require_enabled(endpoint)
     now = utcnow()
     delivery.status = DeliveryStatus.PENDING
     delivery.round_started_at = now
     delivery.round_attempts = 0
     delivery.next_attempt_at = now
-    work.session.flush()
+    session.flush()
     return WebhookDeliveryOut.model_validate(delivery)
