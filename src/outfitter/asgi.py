@@ -4,6 +4,6 @@ It starts only on a database at this release's schema (one line in uvicorn's log
 freezes its start-up heap out of the garbage collector's walks, as `outfitter serve` does."""
 
 from outfitter.app import create_app
-from outfitter.server import CurrentSchemaRequired, frozen_after_startup
+from outfitter.server.lifetime import CurrentSchemaRequired, frozen_after_startup
 
 app = CurrentSchemaRequired(frozen_after_startup(create_app()))

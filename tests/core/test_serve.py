@@ -35,7 +35,8 @@ from uvicorn import Config, Server
 
 from outfitter.app import create_app
 from outfitter.config import Settings
-from outfitter.server import ServeError, bind_socket, frozen_after_startup
+from outfitter.server import ServeError, bind_socket
+from outfitter.server.lifetime import frozen_after_startup
 
 OUTFITTER = Path(sys.executable).parent / "outfitter"
 LOOPS = ["asyncio"] + (["uvloop"] if importlib.util.find_spec("uvloop") else [])
@@ -471,7 +472,7 @@ def test_both_http_protocols_answer_what_they_cannot_parse_with_the_envelope(pro
     """`serve` picks httptools (a dependency) when installed, else h11: both answer the envelope.
     The head limit is exact with httptools; h11 applies its own only while a head is incomplete,
     so it is shown a malformed request instead."""
-    from outfitter.server import MAX_HEAD_BYTES, EnvelopeH11Protocol, EnvelopeHttpToolsProtocol
+    from outfitter.server.protocols import MAX_HEAD_BYTES, EnvelopeH11Protocol, EnvelopeHttpToolsProtocol
 
     http = EnvelopeHttpToolsProtocol if protocol == "httptools" else EnvelopeH11Protocol
     listener = bind_socket("127.0.0.1", 0)

@@ -11,12 +11,13 @@ What `uvicorn.run` does not do for us:
    ones); every connection accepted from it, in any worker, then gets TCP_NODELAY from asyncio
    (uvloop sets it on every TCP connection anyway). The same socket serves the single-process
    path, so both behave alike.
-2. Workers that die with the master: see `die_with_master`.
+2. Workers that die with the master: see `lifetime.die_with_master`.
 3. A request it cannot parse (malformed, or a request line and headers over MAX_HEAD_BYTES) gets
-   the JSON error envelope, not uvicorn's plain-text 400: see `EnvelopeHttpToolsProtocol`.
-4. A heap the cyclic garbage collector does not walk again and again: see `frozen_after_startup`.
+   the JSON error envelope, not uvicorn's plain-text 400: see `protocols`.
+4. A heap the cyclic garbage collector does not walk again and again: see
+   `lifetime.frozen_after_startup`.
 5. `uvicorn outfitter.asgi:app` starts only on a database at this release's schema, as `outfitter
-   serve` does: see `CurrentSchemaRequired`.
+   serve` does: see `lifetime.CurrentSchemaRequired`.
 
 Bad input (port, worker count, an address that cannot be bound) raises `ServeError`, one line
 that the CLI prints as `error: ...`.
@@ -24,32 +25,24 @@ that the CLI prints as `error: ...`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import ctypes
-import gc
-import importlib.util
 import logging
 import os
-import signal
 import socket
-import sys
-import threading
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import uvicorn.config
 import uvicorn.logging
 from uvicorn import Config, Server
 from uvicorn.config import STARTUP_FAILURE
-from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.supervisors import Multiprocess
+
+from outfitter.server.lifetime import die_with_master, frozen_after_startup
+from outfitter.server.protocols import MAX_HEAD_BYTES, event_loop, http_protocol
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
-    from starlette.types import Receive, Scope, Send
 
     from outfitter.worker.background import BackgroundWorker
 
@@ -58,90 +51,12 @@ if TYPE_CHECKING:
 WORKER_APP_FACTORY = "outfitter.server:worker_app"
 MASTER_PID_VARIABLE = "OUTFITTER_SERVE_MASTER_PID"
 BACKLOG = 2048
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-WATCHDOG_INTERVAL_SECONDS = 0.5
 
 logger = logging.getLogger("uvicorn.error")
 
 
 class ServeError(Exception):
     """Why the server cannot start, in one line."""
-
-
-# The request line and headers of one request, together. httptools has no limit of its own (h11's is
-# 16 KiB), and its URL parser gives up past 64 KiB: past this, the request is refused with a 400.
-MAX_HEAD_BYTES = 65536
-BAD_REQUEST_MESSAGE = (
-    "The request could not be read: its request line and headers must be valid HTTP/1.1 "
-    f"and at most {MAX_HEAD_BYTES} bytes together."
-)
-
-
-def event_loop() -> str:
-    return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
-
-
-def http_protocol() -> type[asyncio.Protocol]:
-    if importlib.util.find_spec("httptools") is not None:
-        return EnvelopeHttpToolsProtocol
-    return EnvelopeH11Protocol
-
-
-def _bad_request_response(default_headers: list[tuple[bytes, bytes]]) -> bytes:
-    """The whole 400 response, in the error envelope (uvicorn's own is text/plain)."""
-    from outfitter.core.errors import error_body
-
-    body = orjson.dumps(error_body(BAD_REQUEST_MESSAGE))
-    head = [b"HTTP/1.1 400 Bad Request\r\n"]
-    head += [name + b": " + value + b"\r\n" for name, value in default_headers]
-    head += [
-        b"content-type: application/json\r\n",
-        b"content-length: " + str(len(body)).encode() + b"\r\n",
-        b"connection: close\r\n\r\n",
-    ]
-    return b"".join(head) + body
-
-
-class EnvelopeH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, answering what it cannot parse with the JSON envelope."""
-
-    def send_400_response(self, msg: str) -> None:
-        self.transport.write(_bad_request_response(self.server_state.default_headers))
-        self.transport.close()
-
-
-if importlib.util.find_spec("httptools") is not None:
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    class EnvelopeHttpToolsProtocol(HttpToolsProtocol):
-        """uvicorn's httptools protocol, with a limit on the request line and headers, answering
-        what it cannot parse (over the limit included) with the JSON envelope.
-
-        Raising in a parser callback makes httptools raise HttpParserCallbackError, an
-        HttpParserError, which uvicorn answers with send_400_response."""
-
-        head_bytes = 0
-
-        def on_message_begin(self) -> None:
-            self.head_bytes = 0
-            super().on_message_begin()
-
-        def on_url(self, url: bytes) -> None:
-            self._count(len(url))
-            super().on_url(url)
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            self._count(len(name) + len(value) + 4)  # ": " and CRLF
-            super().on_header(name, value)
-
-        def _count(self, size: int) -> None:
-            self.head_bytes += size
-            if self.head_bytes > MAX_HEAD_BYTES:
-                raise ValueError("request head over MAX_HEAD_BYTES")
-
-        def send_400_response(self, msg: str) -> None:
-            self.transport.write(_bad_request_response(self.server_state.default_headers))
-            self.transport.close()
 
 
 def _display(host: str, port: int) -> str:
@@ -328,109 +243,3 @@ def worker_app() -> FastAPI:
     from outfitter.app import create_app
 
     return frozen_after_startup(create_app())
-
-
-def frozen_after_startup(app: FastAPI) -> FastAPI:
-    """Once `app` has started (its lifespan's startup done), move every object then alive into
-    the cyclic garbage collector's permanent generation (`gc.freeze`).
-
-    What a started process holds (modules, routes, pydantic schemas, SQLAlchemy's tables, the
-    pools: about 210,000 objects) lives as long as the process, yet every full collection walked
-    it all: under load one came every second or two and held the event loop for about 110 ms,
-    which every request in flight waited out (the hot reads' p99 at concurrency 32 was up to
-    2.3x the bare stack's). Frozen, a full collection walks only what came after: about 1 ms.
-    Only a serving process does this: frozen objects are never collected, and a process that
-    builds many apps (the tests) would keep them all."""
-    startup = app.router.lifespan_context
-
-    @contextlib.asynccontextmanager
-    async def lifespan(started: Any) -> AsyncIterator[Any]:
-        async with startup(started) as state:
-            gc.collect()  # what start-up left as garbage is freed, not kept for good
-            gc.freeze()
-            yield state
-
-    app.router.lifespan_context = lifespan
-    return app
-
-
-class CurrentSchemaRequired:
-    """The app for servers that load it by name (`uvicorn outfitter.asgi:app`): on a database whose
-    schema is not this release's, or that cannot be reached, the lifespan's startup fails with the
-    one line `outfitter serve` prints, which uvicorn logs before it exits with status 3. Started on
-    an empty database, it used to listen and answer every request with a 500. (`outfitter serve`
-    checks before it binds; its workers need no check of their own.)"""
-
-    def __init__(self, app: FastAPI) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "lifespan":
-            await self.app(scope, receive, send)
-            return
-        from outfitter.http.middleware import replaying_message
-
-        first = await receive()
-        if first["type"] == "lifespan.startup":
-            problem = await asyncio.to_thread(_database_problem, self.app.state.engine)
-            if problem is not None:
-                await send({"type": "lifespan.startup.failed", "message": problem})
-                return
-        await self.app(scope, replaying_message(first, receive), send)
-
-
-def _database_problem(engine: Any) -> str | None:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from outfitter.migrations import schema_problem
-
-    try:
-        return schema_problem(engine)
-    except SQLAlchemyError as exc:
-        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        return f"the database cannot be reached: {reason}"
-
-
-def die_with_master(master_pid: int) -> None:
-    """End this worker (SIGTERM: uvicorn's graceful shutdown) when the master process dies.
-
-    When the master is SIGKILLed (OOM killer, `kill -9`, a crashed supervisor) it cannot stop its
-    workers, which would go on serving, and holding database connections, as orphans.
-
-    On Linux we use PR_SET_PDEATHSIG, the robust choice: the kernel itself sends the signal the
-    moment the parent dies, however it died, with no polling delay and without needing a thread of
-    this worker to be scheduled to notice. Its one trap is that "parent" means the parent *thread*:
-    a child forked from a short-lived thread is signalled when that thread ends. Uvicorn's
-    Multiprocess starts and restarts every worker from the master's main thread, which lives as
-    long as the master does, so here it means the master process. The signal is armed only from
-    prctl() on; a master that died before that is caught by comparing getppid() with its pid.
-
-    Where prctl is unavailable (macOS, the BSDs) a watchdog thread polls os.getppid(), which changes
-    when the parent dies and the worker is re-parented: portable, but it notices only at its next
-    poll, and only while the interpreter gets to run the thread.
-    """
-    if not _set_parent_death_signal(signal.SIGTERM):
-        threading.Thread(
-            target=_watch_master, args=(master_pid,), name="outfitter-master-watchdog", daemon=True
-        ).start()
-    if os.getppid() != master_pid:
-        logger.warning("master process %d is gone: worker %d stops", master_pid, os.getpid())
-        os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _set_parent_death_signal(sig: signal.Signals) -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols include libc's prctl
-        result: int = libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
-    except (OSError, AttributeError):
-        return False
-    return result == 0
-
-
-def _watch_master(master_pid: int) -> None:
-    while os.getppid() == master_pid:
-        time.sleep(WATCHDOG_INTERVAL_SECONDS)
-    logger.warning("master process %d is gone: worker %d stops", master_pid, os.getpid())
-    os.kill(os.getpid(), signal.SIGTERM)
