@@ -337,7 +337,7 @@ def analyze_if_many(session: Session, model: type[Any], rows: int) -> None:
     its statistics know: the planner then counts them at commit. A table never analyzed (a new
     company's first import, autovacuum not yet round) is planned as nearly empty: an export of
     10,000 devices just after importing 10,000 employees scanned the company's employees once per
-    device (10-50 s against 0.1 s). ANALYZE reads a sample (~35 ms at 10,000 rows); a large table,
+    device. ANALYZE reads a sample (docs/equipment-performance.md has its cost); a large table,
     whose statistics a tenth more rows hardly move, is left to autovacuum (migration 0013). It
     blocks no read or write (only another ANALYZE of the table, until this commits)."""
     if rows < ANALYZE_FROM_ROWS or session.get_bind().dialect.name != "postgresql":

@@ -48,8 +48,7 @@ LONG_NUMBER_MESSAGE = (
     f"The request body holds a number of more than {_MAX_INT_DIGITS:,} digits; no field takes one."
 )
 # Every digit as "0" and every other byte as a space: a run of too many digits is then one byte
-# search at C speed (0.2 ms on a 1,000-device body, where the regex [0-9]{4301}, tried at every
-# digit, took 4.8 ms).
+# search at C speed, where a regex such as [0-9]{4301} is tried again at every digit.
 _DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 _LONG_DIGIT_RUN = b"0" * (_MAX_INT_DIGITS + 1)
 
@@ -130,7 +129,7 @@ def nested_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
     # Two quotes side by side hold nothing, or end one string where the next begins: dropping them
     # keeps what lies between quotes as it was, and leaves the regex only the strings that hold
-    # brackets (a 1,000-device body: 0.3 ms rather than 1.8).
+    # brackets.
     quoted = unescaped.translate(_BRACES_AS_BRACKETS, _ONLY_BRACKETS_AND_QUOTES).replace(b'""', b"")
     brackets = _QUOTED.sub(b"", quoted)
     too_deep = b"[" * (limit + 1)

@@ -6,7 +6,7 @@ What `uvicorn.run` does not do for us:
    connections get TCP_NODELAY. Before 0.55, with more than one worker uvicorn bound it as
    `socket.socket(family)`, whose protocol number is 0. Accepted sockets inherit it, and asyncio
    sets TCP_NODELAY only on sockets whose protocol is IPPROTO_TCP, so every response sat in
-   Nagle's buffer until the client's delayed ACK (~40 ms). `bind_socket` creates the socket as
+   Nagle's buffer until the client's delayed ACK. `bind_socket` creates the socket as
    `socket(family, SOCK_STREAM, IPPROTO_TCP)` whatever uvicorn's release (pyproject admits older
    ones); every connection accepted from it, in any worker, then gets TCP_NODELAY from asyncio
    (uvloop sets it on every TCP connection anyway). The same socket serves the single-process

@@ -30,11 +30,9 @@ def frozen_after_startup(app: FastAPI) -> FastAPI:
     """Once `app` has started (its lifespan's startup done), move every object then alive into
     the cyclic garbage collector's permanent generation (`gc.freeze`).
 
-    What a started process holds (modules, routes, pydantic schemas, SQLAlchemy's tables, the
-    pools: about 210,000 objects) lives as long as the process, yet every full collection walked
-    it all: under load one came every second or two and held the event loop for about 110 ms,
-    which every request in flight waited out (the hot reads' p99 at concurrency 32 was up to
-    2.3x the bare stack's). Frozen, a full collection walks only what came after: about 1 ms.
+    What a started process holds (modules, routes, schemas, tables, pools) lives as long as the
+    process, yet every full collection walked it all, holding the event loop while every request
+    in flight waited (docs/architecture.md, "The tail, found and closed", has the figures).
     Only a serving process does this: frozen objects are never collected, and a process that
     builds many apps (the tests) would keep them all."""
     startup = app.router.lifespan_context
