@@ -23,7 +23,8 @@ CORE_URN = str(Group.__schema__)
 
 FILTERABLE: dict[str, Attribute] = {
     "id": Attribute((Department.id,), kind="id"),
-    "displayname": Attribute((Department.name,)),
+    # the name as its uniqueness folds it (`active_name`, set on every live department)
+    "displayname": Attribute((Department.active_name,), folded=True),
     "externalid": Attribute((Department.external_id,), case_exact=True),
     "members.value": Attribute(
         custom=lambda op, value: (

@@ -73,7 +73,7 @@ FILTERABLE: dict[str, Attribute] = {
         )
     ),
     "externalid": Attribute((Employee.external_id,), case_exact=True),
-    "emails.value": Attribute((Employee.email, Employee.personal_email)),
+    "emails.value": Attribute((Employee.email, Employee.personal_email), folded=True),  # stored so
     "name.givenname": Attribute((Employee.first_name,)),
     "name.familyname": Attribute((Employee.last_name,)),
     "title": Attribute((Employee.job_title,)),
