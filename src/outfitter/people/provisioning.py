@@ -89,7 +89,8 @@ def get_provisioned(session: Session, employee_id: uuid.UUID | str, for_update: 
         .where(Employee.id == parsed, Employee.deprovisioned_at.is_(None))
     )
     if for_update:
-        statement = statement.with_for_update(of=Employee)
+        # read afresh: a PATCH reads the employee, unlocked, before it locks it
+        statement = statement.with_for_update(of=Employee).execution_options(populate_existing=True)
     employee = session.scalars(statement).one_or_none() if parsed is not None else None
     if employee is None:
         raise NotFound.record("User")

@@ -3,6 +3,7 @@ the resource. Every write runs in the request's unit of work and records its one
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -111,10 +112,17 @@ def replace_user(
 def patch_user(
     work: ClientWork, user_id: str, body: Any, if_match: str | None, links: Links, gateways: GatewayRegistry
 ) -> dict[str, Any]:
-    employee = _locked_user(work.session, user_id, if_match, links)
+    """The operations applied to the User as read, then the row locked for the write only; if the
+    User changed in between, they are applied again to the User as locked."""
+    session = work.session
     operations = patching.operations_of(body)
-    current = users.parse(_without_meta(users.render(employee, links)), Context.DEFAULT)
-    return _write_user(work, employee, patching.apply(current, operations), links, gateways)
+    read = users.render(provisioning.get_provisioned(session, user_id), links)
+    patched = patching.apply(users.parse(_without_meta(read), Context.DEFAULT), copy.deepcopy(operations))
+    employee = _locked_user(session, user_id, if_match, links)
+    locked = users.render(employee, links)
+    if locked["meta"]["version"] != read["meta"]["version"]:
+        patched = patching.apply(users.parse(_without_meta(locked), Context.DEFAULT), operations)
+    return _write_user(work, employee, patched, links, gateways)
 
 
 def delete_user(
@@ -199,11 +207,21 @@ def replace_group(
 def patch_group(
     work: ClientWork, group_id: str, body: Any, if_match: str | None, links: Links
 ) -> dict[str, Any]:
+    """The operations applied to the Group as read, then the row locked for the write only (a
+    REST change of the department waits for no PATCH's work); if the Group changed in between,
+    they are applied again to the Group as locked."""
     session = work.session
-    department = _locked_group(session, group_id, if_match, links)
     operations = patching.operations_of(body)
-    current = groups.parse(_without_meta(get_group(session, group_id, links)), Context.DEFAULT)
-    return _write_group(work, department, patching.apply(current, operations), links)
+    read = get_group(session, group_id, links)
+    patched = patching.apply_to_group(
+        groups.parse(_without_meta(read), Context.DEFAULT), copy.deepcopy(operations)
+    )
+    department = _live_group(session, group_id, for_update=True)
+    locked = get_group(session, group_id, links)
+    check_version(if_match, locked)
+    if locked["meta"]["version"] != read["meta"]["version"]:
+        patched = patching.apply_to_group(groups.parse(_without_meta(locked), Context.DEFAULT), operations)
+    return _write_group(work, department, patched, links)
 
 
 def delete_group(work: ClientWork, group_id: str, if_match: str | None, links: Links) -> None:
@@ -265,6 +283,8 @@ def _display_name(group: Group) -> str:
 def _members(session: Session, group: Group) -> list[str]:
     """The members' ids; each must be a User of the company (else 400, naming it). One statement."""
     wanted = groups.wanted_members(group)
+    if len(wanted) > MAX_MEMBERS:  # before the look-up: one bind parameter per member
+        raise InvalidValueException(detail=f"A Group (department) holds at most {MAX_MEMBERS} members.")
     parsed = {member: parse_uuid(member) for member in wanted}
     ids = {value for value in parsed.values() if value is not None}
     found = set(
@@ -275,8 +295,6 @@ def _members(session: Session, group: Group) -> list[str]:
     unknown = next((member for member, value in parsed.items() if value not in found), None)
     if unknown is not None:
         raise InvalidValueException(detail=f"members: {unknown!r} is not the id of a User.")
-    if len(wanted) > MAX_MEMBERS:
-        raise InvalidValueException(detail=f"A Group (department) holds at most {MAX_MEMBERS} members.")
     return wanted
 
 
