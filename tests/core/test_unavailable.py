@@ -4,7 +4,8 @@ Retry-After and the error envelope, never a 500; other database errors stay 500.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -12,13 +13,16 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, literal, select, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.pool import QueuePool
+from starlette.routing import Mount
 
 from outfitter.app import create_app
 from outfitter.config import Settings
 from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED, WRITES_CROSSED
+from outfitter.http.handlers import TOO_LARGE
+from outfitter.scim.app import MOUNT_PATH as SCIM_PATH
 from tests.factories import CompanyFactory, assert_error
 
 ANY_TOKEN = {"Authorization": "Bearer otf_" + "x" * 43}
@@ -241,4 +245,47 @@ def test_a_restarted_server_costs_one_request_not_one_per_pooled_connection(
         again = api.request("POST", hot_write[1], json=hot_write[2])
         assert again.status_code == 201, again.text
         assert api.get("/client/assets/categories").status_code == 200
+    app.state.engine.dispose()
+
+
+def _more_parameters_than_the_database_takes(app: FastAPI) -> Callable[[], None]:
+    def run() -> None:
+        with app.state.engine.connect() as connection:
+            if connection.dialect.name == "sqlite":
+                dbapi = connection.connection.dbapi_connection
+                limit = dbapi.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+            else:
+                limit = 65_535  # the protocol's 16-bit count of a statement's parameters
+            values = list(range(limit + 1))
+            connection.execute(select(literal(1)).where(literal(0).in_(values)))
+
+    return run
+
+
+def test_a_statement_too_large_for_the_database_is_a_400_not_an_outage(
+    settings: Settings, engine: Engine
+) -> None:
+    """A statement the database (or its driver) refuses for its size fails again when sent again:
+    a 400 saying so, without Retry-After, where it was a 503 "retry" an identity provider repeats
+    forever. Through the API's handlers and SCIM's alike, on both databases."""
+    app = create_app(settings)
+    app.add_api_route("/too-large", _more_parameters_than_the_database_takes(app))
+    scim = next(route for route in app.routes if isinstance(route, Mount) and route.path == SCIM_PATH)
+    assert isinstance(scim.app, FastAPI)
+    scim.app.add_api_route("/TooLarge", _more_parameters_than_the_database_takes(app))
+    with TestClient(app, base_url="http://testserver") as client:
+        api = client.get("/too-large")
+        scim_answer = client.get(f"{SCIM_PATH}/TooLarge")
+        assert client.get("/readyz").status_code == 200  # the database is fine
+    assert api.status_code == 400, api.text
+    assert api.json() == {"success": False, "message": TOO_LARGE, "data": None}
+    assert "Retry-After" not in api.headers
+    assert scim_answer.status_code == 400, scim_answer.text
+    assert scim_answer.json() == {
+        "schemas": ["urn:ietf:params:scim:api:messages:2.0:Error"],
+        "status": "400",
+        "detail": TOO_LARGE,
+        "scimType": "tooMany",
+    }
+    assert "Retry-After" not in scim_answer.headers
     app.state.engine.dispose()

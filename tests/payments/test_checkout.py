@@ -180,6 +180,23 @@ def test_a_second_pay_while_pending_resends_the_notice_once(
     assert count(db, Order) == 1
 
 
+def test_the_return_link_to_a_non_ascii_host_names_it_as_idna(
+    api: Api, db: Session, client: TestClient, sandbox: SandboxGateway
+) -> None:
+    """The Location header percent-encodes what is not ASCII: a host written so (`ex%C3%A4mple`)
+    is one no browser follows. The host goes as IDNA; the path and query are percent-encoded."""
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    body = card_body(employee, pricing, redirect_url="https://Bücher.exämple.com:8443/bezahlt/ö?from=straße")
+    data = api.post("/client/transactions/initiate", body).json()["data"]
+    paid = client.post(f"{data['link']}/pay", follow_redirects=False)
+    assert paid.status_code == 303
+    assert paid.headers["location"] == (
+        "https://xn--bcher-kva.xn--exmple-cua.com:8443/bezahlt/%C3%B6"
+        f"?from=stra%C3%9Fe&status=successful&tx_ref={data['tx_ref']}"
+    )
+
+
 def test_decline_fails_the_transaction_and_releases_storage(
     api: Api, db: Session, client: TestClient, sandbox: SandboxGateway
 ) -> None:

@@ -140,3 +140,38 @@ def test_a_deleted_user_leaves_their_departments(scim: Scim, api: Api) -> None:
     department = api.get(f"/client/departments/{group['id']}").json()["data"]
     assert [member["id"] for member in department["members"]] == [grace]
     assert api.get(f"/client/employees/{ada}").json()["data"]["departments"] == []
+
+
+def test_a_removal_by_value_matches_values_as_values(scim: Scim, api: Api) -> None:
+    """Entra's `{"op": "Remove", "path": "members", "value": [{"value": ID}]}` removes the members
+    whose value is ID, whatever ID holds: a value written as filter syntax removes nothing."""
+    ada, grace, alan = (_user(scim, f"{name}@acme.example") for name in ("ada", "grace", "alan"))
+    group = scim.post("/Groups", _group("Engineering", ada, grace, alan)).json()
+    injected = [{"value": 'x" or value pr or value eq "y'}, {"value": f'{ada}"] or members[value pr'}]
+    for value in injected:
+        removal = scim.patch(
+            f"/Groups/{group['id']}", [{"op": "Remove", "path": "members", "value": [value]}]
+        )
+        assert removal.status_code == 200, removal.text
+        assert sorted(member["value"] for member in removal.json()["members"]) == sorted([ada, grace, alan])
+    removed = scim.patch(
+        f"/Groups/{group['id']}",
+        [{"op": "Remove", "path": "members", "value": [*injected, {"value": grace.upper()}]}],
+    )
+    assert sorted(member["value"] for member in removed.json()["members"]) == sorted([ada, alan])
+    department = api.get(f"/client/departments/{group['id']}").json()["data"]
+    assert sorted(member["id"] for member in department["members"]) == sorted([ada, alan])
+
+    # a User's emails alike: the personal email goes, the work email stays
+    body = user_body("eve@acme.example")
+    body["emails"].append({"value": "eve@home.example", "type": "home"})
+    eve = scim.post("/Users", body).json()["id"]
+    injection = [{"value": 'x" or value pr or value eq "y'}]
+    refused = scim.patch(f"/Users/{eve}", [{"op": "Remove", "path": "emails", "value": injection}])
+    assert_scim_error(refused, 400, "invalidValue")  # not an email address: it selects none
+    emails = scim.get(f"/Users/{eve}").json()["emails"]
+    assert [email["value"] for email in emails] == ["eve@acme.example", "eve@home.example"]
+    personal = scim.patch(
+        f"/Users/{eve}", [{"op": "Remove", "path": "emails", "value": [{"value": "eve@home.example"}]}]
+    )
+    assert [email["value"] for email in personal.json()["emails"]] == ["eve@acme.example"]

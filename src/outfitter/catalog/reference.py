@@ -149,6 +149,11 @@ def _naming(value: str) -> dict[str, str]:
     return {"country_name": value.lower(), "country_code": country_code_named(value)}
 
 
+def country_codes(session: Session) -> list[str]:
+    """Every country's alpha-2 code, in order."""
+    return list(session.scalars(select(Country.code).order_by(Country.code)))
+
+
 def find_country(session: Session, value: str) -> Country | None:
     value = value.strip()
     if not value:

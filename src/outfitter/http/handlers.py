@@ -184,6 +184,35 @@ def _unavailable(request: Request, exc: Exception, message: str) -> JSONResponse
 # PostgreSQL's deadlock_detected and serialization_failure: the transaction was undone for a
 # concurrent one, and the same request sent again goes through.
 _TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})
+# A statement the database (or its driver) refuses for its size: PostgreSQL's class 54,
+# program_limit_exceeded (too complex, too many arguments or columns), and the driver-side limits
+# raised as OperationalError with no SQLSTATE. Sent again it fails again, so it is no outage.
+_TOO_LARGE_SQLSTATE_CLASS = "54"
+_TOO_LARGE_MESSAGES = (
+    "number of parameters must be between 0 and 65535",  # psycopg: the protocol's 16-bit count
+    "too many sql variables",  # SQLite: SQLITE_LIMIT_VARIABLE_NUMBER
+    "expression tree is too large",  # SQLite: SQLITE_LIMIT_EXPR_DEPTH
+    "too many terms in compound select",
+    "string or blob too big",
+    "statement too long",
+    "stack depth limit exceeded",
+)
+TOO_LARGE = (
+    "This request is too large for the database to answer in one statement (too many values or "
+    "conditions): send it in smaller parts."
+)
+
+
+def too_large_message(exc: BaseException) -> str | None:
+    """What to tell a client (with a 400) when the database refused the statement for its size:
+    the request, not the database, is at fault, and sent again it fails again. Else None."""
+    orig = getattr(exc, "orig", None)
+    if not isinstance(exc, sa_exc.DBAPIError) or orig is None:
+        return None
+    if str(getattr(orig, "sqlstate", None) or "").startswith(_TOO_LARGE_SQLSTATE_CLASS):
+        return TOO_LARGE
+    text = str(orig).lower()
+    return TOO_LARGE if any(message in text for message in _TOO_LARGE_MESSAGES) else None
 
 
 def outage_message(exc: BaseException) -> str | None:
@@ -199,6 +228,8 @@ def outage_message(exc: BaseException) -> str | None:
         return POOL_EXHAUSTED
     if getattr(getattr(exc, "orig", None), "sqlstate", None) in _TRANSIENT_SQLSTATES:
         return WRITES_CROSSED  # the database is fine: a retry succeeds
+    if too_large_message(exc) is not None:  # the request's fault: 400 (handle_database_error)
+        return None
     if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError) or (
         isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
     ):
@@ -207,6 +238,10 @@ def outage_message(exc: BaseException) -> str | None:
 
 
 async def handle_database_error(request: Request, exc: sa_exc.SQLAlchemyError) -> JSONResponse:
+    too_large = too_large_message(exc)
+    if too_large is not None:
+        logger.warning("answered 400 to %s %s: %s", request.method, request.url.path, outage_detail(exc))
+        return JSONResponse(error_body(too_large), status_code=400)
     message = outage_message(exc)
     if message is None:
         raise exc  # on to the 500

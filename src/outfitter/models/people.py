@@ -42,7 +42,7 @@ class Employee(IdMixin, ChangeTracked, CompanyOwned, Base):
         # SCIM identities (scim/): unique in the company; NULLs (employees made by the API) never clash.
         Index("uq_employees_company_user_name", "company_id", "user_name", unique=True),
         Index("uq_employees_company_external_id", "company_id", "external_id", unique=True),
-        # The identity SCIM knows an employee by (people.provisioning.known_as): its userName, else,
+        # The identity SCIM knows an employee by (people.identities.known_as): its userName, else,
         # until SCIM deprovisions it, its email. One employee each (migration 0015).
         Index(
             "uq_employees_company_scim_identity",

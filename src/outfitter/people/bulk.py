@@ -17,9 +17,10 @@ from outfitter.db.bulk_rows import take_turn
 from outfitter.models import Country, Employee
 from outfitter.models.events import EventType
 from outfitter.outbox import NewEvent, as_event_data, record_events
+from outfitter.people.identities import email_taken, user_name_taken
 from outfitter.people.repository import EmployeeRepository, countries_matching
 from outfitter.people.schemas import EmployeeCreate, EmployeeOut
-from outfitter.people.service import email_taken, employee_out, user_name_taken
+from outfitter.people.service import employee_out
 
 MAX_BULK_EMPLOYEES = 1000
 _ITEM = TypeAdapter(EmployeeCreate)

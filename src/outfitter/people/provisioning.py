@@ -7,7 +7,9 @@ employee (`status` Offboarded); reactivating makes them Active again. SCIM's DEL
 unlinks: the identities are cleared and `deprovisioned_at` hides the record from SCIM, while the
 API keeps it for its equipment history and any retrieval in progress.
 
-The caller records the one event each change makes (`record_change`), because only it knows whether
+Who an employee is known as, and the uniqueness of its identities, are `people.identities`'
+(shared with the REST API's creates); the queries are the repository's. The caller records the
+one event each change makes (`record_change`), because only it knows whether
 an offboarding also opened a retrieval (see `outfitter.scim.offboarding`).
 """
 
@@ -19,14 +21,12 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy import update as update_rows
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session
 
-from outfitter.core.errors import Conflict, NotFound
+from outfitter.core.errors import NotFound
 from outfitter.db.base import utcnow
-from outfitter.db.tenancy import parse_uuid
 from outfitter.models import (
     EMPLOYEE_ACTIVE,
     EMPLOYEE_OFFBOARDED,
@@ -37,13 +37,10 @@ from outfitter.models import (
 )
 from outfitter.models.events import EventType
 from outfitter.outbox import as_event_data, record_event
+from outfitter.people.identities import check_identities, identities_just_taken
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import EmployeeOut
 from outfitter.people.service import employee_out, present
-
-
-class IdentityTaken(Conflict):
-    """A userName, externalId or email another employee of the company already has."""
 
 
 @dataclass(frozen=True)
@@ -82,52 +79,10 @@ def user_name_of(employee: Employee) -> str:
 
 def get_provisioned(session: Session, employee_id: uuid.UUID | str, for_update: bool = False) -> Employee:
     """An employee SCIM can see (not deleted through SCIM), with its country; 404 otherwise."""
-    parsed = parse_uuid(employee_id)
-    statement = (
-        EmployeeRepository(session)
-        .select(joinedload(Employee.country, innerjoin=True))
-        .where(Employee.id == parsed, Employee.deprovisioned_at.is_(None))
-    )
-    if for_update:
-        statement = statement.with_for_update(of=Employee)
-    employee = session.scalars(statement).one_or_none() if parsed is not None else None
+    employee = EmployeeRepository(session).provisioned(employee_id, for_update=for_update)
     if employee is None:
         raise NotFound.record("User")
     return employee
-
-
-def known_as(user_name: str) -> ColumnElement[bool]:
-    """Employees whose userName is `user_name` (lower-cased): their own, or the email of one made
-    through the API. Written so that both databases answer it from the two unique indexes."""
-    return or_(
-        Employee.user_name == user_name, and_(Employee.user_name.is_(None), Employee.email == user_name)
-    )
-
-
-def check_identities(session: Session, wanted: ProvisionedEmployee, except_id: uuid.UUID | None) -> None:
-    """409 when another employee has the userName, the email or the externalId: three point
-    lookups, each on a unique index."""
-
-    def others(condition: ColumnElement[bool]) -> list[Any]:
-        statement = select(Employee.id, Employee.user_name, Employee.deprovisioned_at).where(condition)
-        if except_id is not None:
-            statement = statement.where(Employee.id != except_id)
-        return list(session.execute(statement.limit(2)))
-
-    # A deprovisioned employee keeps its email but answers to no userName.
-    if any(row.user_name or row.deprovisioned_at is None for row in others(known_as(wanted.user_name))):
-        raise IdentityTaken(f"The userName {wanted.user_name} is already taken in this company.")
-    if holders := others(Employee.email == wanted.email):
-        message = f"An employee with the email {wanted.email} already exists in this company."
-        if holders[0].deprovisioned_at is not None:  # SCIM cannot see it: say what holds the email
-            message += (
-                f" It is employee {holders[0].id}, deprovisioned through SCIM, which keeps its records: "
-                f"delete it through the REST API (DELETE /api/v2/client/employees/{holders[0].id}, "
-                "once its devices are returned) to provision this email again."
-            )
-        raise IdentityTaken(message)
-    if wanted.external_id and others(Employee.external_id == wanted.external_id):
-        raise IdentityTaken(f"The externalId {wanted.external_id} is already taken in this company.")
 
 
 def check_manager(session: Session, manager_id: uuid.UUID | None, employee_id: uuid.UUID | None) -> bool:
@@ -136,21 +91,14 @@ def check_manager(session: Session, manager_id: uuid.UUID | None, employee_id: u
         return True
     if manager_id == employee_id:
         return False
-    found = session.scalar(
-        select(func.count())
-        .select_from(Employee)
-        .where(Employee.id == manager_id, Employee.deprovisioned_at.is_(None))
-    )
-    return bool(found)
+    return bool(EmployeeRepository(session).provisioned_ids([manager_id]))
 
 
 def _flush(session: Session, wanted: ProvisionedEmployee) -> None:
     try:
         session.flush()
     except IntegrityError:  # a concurrent request took an identity between our check and the write
-        raise IdentityTaken(
-            f"The userName {wanted.user_name} (or its externalId or email) was just taken in this company."
-        ) from None
+        raise identities_just_taken(wanted.user_name) from None
 
 
 def _columns(wanted: ProvisionedEmployee) -> dict[str, object]:
@@ -159,8 +107,13 @@ def _columns(wanted: ProvisionedEmployee) -> dict[str, object]:
     return values
 
 
+def _check_identities(session: Session, wanted: ProvisionedEmployee, except_id: uuid.UUID | None) -> None:
+    employees = EmployeeRepository(session)
+    check_identities(employees, wanted.user_name, wanted.email, wanted.external_id, except_id)
+
+
 def create(session: Session, wanted: ProvisionedEmployee) -> Employee:
-    check_identities(session, wanted, None)
+    _check_identities(session, wanted, None)
     # The country is read before the employee joins the session: a read's autoflush would insert
     # it outside `_flush`, and a concurrent request's userName would then be a 500, not a 409.
     country = _country(session, wanted.country_id)
@@ -171,7 +124,7 @@ def create(session: Session, wanted: ProvisionedEmployee) -> Employee:
 
 def update(session: Session, employee: Employee, wanted: ProvisionedEmployee) -> Change:
     """Write `wanted` over `employee`; what changed: nothing, the fields, or an offboarding."""
-    check_identities(session, wanted, employee.id)
+    _check_identities(session, wanted, employee.id)
     was_active = is_active(employee)
     country = employee.country  # read first, as in `create`
     if country.id != wanted.country_id:

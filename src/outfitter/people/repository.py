@@ -108,6 +108,41 @@ class EmployeeRepository(CompanyRepository[Employee]):
             )
         return list(self.session.scalars(listing.limit(limit)).unique())
 
+    def provisioned(self, record_id: uuid.UUID | str, *, for_update: bool = False) -> Employee | None:
+        """An employee SCIM can see (not deleted through SCIM), with its country. `for_update`:
+        locked and read afresh (it may have been read, unlocked, earlier in the request)."""
+        parsed = parse_uuid(record_id)
+        if parsed is None:
+            return None
+        statement = self.select(joinedload(Employee.country, innerjoin=True)).where(
+            Employee.id == parsed, Employee.deprovisioned_at.is_(None)
+        )
+        if for_update:
+            statement = statement.with_for_update(of=Employee).execution_options(populate_existing=True)
+        return self.session.scalars(statement).one_or_none()
+
+    def provisioned_listing(self) -> Select[Employee]:
+        """The employees SCIM lists, in creation order, with their countries."""
+        return (
+            self.select(joinedload(Employee.country))
+            .where(Employee.deprovisioned_at.is_(None))
+            .order_by(Employee.created_at, Employee.id)
+        )
+
+    def provisioned_ids(self, ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
+        """Which of `ids` are employees SCIM can see: one statement."""
+        if not ids:
+            return set()
+        statement = select(Employee.id).where(Employee.id.in_(ids), Employee.deprovisioned_at.is_(None))
+        return set(self.session.scalars(statement))
+
+    def identity_holders(self, condition: ColumnElement[bool], except_id: uuid.UUID | None) -> list[Any]:
+        """Up to two employees (but `except_id`) meeting `condition`: id, user_name, deprovisioned_at."""
+        statement = select(Employee.id, Employee.user_name, Employee.deprovisioned_at).where(condition)
+        if except_id is not None:
+            statement = statement.where(Employee.id != except_id)
+        return list(self.session.execute(statement.limit(2)))
+
     def get_with_country(self, record_id: uuid.UUID | str, *, for_update: bool = False) -> Employee:
         """`for_update`: locked for a change or the delete, which then wait for one another (and a
         delete waits for every write that references the employee: `referenced`)."""
@@ -285,6 +320,44 @@ class DepartmentRepository(CompanyRepository[Department]):
             statement = statement.where(Department.id != except_id)
         return self.session.scalars(statement.limit(1)).first() is not None
 
+    def external_id_holder(self, external_id: str, except_id: uuid.UUID | None) -> uuid.UUID | None:
+        """The live department (but `except_id`) whose SCIM Group's externalId is `external_id`."""
+        statement = select(Department.id).where(
+            Department.external_id == external_id, Department.deleted_at.is_(None)
+        )
+        if except_id is not None:
+            statement = statement.where(Department.id != except_id)
+        return self.session.scalar(statement.limit(1))
+
+    def live_listing(self) -> Select[Department]:
+        """The live departments in creation order, nothing loaded with them (SCIM's Groups)."""
+        return (
+            self.select()
+            .where(Department.deleted_at.is_(None))
+            .order_by(Department.created_at, Department.id)
+        )
+
+    def provisioned_members_of(
+        self, department_ids: Collection[uuid.UUID]
+    ) -> dict[uuid.UUID, list[uuid.UUID]]:
+        """The active members SCIM can see, per department, in a stable order: one statement."""
+        found: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
+        if not department_ids:
+            return found
+        rows = self.session.execute(
+            select(UserDepartment.department_id, UserDepartment.user_id)
+            .join(Employee, Employee.id == UserDepartment.user_id)
+            .where(
+                UserDepartment.department_id.in_(department_ids),
+                UserDepartment.deleted_at.is_(None),
+                Employee.deprovisioned_at.is_(None),
+            )
+            .order_by(UserDepartment.created_at, UserDepartment.user_id)
+        )
+        for department_id, user_id in rows:
+            found[department_id].append(user_id)
+        return found
+
     def memberships(self, department_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[UserDepartment]]:
         """Active memberships per department, each with its employee loaded."""
         found: dict[uuid.UUID, list[UserDepartment]] = defaultdict(list)
@@ -371,6 +444,23 @@ class DepartmentRepository(CompanyRepository[Department]):
             .values(updated_at=now)
             .execution_options(synchronize_session=False)
         )
+
+
+def counted_page(session: Session, statement: Select[Any], offset: int, limit: int) -> tuple[list[Any], int]:
+    """The total of `statement`'s rows and up to `limit` of them after `offset` (none asked, or
+    past the end: the total only)."""
+    total = session.scalar(select(func.count()).select_from(statement.order_by(None).subquery())) or 0
+    if limit == 0 or offset >= total:
+        return [], total
+    return list(session.scalars(statement.offset(offset).limit(limit)).unique()), total
+
+
+def with_member(user_id: uuid.UUID | None) -> ColumnElement[bool]:
+    """Departments with `user_id` among their active members (any member, for None)."""
+    members = select(UserDepartment.department_id).where(UserDepartment.deleted_at.is_(None))
+    if user_id is not None:
+        members = members.where(UserDepartment.user_id == user_id)
+    return Department.id.in_(members)
 
 
 def countries_matching(session: Session, values: Iterable[str]) -> Sequence[Country]:

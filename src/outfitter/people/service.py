@@ -32,6 +32,7 @@ from outfitter.db.tenancy import company_of
 from outfitter.models import Country, Department, Employee, Equipment, Order, OrderItem
 from outfitter.models.events import Event, EventType
 from outfitter.outbox import NewEvent, as_event_data, event_rows, record_event
+from outfitter.people.identities import SCIM_IDENTITY, email_taken, user_name_taken
 from outfitter.people.repository import DepartmentRepository, EmployeeRepository
 from outfitter.people.schemas import (
     REQUIRED_ON_PATCH,
@@ -44,21 +45,6 @@ from outfitter.people.schemas import (
     OpenRetrieval,
     OrderBrief,
 )
-
-
-def email_taken(email: str) -> str:
-    return f"An employee with the email {email} already exists in this company."
-
-
-# The unique index that refuses an email that is another employee's SCIM userName (migration 0015),
-# which both databases name in their message.
-SCIM_IDENTITY = "uq_employees_company_scim_identity"
-
-
-def user_name_taken(email: str) -> str:
-    """An email that another employee's identity provider login is (SCIM's `userName`): a second
-    employee known by it would answer an IdP's `userName eq` lookup beside the first."""
-    return f"The email {email} is the SCIM userName of another employee of this company."
 
 
 def employee_out(

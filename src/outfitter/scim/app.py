@@ -15,7 +15,13 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from outfitter.core.errors import RETRY_AFTER_SECONDS, DomainError
-from outfitter.http.handlers import field_path, methods_of_path, outage_message, route_methods
+from outfitter.http.handlers import (
+    field_path,
+    methods_of_path,
+    outage_message,
+    route_methods,
+    too_large_message,
+)
 from outfitter.scim.responses import error_response
 from outfitter.scim.router import MOUNT_PATH, router
 
@@ -81,7 +87,8 @@ async def _http_error(request: Request, exc: Any) -> Response:
 
 class _ScimFailures:
     """Anything unexpected as a SCIM Error: 503 (with Retry-After) when the database is out of
-    reach, else a 500 that names nothing internal, logged with the request's id."""
+    reach, 400 `tooMany` when it refused a statement for its size, else a 500 that names nothing
+    internal, logged with the request's id."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -103,7 +110,11 @@ class _ScimFailures:
             if started:
                 raise
             outage = outage_message(exc)
-            if outage is not None:
+            too_large = too_large_message(exc)
+            if too_large is not None:  # the request's shape, not an outage: sent again it fails again
+                logger.warning("SCIM answered 400: %s", type(exc).__name__)
+                response = error_response(400, too_large, "tooMany")
+            elif outage is not None:
                 logger.warning("SCIM answered 503: %s", type(exc).__name__)
                 response = error_response(503, outage, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
             else:

@@ -14,10 +14,9 @@ from functools import cache
 from typing import Any
 
 from scim2_models import Context, EnterpriseUser, Group, Required, Schema, User
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from outfitter.models import Country
+from outfitter.catalog.reference import country_codes
 from outfitter.scim.users import CORE_URN as USER_URN
 from outfitter.scim.users import ENTERPRISE_URN
 
@@ -83,7 +82,7 @@ def _schemas(countries: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
 
 def schemas(session: Session, base: str) -> list[dict[str, Any]]:
     """The schemas; addresses.country lists the countries Outfitter knows as its canonical values."""
-    countries = tuple(session.scalars(select(Country.code).order_by(Country.code)))
+    countries = tuple(country_codes(session))
     return [
         {**schema, "meta": {"resourceType": "Schema", "location": f"{base}/Schemas/{schema['id']}"}}
         for schema in _schemas(countries)

@@ -4,6 +4,17 @@ visitor turns its tree into a WHERE clause over the columns each resource's attr
 Every comparison operator, `pr`, `and`, `or`, `not` and value paths (`emails[value co "x"]`) are
 supported on the attributes of `Attribute` maps; strings compare in any case unless the attribute
 is case-exact (externalId, id). Anything else is a 400 `invalidFilter`.
+
+In any case means one folding on both sides. Python's `str.lower()` and PostgreSQL's `lower()`
+disagree on a few letters (`İ`, U+0130, is `i̇` in one and `i` in the other), so a value is never
+folded in Python to meet a column folded by the database: an attribute whose column holds the
+value folded by Python (`folded`: what the uniqueness checks compare, such as a department's
+`active_name`) is compared with the value folded by Python, and any other with both sides
+folded by the database's `lower()` (on SQLite that is Python's, `db.session`).
+
+`not` is true wherever its expression is not (RFC 7644 section 3.4.2.2), also where SQL's answer
+is NULL because the attribute is absent. A filter is bounded (MAX_FILTER_LENGTH characters,
+MAX_FILTER_TERMS comparisons), checked before any SQL is built.
 """
 
 from __future__ import annotations
@@ -27,30 +38,63 @@ from scim2_models.path import (
     Present,
     ValuePath,
 )
-from sqlalchemy import ColumnElement, and_, func, not_, or_, true
+from sqlalchemy import ColumnElement, and_, case, false, func, literal, not_, or_, true
 
 from outfitter.core.timestamps import as_utc
 
 Column = ColumnElement[Any]
 
+# A filter's bounds (ServiceProviderConfig and docs/scim.md state them): what identity providers
+# send is one to a few comparisons; the bounds keep one request's parsing and SQL small, and its
+# bind parameters far below what either database takes in one statement.
+MAX_FILTER_LENGTH = 10_000  # characters
+MAX_FILTER_TERMS = 100  # comparisons and `pr`, value paths' included
+
 
 @dataclass(frozen=True)
 class Attribute:
     """Where a filterable attribute lives. `columns`: one or more (any of them matches);
-    `kind`: "string", "id", "bool" or "datetime"; `case_exact` for strings;
-    `custom`: builds the condition itself from (operator, value)."""
+    `kind`: "string", "id", "bool" or "datetime"; `case_exact` for strings; `folded` for a
+    column that holds the value as Python's `str.lower()` folds it (compared with the value folded
+    alike); `custom`: builds the condition itself from (operator, value), a string value folded
+    by Python."""
 
     columns: tuple[Any, ...] = ()  # mapped attributes or SQL expressions
     kind: str = "string"
     case_exact: bool = False
+    folded: bool = False
     custom: Callable[[CompareOperator, Any], Column] | None = None
 
 
 def parse(expression: str) -> FilterNode:
+    """The filter's tree; 400 invalidFilter for one that is not valid or is past the bounds."""
+    if len(expression) > MAX_FILTER_LENGTH:
+        raise InvalidFilterException(
+            detail=f"The filter is {len(expression):,} characters long; at most {MAX_FILTER_LENGTH:,} "
+            "are taken: send a shorter one, or several requests."
+        )
     try:
-        return ScimFilter(expression).ast
+        tree = ScimFilter(expression).ast
     except (SCIMException, ValueError) as exc:
         raise InvalidFilterException(detail=f"The filter {expression!r} is not valid: {exc}") from None
+    terms = count_terms(tree)
+    if terms > MAX_FILTER_TERMS:
+        raise InvalidFilterException(
+            detail=f"The filter has {terms:,} comparisons; at most {MAX_FILTER_TERMS} are taken: "
+            "send several requests."
+        )
+    return tree
+
+
+def count_terms(node: FilterNode) -> int:
+    """The comparisons and `pr` of a filter (its nesting is bounded by the parser)."""
+    if isinstance(node, LogicalExpr):
+        return sum(count_terms(term) for term in node.terms)
+    if isinstance(node, Not):
+        return count_terms(node.expr)
+    if isinstance(node, ValuePath):
+        return count_terms(node.val_filter)
+    return 1
 
 
 def where(expression: str, attributes: Mapping[str, Attribute], core_urn: str) -> Column:
@@ -77,7 +121,9 @@ class _SqlFilter(FilterVisitor[Column]):
         return and_(*terms) if node.op == LogicalOperator.and_ else or_(*terms)
 
     def visit_not(self, node: Not) -> Column:
-        return not_(self.visit(node.expr))
+        # NOT of NULL (an absent attribute compared) is NULL in SQL, which no row matches: the
+        # CASE makes the expression's unknown a false, so `not` matches there.
+        return case((self.visit(node.expr), false()), else_=true())
 
     def visit_value_path(self, node: ValuePath) -> Column:
         name = str(node.attr_path).lower().removeprefix(self.core_urn + ":")
@@ -101,13 +147,9 @@ class _SqlFilter(FilterVisitor[Column]):
         if value is None:  # "eq null": absent
             absent = [column.is_(None) for column in attribute.columns]
             return or_(*absent) if node.op == CompareOperator.eq else not_(or_(*absent))
-        return or_(
-            *(_compare(self._folded(column, attribute), node.op, value) for column in attribute.columns)
-        )
-
-    @staticmethod
-    def _folded(column: Column, attribute: Attribute) -> Column:
-        return func.lower(column) if attribute.kind == "string" and not attribute.case_exact else column
+        if attribute.kind == "string" and not (attribute.case_exact or attribute.folded):
+            return or_(*(_compare_folded(column, node.op, value) for column in attribute.columns))
+        return or_(*(_compare(column, node.op, value) for column in attribute.columns))
 
 
 def _value(name: str, attribute: Attribute, op: CompareOperator, value: Any) -> Any:
@@ -139,7 +181,9 @@ def _value(name: str, attribute: Attribute, op: CompareOperator, value: Any) -> 
             except ValueError:
                 return _NO_SUCH_ID
         raise InvalidFilterException(detail=f"{name}: compare ids with eq or ne.")
-    return value if attribute.case_exact or attribute.kind != "string" else value.lower()
+    if attribute.kind == "string" and (attribute.folded or attribute.custom is not None):
+        return value.lower()  # as the column (or the custom condition's) holds it
+    return value  # case-exact, or folded by the database with the column (_compare_folded)
 
 
 _NO_SUCH_ID = uuid.UUID(int=0)  # a malformed id matches nothing, as an unknown one
@@ -165,6 +209,21 @@ def _compare(column: Any, op: CompareOperator, value: Any) -> Any:
     if op == CompareOperator.le:
         return column <= value
     raise InvalidFilterException(detail=f"Unsupported operator {op}.")
+
+
+def _compare_folded(column: Any, op: CompareOperator, value: str) -> Any:
+    """`column` compared with `value`, both folded by the database's `lower()`."""
+    folded = func.lower(column)
+    if op in (CompareOperator.co, CompareOperator.sw, CompareOperator.ew):
+        # The LIKE pattern escaped here, folded there: folding leaves `\\`, `%` and `_` as they are.
+        escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        pattern = {
+            CompareOperator.co: f"%{escaped}%",
+            CompareOperator.sw: f"{escaped}%",
+            CompareOperator.ew: f"%{escaped}",
+        }[op]
+        return folded.like(func.lower(literal(pattern)), escape="\\")
+    return _compare(folded, op, func.lower(literal(value)))
 
 
 def compare_text(column: Any, op: CompareOperator, value: Any) -> Any:

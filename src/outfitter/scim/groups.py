@@ -5,16 +5,15 @@ unique live name, members of the company) and the department events are the API'
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
 from collections.abc import Collection
 from typing import Any
 
 from pydantic import ValidationError
 from scim2_models import Context, Group, InvalidSyntaxException, InvalidValueException
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from outfitter.models import Department, Employee, UserDepartment
+from outfitter.models import Department
+from outfitter.people.repository import DepartmentRepository, with_member
 from outfitter.scim.filters import Attribute
 from outfitter.scim.responses import with_meta
 from outfitter.scim.users import TOLERANT, Links, invalid
@@ -23,22 +22,10 @@ CORE_URN = str(Group.__schema__)
 
 FILTERABLE: dict[str, Attribute] = {
     "id": Attribute((Department.id,), kind="id"),
-    "displayname": Attribute((Department.name,)),
+    # the name as its uniqueness folds it (`active_name`, set on every live department)
+    "displayname": Attribute((Department.active_name,), folded=True),
     "externalid": Attribute((Department.external_id,), case_exact=True),
-    "members.value": Attribute(
-        custom=lambda op, value: (
-            Department.id.in_(
-                select(UserDepartment.department_id).where(
-                    UserDepartment.user_id == value, UserDepartment.deleted_at.is_(None)
-                )
-            )
-            if value is not None
-            else Department.id.in_(
-                select(UserDepartment.department_id).where(UserDepartment.deleted_at.is_(None))
-            )
-        ),
-        kind="id",
-    ),
+    "members.value": Attribute(custom=lambda op, value: with_member(value), kind="id"),
     "meta.created": Attribute((Department.created_at,), kind="datetime"),
     "meta.lastmodified": Attribute((Department.updated_at,), kind="datetime"),
 }
@@ -46,22 +33,7 @@ FILTERABLE: dict[str, Attribute] = {
 
 def members_of(session: Session, department_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[uuid.UUID]]:
     """The active members SCIM can see, per department, in a stable order: one statement."""
-    found: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
-    if not department_ids:
-        return found
-    rows = session.execute(
-        select(UserDepartment.department_id, UserDepartment.user_id)
-        .join(Employee, Employee.id == UserDepartment.user_id)
-        .where(
-            UserDepartment.department_id.in_(department_ids),
-            UserDepartment.deleted_at.is_(None),
-            Employee.deprovisioned_at.is_(None),
-        )
-        .order_by(UserDepartment.created_at, UserDepartment.user_id)
-    )
-    for department_id, user_id in rows:
-        found[department_id].append(user_id)
-    return found
+    return DepartmentRepository(session).provisioned_members_of(department_ids)
 
 
 def render(department: Department, members: list[uuid.UUID], links: Links) -> dict[str, Any]:

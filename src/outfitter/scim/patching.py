@@ -3,8 +3,8 @@ scim2-models object, the operations are applied to it by scim2-models, and the r
 back like a PUT. Before that, the known departures of Entra ID and Okta from the RFC are rewritten
 into what the RFC says they mean:
 
-- `{"op": "Remove", "path": "members", "value": [{"value": ID}, ...]}` (Entra): remove those members,
-  i.e. `members[value eq "ID"]` for each;
+- `{"op": "Remove", "path": "members", "value": [{"value": ID}, ...]}` (Entra): remove the values
+  whose `value` is one of those, matched as values (never pasted into a filter);
 - a path-less operation whose value names attributes by a value path, e.g.
   `{"emails[type eq \\"work\\"].value": "x"}` (Entra): one operation per such key;
 - `attr[type eq "work"].sub` when no value has that type (Entra, for phoneNumbers and addresses,
@@ -15,6 +15,13 @@ into what the RFC says they mean:
   `emails[type eq "other"].value` never reaches the work email, the employee's identity;
 - the manager as its bare id, or a list of one `{value}` (Entra): `{value, $ref}`;
 - `"active": "False"` strings (Entra): pydantic reads them as booleans already.
+
+A PATCH's cost is linear in what it names. It takes at most MAX_OPERATIONS operations, applied
+together to one copy (scim2-models copies the resource whole for each PatchOp it applies). A
+Group's members are kept apart, as a map of their ids, while the operations that add, replace or
+remove them (whole, by a list of values, or `members[value eq "ID"]`) are applied to it: each
+costs what it names, not the Group's size. Any other operation on members is applied by
+scim2-models to the Group with its members.
 """
 
 from __future__ import annotations
@@ -25,18 +32,34 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 from scim2_models import (
     Context,
+    Group,
+    GroupMember,
     InvalidSyntaxException,
+    InvalidValueException,
     MutabilityException,
     PatchOp,
+    Path,
     Resource,
     SCIMException,
+    ScimPolicy,
 )
+from scim2_models.path import CompareOperator, Comparison
 
+from outfitter.db.tenancy import parse_uuid
 from outfitter.scim.users import ENTERPRISE_URN, TOLERANT, invalid, manager_reference
 
 ResourceT = TypeVar("ResourceT", bound=Resource[Any])
 
 PATCH_URN = "urn:ietf:params:scim:api:messages:2.0:PatchOp"
+# Operations per PATCH (ServiceProviderConfig and docs/scim.md state it): identity providers send
+# one to a few, and a Group's membership changes as lists of values in one operation.
+MAX_OPERATIONS = 100
+# A remove whose value lists the values to remove (Entra): scim2-models selects them by the
+# comparisons it builds of them, as values.
+_PATCH_POLICY = ScimPolicy(
+    unknown=ScimPolicy.Unknown.ignore, remove_value_as_filter=ScimPolicy.RemoveValue.apply
+)
+_MEMBERS_PATH = re.compile(rf"^(?:{re.escape(str(Group.__schema__))}:)?members$", re.I)
 _REQUIRED = frozenset({"name", "name.givenname"})  # removable by no operation (userName: scim2-models)
 _MANAGER_PATH = re.compile(rf"^(?:{re.escape(ENTERPRISE_URN)}:)?manager(?:\.value)?$", re.I)
 _TYPED_PATH = re.compile(
@@ -50,6 +73,11 @@ def operations_of(body: Any) -> list[dict[str, Any]]:
     operations = next((value for key, value in body.items() if key.lower() == "operations"), None)
     if not isinstance(operations, list) or not operations:
         raise InvalidSyntaxException(detail="A PatchOp needs Operations: a list of one or more operations.")
+    if len(operations) > MAX_OPERATIONS:
+        raise InvalidValueException(
+            detail=f"A PATCH takes at most {MAX_OPERATIONS} operations; this one has {len(operations):,}: "
+            "send them in several requests."
+        )
     rewritten: list[dict[str, Any]] = []
     for operation in operations:
         if not isinstance(operation, dict):
@@ -70,7 +98,7 @@ def _rewrite(operation: dict[str, Any]) -> list[dict[str, Any]]:
     if kind == "remove" and isinstance(path, str) and "[" not in path and isinstance(value, list):
         removals = [item.get("value") for item in value if isinstance(item, dict) and item.get("value")]
         if removals:
-            return [{"op": "remove", "path": f'{path}[value eq "{member}"]'} for member in removals]
+            return [{"op": "remove", "path": path, "value": [{"value": item} for item in removals]}]
     if kind in ("add", "replace") and not path and isinstance(value, dict):
         value, managers = _without_manager(value)
         plain = {key: item for key, item in value.items() if "[" not in key}
@@ -106,25 +134,166 @@ def _without_manager(value: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
 
 
 def apply(resource: ResourceT, operations: list[dict[str, Any]]) -> ResourceT:
-    """Apply `operations` to `resource` (in place), one at a time, as scim2-models reads them."""
-    patch_type: Any = PatchOp[type(resource)]  # type: ignore[misc]
+    """Apply `operations` to `resource` (in place), in order, as scim2-models reads them: together,
+    but for a typed value path, whose target is chosen from the values the operations before it
+    left (`_make_typed_target`)."""
     _type_emails(resource)
+    batch: list[dict[str, Any]] = []
     for operation in operations:
-        _make_typed_target(resource, operation)
-        try:
-            patch = patch_type.model_validate(
-                {"schemas": [PATCH_URN], "Operations": [operation]},
-                scim_ctx=Context.RESOURCE_PATCH_REQUEST,
-                scim_policy=TOLERANT,
-            )
-            patch.patch(resource)
-        except ValidationError as exc:
-            raise invalid(exc) from None
-        except SCIMException as exc:  # scim2-models words a value's validation as pydantic prints it
-            if isinstance(exc.__cause__, ValidationError):
-                raise invalid(exc.__cause__) from None
-            raise
+        if _TYPED_PATH.match(str(operation.get("path") or "")):
+            _patch(resource, batch)
+            batch = []
+            _make_typed_target(resource, operation)
+        batch.append(operation)
+    _patch(resource, batch)
     return resource
+
+
+def _patch(resource: Resource[Any], operations: list[dict[str, Any]]) -> None:
+    if not operations:
+        return
+    patch_type: Any = PatchOp[type(resource)]  # type: ignore[misc]
+    try:
+        patch = patch_type.model_validate(
+            {"schemas": [PATCH_URN], "Operations": operations},
+            scim_ctx=Context.RESOURCE_PATCH_REQUEST,
+            scim_policy=_PATCH_POLICY,
+        )
+        patch.patch(resource, scim_policy=_PATCH_POLICY)
+    except ValidationError as exc:
+        raise invalid(exc) from None
+    except SCIMException as exc:  # scim2-models words a value's validation as pydantic prints it
+        if isinstance(exc.__cause__, ValidationError):
+            raise invalid(exc.__cause__) from None
+        raise
+
+
+def apply_to_group(group: Group, operations: list[dict[str, Any]]) -> Group:
+    """Apply `operations` to `group` (in place): those on its members to a map of their ids, each
+    at the cost of the values it names, the others (which change other attributes, so the order
+    between the two kinds does not matter) together by `apply`."""
+    members = _Members(group.members or [])
+    group.members = None
+    others: list[dict[str, Any]] = []
+    for operation in (part for given in operations for part in _members_apart(given)):
+        if members.apply(operation):
+            continue
+        if _names_members(operation):  # another form (a filter on type, a sub-attribute...)
+            group.members = members.entries()
+            apply(group, [*others, operation])
+            others, members = [], _Members(group.members or [])
+            group.members = None
+        else:
+            others.append(operation)
+    apply(group, others)
+    group.members = members.entries() or None
+    return group
+
+
+def _members_apart(operation: dict[str, Any]) -> list[dict[str, Any]]:
+    """A path-less operation's members as an operation of their own, on `members`."""
+    value = operation.get("value")
+    if operation.get("path") or not isinstance(value, dict):
+        return [operation]
+    named = [key for key in value if _MEMBERS_PATH.match(key)]
+    if len(named) != 1:
+        return [operation]
+    rest = {key: item for key, item in value.items() if key != named[0]}
+    members = {"op": operation.get("op"), "path": "members", "value": value[named[0]]}
+    return ([{**operation, "value": rest}] if rest else []) + [members]
+
+
+def _names_members(operation: dict[str, Any]) -> bool:
+    path, value = operation.get("path"), operation.get("value")
+    if isinstance(path, str):
+        return path.lower().partition("[")[0].rpartition(":")[2].startswith("members")
+    return isinstance(value, dict) and any(str(key).lower().endswith("members") for key in value)
+
+
+class _Members:
+    """A Group's members by their ids (the canonical text of a UUID, else the value as sent)."""
+
+    def __init__(self, entries: list[GroupMember]) -> None:
+        self.by_id: dict[str, GroupMember] = {}
+        for entry in entries:
+            self.by_id.setdefault(_member_id(entry.value), entry)
+
+    def entries(self) -> list[GroupMember]:
+        return list(self.by_id.values())
+
+    def apply(self, operation: dict[str, Any]) -> bool:
+        """Apply `operation` if it is one of the forms kept here; whether it was."""
+        op, path, value = operation.get("op"), operation.get("path"), operation.get("value")
+        if not isinstance(path, str):
+            return False
+        if not _MEMBERS_PATH.match(path):
+            removed = _member_selected(path) if op == "remove" and value is None else None
+            if removed is None:
+                return False
+            self.by_id.pop(removed, None)
+            return True
+        if op == "remove" and value is None:
+            self.by_id.clear()
+            return True
+        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+            return False
+        if op == "remove":
+            if not all(isinstance(item.get("value"), str) for item in value):
+                return False
+            for item in value:
+                self.by_id.pop(_member_id(item["value"]), None)
+            return True
+        added = _members_of(value)
+        if added is None or op not in ("add", "replace"):
+            return False
+        if op == "replace":
+            self.by_id.clear()
+        for entry in added:
+            self.by_id.setdefault(_member_id(entry.value), entry)
+        return True
+
+
+def _member_id(value: str | None) -> str:
+    parsed = parse_uuid(value) if value else None
+    return str(parsed) if parsed is not None else str(value)
+
+
+def _member_selected(path: str) -> str | None:
+    """The id `members[value eq "ID"]` selects; None for any other path."""
+    try:
+        parsed = Path[Group](path)
+    except (SCIMException, ValueError):
+        return None
+    binding = parsed.resolve()
+    selection = parsed.value_filter
+    if (
+        binding is None
+        or binding.field_name != "members"
+        or binding.sub_field_name is not None
+        or not isinstance(selection, Comparison)
+        or selection.op != CompareOperator.eq
+        or str(selection.attr_path).lower() != "value"
+        or not isinstance(selection.value, str)
+    ):
+        return None
+    return _member_id(selection.value)
+
+
+def _members_of(values: list[dict[str, Any]]) -> list[GroupMember] | None:
+    """The members a list of values names, each with its id; None when one is not read so (it is
+    then scim2-models' to apply, and to refuse)."""
+    entries = []
+    for value in values:
+        try:
+            entry = GroupMember.model_validate(
+                value, scim_ctx=Context.RESOURCE_PATCH_REQUEST, scim_policy=TOLERANT
+            )
+        except (ValidationError, SCIMException):
+            return None
+        if not entry.value:
+            return None
+        entries.append(entry)
+    return entries
 
 
 def _type_emails(resource: Any) -> None:

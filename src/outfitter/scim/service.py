@@ -3,15 +3,16 @@ the resource. Every write runs in the request's unit of work and records its one
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter
 from scim2_models import Context, Group, InvalidFilterException, InvalidValueException
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import flag_modified
 
 from outfitter.core.errors import NotFound
@@ -20,9 +21,9 @@ from outfitter.http.unit_of_work import ClientWork
 from outfitter.models import Department, Employee
 from outfitter.models.events import EventType
 from outfitter.payments.gateways import GatewayRegistry
-from outfitter.people import departments, provisioning
+from outfitter.people import departments, identities, provisioning
 from outfitter.people.provisioning import Change
-from outfitter.people.repository import DepartmentRepository
+from outfitter.people.repository import DepartmentRepository, EmployeeRepository, counted_page
 from outfitter.people.schemas import DepartmentCreate, DepartmentName, DepartmentPatch
 from outfitter.scim import filters, groups, offboarding, patching, users
 from outfitter.scim.discovery import MAX_RESULTS
@@ -65,23 +66,14 @@ def _integer(value: Any, name: str, default: int) -> int:
 
 
 def _page(session: Session, statement: Select[Any], query: Query) -> tuple[list[Any], int]:
-    total = session.scalar(select(func.count()).select_from(statement.order_by(None).subquery())) or 0
-    if query.count == 0 or query.start_index > total:
-        return [], total
-    items = list(session.scalars(statement.offset(query.start_index - 1).limit(query.count)).unique())
-    return items, total
+    return counted_page(session, statement, query.start_index - 1, query.count)
 
 
 # Users
 
 
 def list_users(session: Session, query: Query, links: Links) -> tuple[list[dict[str, Any]], int]:
-    statement = (
-        select(Employee)
-        .options(joinedload(Employee.country))
-        .where(Employee.deprovisioned_at.is_(None))
-        .order_by(Employee.created_at, Employee.id)
-    )
+    statement = EmployeeRepository(session).provisioned_listing()
     if query.filter:
         statement = statement.where(filters.where(query.filter, users.FILTERABLE, users.CORE_URN))
     employees, total = _page(session, statement, query)
@@ -111,10 +103,17 @@ def replace_user(
 def patch_user(
     work: ClientWork, user_id: str, body: Any, if_match: str | None, links: Links, gateways: GatewayRegistry
 ) -> dict[str, Any]:
-    employee = _locked_user(work.session, user_id, if_match, links)
+    """The operations applied to the User as read, then the row locked for the write only; if the
+    User changed in between, they are applied again to the User as locked."""
+    session = work.session
     operations = patching.operations_of(body)
-    current = users.parse(_without_meta(users.render(employee, links)), Context.DEFAULT)
-    return _write_user(work, employee, patching.apply(current, operations), links, gateways)
+    read = users.render(provisioning.get_provisioned(session, user_id), links)
+    patched = patching.apply(users.parse(_without_meta(read), Context.DEFAULT), copy.deepcopy(operations))
+    employee = _locked_user(session, user_id, if_match, links)
+    locked = users.render(employee, links)
+    if locked["meta"]["version"] != read["meta"]["version"]:
+        patched = patching.apply(users.parse(_without_meta(locked), Context.DEFAULT), operations)
+    return _write_user(work, employee, patched, links, gateways)
 
 
 def delete_user(
@@ -158,11 +157,7 @@ def _without_meta(resource: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def list_groups(session: Session, query: Query, links: Links) -> tuple[list[dict[str, Any]], int]:
-    statement = (
-        select(Department)
-        .where(Department.deleted_at.is_(None))
-        .order_by(Department.created_at, Department.id)
-    )
+    statement = DepartmentRepository(session).live_listing()
     if query.filter:
         statement = statement.where(filters.where(query.filter, groups.FILTERABLE, groups.CORE_URN))
     found, total = _page(session, statement, query)
@@ -199,11 +194,21 @@ def replace_group(
 def patch_group(
     work: ClientWork, group_id: str, body: Any, if_match: str | None, links: Links
 ) -> dict[str, Any]:
+    """The operations applied to the Group as read, then the row locked for the write only (a
+    REST change of the department waits for no PATCH's work); if the Group changed in between,
+    they are applied again to the Group as locked."""
     session = work.session
-    department = _locked_group(session, group_id, if_match, links)
     operations = patching.operations_of(body)
-    current = groups.parse(_without_meta(get_group(session, group_id, links)), Context.DEFAULT)
-    return _write_group(work, department, patching.apply(current, operations), links)
+    read = get_group(session, group_id, links)
+    patched = patching.apply_to_group(
+        groups.parse(_without_meta(read), Context.DEFAULT), copy.deepcopy(operations)
+    )
+    department = _live_group(session, group_id, for_update=True)
+    locked = get_group(session, group_id, links)
+    check_version(if_match, locked)
+    if locked["meta"]["version"] != read["meta"]["version"]:
+        patched = patching.apply_to_group(groups.parse(_without_meta(locked), Context.DEFAULT), operations)
+    return _write_group(work, department, patched, links)
 
 
 def delete_group(work: ClientWork, group_id: str, if_match: str | None, links: Links) -> None:
@@ -250,8 +255,7 @@ def _set_external_id(session: Session, department: Department, external_id: str 
     try:
         session.flush()
     except IntegrityError:  # a concurrent request gave it to another Group after our check
-        taken = f"The externalId {external_id} was just taken by another Group."
-        raise provisioning.IdentityTaken(taken) from None
+        raise identities.group_external_id_just_taken(external_id) from None
 
 
 def _display_name(group: Group) -> str:
@@ -265,18 +269,13 @@ def _display_name(group: Group) -> str:
 def _members(session: Session, group: Group) -> list[str]:
     """The members' ids; each must be a User of the company (else 400, naming it). One statement."""
     wanted = groups.wanted_members(group)
+    if len(wanted) > MAX_MEMBERS:  # before the look-up: one bind parameter per member
+        raise InvalidValueException(detail=f"A Group (department) holds at most {MAX_MEMBERS} members.")
     parsed = {member: parse_uuid(member) for member in wanted}
-    ids = {value for value in parsed.values() if value is not None}
-    found = set(
-        session.scalars(select(Employee.id).where(Employee.id.in_(ids), Employee.deprovisioned_at.is_(None)))
-        if ids
-        else ()
-    )
+    found = EmployeeRepository(session).provisioned_ids({value for value in parsed.values() if value})
     unknown = next((member for member, value in parsed.items() if value not in found), None)
     if unknown is not None:
         raise InvalidValueException(detail=f"members: {unknown!r} is not the id of a User.")
-    if len(wanted) > MAX_MEMBERS:
-        raise InvalidValueException(detail=f"A Group (department) holds at most {MAX_MEMBERS} members.")
     return wanted
 
 
@@ -287,12 +286,5 @@ def _check_group_external_id(session: Session, group: Group, department: Departm
         raise InvalidValueException(
             detail=f"externalId is longer than {users.LIMITS['externalId']} characters."
         )
-    statement = select(Department.id).where(
-        Department.external_id == group.external_id, Department.deleted_at.is_(None)
-    )
-    if department is not None:
-        statement = statement.where(Department.id != department.id)
-    if session.scalar(statement.limit(1)) is not None:
-        raise provisioning.IdentityTaken(
-            f"The externalId {group.external_id} is already taken by another Group."
-        )
+    except_id = department.id if department is not None else None
+    identities.check_group_external_id(DepartmentRepository(session), group.external_id, except_id)

@@ -40,13 +40,8 @@ from sqlalchemy.orm import Session
 from outfitter.catalog.reference import find_country
 from outfitter.core.errors import validation_message
 from outfitter.models import EMPLOYEE_OFFBOARDED, Employee
-from outfitter.people.provisioning import (
-    ProvisionedEmployee,
-    check_manager,
-    is_active,
-    known_as,
-    user_name_of,
-)
+from outfitter.people.identities import known_as
+from outfitter.people.provisioning import ProvisionedEmployee, check_manager, is_active, user_name_of
 from outfitter.people.schemas import Address, Name, Phone, Text200
 from outfitter.scim.filters import Attribute, bool_attribute, compare_text
 from outfitter.scim.responses import with_meta
@@ -73,7 +68,7 @@ FILTERABLE: dict[str, Attribute] = {
         )
     ),
     "externalid": Attribute((Employee.external_id,), case_exact=True),
-    "emails.value": Attribute((Employee.email, Employee.personal_email)),
+    "emails.value": Attribute((Employee.email, Employee.personal_email), folded=True),  # stored so
     "name.givenname": Attribute((Employee.first_name,)),
     "name.familyname": Attribute((Employee.last_name,)),
     "title": Attribute((Employee.job_title,)),

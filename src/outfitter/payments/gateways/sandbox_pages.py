@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import idna
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -197,7 +198,24 @@ def _redirect_target(redirect_url: str | None, tx_ref: str, status: GatewayPayme
     parts = urlsplit(redirect_url)
     query = [(key, value) for key, value in parse_qsl(parts.query) if key not in ("status", "tx_ref")]
     query += [("status", status), ("tx_ref", tx_ref)]
-    return urlunsplit(parts._replace(query=urlencode(query)))
+    return urlunsplit(parts._replace(netloc=_ascii_netloc(parts.netloc), query=urlencode(query)))
+
+
+def _ascii_netloc(netloc: str) -> str:
+    """The host of `netloc` as IDNA (`exämple.com` as `xn--exmple-cua.com`): the Location header
+    percent-encodes what is not ASCII, and no browser follows a host written so. A host IDNA
+    cannot write (an initiate accepted it) is left as it was."""
+    userinfo, at, hostport = netloc.rpartition("@")
+    if hostport.isascii():
+        return netloc
+    host, colon, port = hostport.rpartition(":") if not hostport.endswith("]") else ("", "", "")
+    if not (colon and port.isdigit()):
+        host, colon, port = hostport, "", ""
+    try:
+        encoded = idna.encode(host, uts46=True).decode("ascii")
+    except idna.IDNAError:
+        return netloc
+    return f"{userinfo}{at}{encoded}{colon}{port}"
 
 
 @router.post("/{tx_ref}/pay")
