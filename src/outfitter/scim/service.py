@@ -17,7 +17,7 @@ from sqlalchemy.orm.attributes import flag_modified
 
 from outfitter.core.errors import NotFound
 from outfitter.db.tenancy import parse_uuid
-from outfitter.http.unit_of_work import ClientWork
+from outfitter.http.auth import AuthContext
 from outfitter.models import Department, Employee
 from outfitter.models.events import EventType
 from outfitter.payments.gateways import GatewayRegistry
@@ -84,28 +84,40 @@ def get_user(session: Session, user_id: str, links: Links) -> dict[str, Any]:
     return users.render(provisioning.get_provisioned(session, user_id), links)
 
 
-def create_user(work: ClientWork, body: Any, links: Links) -> dict[str, Any]:
-    session = work.session
+def create_user(session: Session, auth: AuthContext, body: Any, links: Links) -> dict[str, Any]:
     user = users.parse(body, Context.RESOURCE_CREATION_REQUEST)
-    employee = provisioning.create(session, users.to_provisioned(session, user, None, _default_country(work)))
-    provisioning.record_change(session, employee, EventType.EMPLOYEE_CREATED, work.auth.actor)
+    employee = provisioning.create(
+        session, users.to_provisioned(session, user, None, _default_country(session, auth))
+    )
+    provisioning.record_change(session, employee, EventType.EMPLOYEE_CREATED, auth.actor)
     return users.render(employee, links)
 
 
 def replace_user(
-    work: ClientWork, user_id: str, body: Any, if_match: str | None, links: Links, gateways: GatewayRegistry
+    session: Session,
+    auth: AuthContext,
+    user_id: str,
+    body: Any,
+    if_match: str | None,
+    links: Links,
+    gateways: GatewayRegistry,
 ) -> dict[str, Any]:
-    employee = _locked_user(work.session, user_id, if_match, links)
+    employee = _locked_user(session, user_id, if_match, links)
     user = users.parse(body, Context.RESOURCE_REPLACEMENT_REQUEST)
-    return _write_user(work, employee, user, links, gateways)
+    return _write_user(session, auth, employee, user, links, gateways)
 
 
 def patch_user(
-    work: ClientWork, user_id: str, body: Any, if_match: str | None, links: Links, gateways: GatewayRegistry
+    session: Session,
+    auth: AuthContext,
+    user_id: str,
+    body: Any,
+    if_match: str | None,
+    links: Links,
+    gateways: GatewayRegistry,
 ) -> dict[str, Any]:
     """The operations applied to the User as read, then the row locked for the write only; if the
     User changed in between, they are applied again to the User as locked."""
-    session = work.session
     operations = patching.operations_of(body)
     read = users.render(provisioning.get_provisioned(session, user_id), links)
     patched = patching.apply(users.parse(_without_meta(read), Context.DEFAULT), copy.deepcopy(operations))
@@ -113,15 +125,20 @@ def patch_user(
     locked = users.render(employee, links)
     if locked["meta"]["version"] != read["meta"]["version"]:
         patched = patching.apply(users.parse(_without_meta(locked), Context.DEFAULT), operations)
-    return _write_user(work, employee, patched, links, gateways)
+    return _write_user(session, auth, employee, patched, links, gateways)
 
 
 def delete_user(
-    work: ClientWork, user_id: str, if_match: str | None, links: Links, gateways: GatewayRegistry
+    session: Session,
+    auth: AuthContext,
+    user_id: str,
+    if_match: str | None,
+    links: Links,
+    gateways: GatewayRegistry,
 ) -> None:
-    employee = _locked_user(work.session, user_id, if_match, links)
-    if provisioning.deprovision(work.session, employee) == Change.OFFBOARDED:
-        offboarding.offboard(work.session, work.auth, employee, gateways)
+    employee = _locked_user(session, user_id, if_match, links)
+    if provisioning.deprovision(session, employee) == Change.OFFBOARDED:
+        offboarding.offboard(session, auth, employee, gateways)
 
 
 def _locked_user(session: Session, user_id: str, if_match: str | None, links: Links) -> Employee:
@@ -132,21 +149,25 @@ def _locked_user(session: Session, user_id: str, if_match: str | None, links: Li
 
 
 def _write_user(
-    work: ClientWork, employee: Employee, user: users.ScimUser, links: Links, gateways: GatewayRegistry
+    session: Session,
+    auth: AuthContext,
+    employee: Employee,
+    user: users.ScimUser,
+    links: Links,
+    gateways: GatewayRegistry,
 ) -> dict[str, Any]:
-    session = work.session
-    wanted = users.to_provisioned(session, user, employee, _default_country(work))
+    wanted = users.to_provisioned(session, user, employee, _default_country(session, auth))
     change = provisioning.update(session, employee, wanted)
     if change == Change.UPDATED:
-        provisioning.record_change(session, employee, EventType.EMPLOYEE_UPDATED, work.auth.actor)
+        provisioning.record_change(session, employee, EventType.EMPLOYEE_UPDATED, auth.actor)
     elif change == Change.OFFBOARDED:
-        offboarding.offboard(work.session, work.auth, employee, gateways)
+        offboarding.offboard(session, auth, employee, gateways)
     return users.render(employee, links)
 
 
-def _default_country(work: ClientWork) -> Callable[[], str | None]:
+def _default_country(session: Session, auth: AuthContext) -> Callable[[], str | None]:
     """The company's default country for users sent without one, read only if one is needed."""
-    return lambda: settings_of(work.session, work.auth.company_id).default_country
+    return lambda: settings_of(session, auth.company_id).default_country
 
 
 def _without_meta(resource: Mapping[str, Any]) -> dict[str, Any]:
@@ -170,12 +191,11 @@ def get_group(session: Session, group_id: str, links: Links) -> dict[str, Any]:
     return groups.render(department, groups.members_of(session, [department.id])[department.id], links)
 
 
-def create_group(work: ClientWork, body: Any, links: Links) -> dict[str, Any]:
-    session = work.session
+def create_group(session: Session, auth: AuthContext, body: Any, links: Links) -> dict[str, Any]:
     group = groups.parse(body, Context.RESOURCE_CREATION_REQUEST)
     _check_group_external_id(session, group, None)
     created = departments.create_department(
-        session, work.auth, DepartmentCreate(name=_display_name(group), member_ids=_members(session, group))
+        session, auth, DepartmentCreate(name=_display_name(group), member_ids=_members(session, group))
     )
     department = _live_group(session, str(created.id))
     if group.external_id:  # part of the creation: lastModified stays `created`, the UPDATE
@@ -185,19 +205,20 @@ def create_group(work: ClientWork, body: Any, links: Links) -> dict[str, Any]:
 
 
 def replace_group(
-    work: ClientWork, group_id: str, body: Any, if_match: str | None, links: Links
+    session: Session, auth: AuthContext, group_id: str, body: Any, if_match: str | None, links: Links
 ) -> dict[str, Any]:
-    department = _locked_group(work.session, group_id, if_match, links)
-    return _write_group(work, department, groups.parse(body, Context.RESOURCE_REPLACEMENT_REQUEST), links)
+    department = _locked_group(session, group_id, if_match, links)
+    return _write_group(
+        session, auth, department, groups.parse(body, Context.RESOURCE_REPLACEMENT_REQUEST), links
+    )
 
 
 def patch_group(
-    work: ClientWork, group_id: str, body: Any, if_match: str | None, links: Links
+    session: Session, auth: AuthContext, group_id: str, body: Any, if_match: str | None, links: Links
 ) -> dict[str, Any]:
     """The operations applied to the Group as read, then the row locked for the write only (a
     REST change of the department waits for no PATCH's work); if the Group changed in between,
     they are applied again to the Group as locked."""
-    session = work.session
     operations = patching.operations_of(body)
     read = get_group(session, group_id, links)
     patched = patching.apply_to_group(
@@ -208,13 +229,15 @@ def patch_group(
     check_version(if_match, locked)
     if locked["meta"]["version"] != read["meta"]["version"]:
         patched = patching.apply_to_group(groups.parse(_without_meta(locked), Context.DEFAULT), operations)
-    return _write_group(work, department, patched, links)
+    return _write_group(session, auth, department, patched, links)
 
 
-def delete_group(work: ClientWork, group_id: str, if_match: str | None, links: Links) -> None:
-    department = _locked_group(work.session, group_id, if_match, links)
+def delete_group(
+    session: Session, auth: AuthContext, group_id: str, if_match: str | None, links: Links
+) -> None:
+    department = _locked_group(session, group_id, if_match, links)
     department.external_id = None  # free for a Group made later
-    departments.delete_department(work.session, work.auth, group_id)
+    departments.delete_department(session, auth, group_id)
 
 
 def _live_group(session: Session, group_id: str, for_update: bool = False) -> Department:
@@ -231,10 +254,11 @@ def _locked_group(session: Session, group_id: str, if_match: str | None, links: 
     return department
 
 
-def _write_group(work: ClientWork, department: Department, group: Group, links: Links) -> dict[str, Any]:
+def _write_group(
+    session: Session, auth: AuthContext, department: Department, group: Group, links: Links
+) -> dict[str, Any]:
     """Write the name, members and externalId `group` asks for; the department event when the name
     or members change (externalId is not part of the department the API shows)."""
-    session = work.session
     _check_group_external_id(session, group, department)
     name = _display_name(group)
     members = _members(session, group)
@@ -245,7 +269,7 @@ def _write_group(work: ClientWork, department: Department, group: Group, links: 
     if set(members) != set(current):
         changes["member_ids"] = members
     if changes:
-        departments.update_department(session, work.auth, str(department.id), DepartmentPatch(**changes))
+        departments.update_department(session, auth, str(department.id), DepartmentPatch(**changes))
     _set_external_id(session, department, group.external_id)
     return get_group(session, str(department.id), links)
 
