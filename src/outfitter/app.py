@@ -103,6 +103,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = make_sessionmaker(engine, TenantSession)
     app.state.reads = reads
     app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.redis_url)
+    app.state.scim_rate_limiter = RateLimiter(settings.scim_rate_limit, settings.redis_url)
 
     install_error_handlers(app)
     # Added last runs first: the request id must wrap everything, including the body checks. The

@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from limits import parse as parse_rate_limit
+from limits import parse_many as parse_rate_limits
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from redis import ConnectionPool as RedisConnectionPool
@@ -46,7 +46,10 @@ class Settings(BaseSettings):
     database_url: str = Field(default_factory=default_database_url)
     public_url: str = "http://127.0.0.1:8000"
     redis_url: str | None = None
-    rate_limit: str = "120/minute"
+    # Per token: a burst up to the first window's amount, a sustained rate up to the second's
+    # (docs/api.md, "Rate limits"); tokens of the `scim` scope have a budget of their own.
+    rate_limit: str = "50/second;1500/minute"
+    scim_rate_limit: str = "100/second;3000/minute"
     # The largest request body; below 1 KiB not even a small create fits.
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     # Connections each server process may hold, and so the requests it runs at once (the worker
@@ -152,18 +155,18 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("rate_limit")
+    @field_validator("rate_limit", "scim_rate_limit")
     @classmethod
     def _check_rate_limit(cls, value: str) -> str:
         if value.strip().lower() != "off":
             try:
-                allowed = parse_rate_limit(value).amount
+                allowed = min(item.amount for item in parse_rate_limits(value))
             except ValueError:
                 allowed = 0
             if allowed < 1:  # 0/minute would refuse every request
                 raise ValueError(
-                    "expected 'off' or a number (at least 1) of requests per period, e.g. 120/minute "
-                    "or 10/second"
+                    "expected 'off' or numbers (at least 1) of requests per period, separated by ';', "
+                    "e.g. 50/second;1500/minute or 120/minute"
                 )
         return value
 

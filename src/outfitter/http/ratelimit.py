@@ -1,5 +1,9 @@
 """Per-token rate limits with the `limits` library: in memory, or shared through Redis.
 
+A budget is one or more windows (`50/second;1500/minute`): a burst up to the shortest window's
+amount, and a sustained rate bounded by the longest one. A request must fit every window; the
+headers describe the window closest to refusing it, and `RateLimit-Policy` names them all.
+
 A token's limit is keyed by its digest (`tokens.hash_token`), known before the database is asked,
 so the limit is applied before the request takes a connection or opens a transaction: a slow Redis
 holds nothing of the database's. An unknown token is limited like any other, then refused (401).
@@ -15,7 +19,7 @@ import math
 import time
 from typing import Any
 
-from limits import RateLimitItem, parse
+from limits import RateLimitItem, parse_many
 from limits.errors import StorageError
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
@@ -31,7 +35,8 @@ logger = logging.getLogger("outfitter")
 
 class RateLimiter:
     def __init__(self, rule: str, redis_url: str | None) -> None:
-        self.item: RateLimitItem | None = None if rule.strip().lower() == "off" else parse(rule)
+        self.items: list[RateLimitItem] = [] if rule.strip().lower() == "off" else parse_many(rule)
+        self.policy = ", ".join(f"{item.amount};w={item.get_expiry()}" for item in self.items)
         self.shared = redis_url is not None
         if redis_url:
             storage = storage_from_string(
@@ -47,6 +52,10 @@ class RateLimiter:
         self._skip_until = 0.0
         self._warned_at = -WARN_EVERY_SECONDS
 
+    @property
+    def enabled(self) -> bool:
+        return bool(self.items)
+
     def storage_state(self) -> str:
         """For /readyz: "ok", "unreachable", or "not configured" without Redis."""
         if not self.shared:
@@ -57,26 +66,34 @@ class RateLimiter:
             return "unreachable"
 
     def hit(self, request_state: dict[str, Any], key: str) -> None:
-        if self.item is None or time.monotonic() < self._skip_until:
+        if not self.items or time.monotonic() < self._skip_until:
             return
         try:
-            allowed = self.strategy.hit(self.item, "token", key)
-            stats = self.strategy.get_window_stats(self.item, "token", key)
+            windows = [(item, self.strategy.hit(item, "token", key)) for item in self.items]
+            stats = [
+                (item, allowed, self.strategy.get_window_stats(item, "token", key))
+                for item, allowed in windows
+            ]
         except StorageError as exc:
             self._fail_open(exc)
             return
-        reset_in = max(0, math.ceil(stats.reset_time - time.time()))
+        now = time.time()
+        # The window that refused, else the one with the least room left.
+        item, allowed, window = min(stats, key=lambda entry: (entry[1], entry[2].remaining / entry[0].amount))
+        reset_in = max(0, math.ceil(window.reset_time - now))
         # Read by the request-context middleware, which puts them on whatever response goes out.
         request_state["rate_limit_headers"] = {
-            "RateLimit-Limit": str(self.item.amount),
-            "RateLimit-Remaining": str(stats.remaining),
+            "RateLimit-Limit": str(item.amount),
+            "RateLimit-Remaining": str(window.remaining),
             "RateLimit-Reset": str(reset_in),
+            "RateLimit-Policy": self.policy,
         }
         if not allowed:
+            retry_after = str(max(1, reset_in))
             raise RateLimited(
-                f"Rate limit of {self.item.amount} requests per {self.item.get_expiry()} seconds "
-                f"exceeded; retry in {max(1, reset_in)} seconds.",
-                headers={"Retry-After": str(max(1, reset_in))},
+                f"Rate limit of {item.amount} requests per {_period(item)} exceeded; retry in "
+                f'{retry_after} seconds (the Retry-After header). Budgets: docs/api.md, "Rate limits".',
+                headers={"Retry-After": retry_after},
             )
 
     def _fail_open(self, exc: StorageError) -> None:
@@ -85,3 +102,8 @@ class RateLimiter:
         if now - self._warned_at >= WARN_EVERY_SECONDS:
             self._warned_at = now
             logger.warning("rate limits are off while Redis is unreachable: %s", exc)
+
+
+def _period(item: RateLimitItem) -> str:
+    seconds = item.get_expiry()
+    return "second" if seconds == 1 else f"{seconds} seconds"

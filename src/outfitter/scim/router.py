@@ -33,7 +33,7 @@ async def _scim_work(request: Request) -> ClientWork:
         state.sessionmaker,
         bearer_token(request.headers.get("authorization")),
         "scim",
-        state.rate_limiter,
+        state.scim_rate_limiter,  # a budget of its own: an identity provider pushes in bursts
         request.scope.setdefault("state", {}),
     )
 

@@ -97,6 +97,7 @@ def serve(host: str, port: int, workers: int) -> None:
     if workers < 1:
         raise ServeError(f"--workers must be at least 1, got {workers}")
     sock = bind_socket(host, port)
+    warn_of_limits_per_process(workers)
     background = _start_embedded_worker()
     stop_worker = background.stop if background is not None else _nothing
     try:
@@ -111,6 +112,20 @@ def serve(host: str, port: int, workers: int) -> None:
 
 def _nothing() -> None:
     pass
+
+
+def warn_of_limits_per_process(workers: int) -> None:
+    from outfitter.config import get_settings
+
+    settings = get_settings()
+    limited = "off" not in (settings.rate_limit.strip().lower(), settings.scim_rate_limit.strip().lower())
+    if workers > 1 and settings.redis_url is None and limited:
+        logger.warning(
+            "rate limits are kept per server process (%d processes, no OUTFITTER_REDIS_URL): a token "
+            "may make up to %d times its budget; set OUTFITTER_REDIS_URL to share them",
+            workers,
+            workers,
+        )
 
 
 def _start_embedded_worker() -> BackgroundWorker | None:
