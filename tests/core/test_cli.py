@@ -47,7 +47,8 @@ def test_company_and_token_create_print_json_and_the_token_works(client: TestCli
     )
     assert code == 0
     token = json.loads(out)
-    assert set(token) == {"id", "token", "scopes", "expires_at"}
+    assert set(token) == {"id", "name", "token", "scopes", "expires_at"}
+    assert token["name"] == "Initech API"  # the default: the company's name
     assert token["scopes"] == ["read"] and token["token"].startswith("otf_") and token["expires_at"]
     headers = {"Authorization": f"Bearer {token['token']}"}
     assert client.get("/api/v2/client/currencies", headers=headers).status_code == 200

@@ -156,7 +156,8 @@ def token_list(
             for token in session.scalars(statement)
         ]
     lines = [
-        f"{t['id']}  company {t['company_id']}  {' '.join(t['scopes'])}  expires {t['expires_at'] or 'never'}"
+        f"{t['id']}  {t['name']!r}  company {t['company_id']}  {' '.join(t['scopes'])}"
+        f"  expires {t['expires_at'] or 'never'}"
         f"  last used {t['last_used_at'] or 'never'}"
         f"{'' if t['live'] else '  REVOKED' if t['revoked_at'] else '  EXPIRED'}"
         for t in tokens
@@ -174,6 +175,10 @@ def token_create(
         ),
     ] = None,
     expires_in_days: Annotated[int | None, typer.Option(help="Days until the token expires")] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(help="What the token is for (the activity log names it); default: '<company> API'"),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Create an API token for a company. The token is shown once, now."""
@@ -182,16 +187,21 @@ def token_create(
     company_uuid = parse_id(company_id, "COMPANY_ID")
     with unit_of_work() as session:
         try:
-            issued = issue_token(session, company_uuid, scope, expires_in_days)
+            issued = issue_token(session, company_uuid, scope, expires_in_days, name)
         except ValueError as exc:
             fail(str(exc))
         payload: dict[str, Any] = {
             "id": str(issued.record.id),
+            "name": issued.record.name,
             "token": issued.token,
             "scopes": issued.record.scope_list,
             "expires_at": iso_or_none(issued.record.expires_at),
         }
-    emit(as_json, payload, f"token {payload['id']} ({' '.join(payload['scopes'])}): {payload['token']}")
+    emit(
+        as_json,
+        payload,
+        f"token {payload['id']} {payload['name']!r} ({' '.join(payload['scopes'])}): {payload['token']}",
+    )
 
 
 @token_app.command("revoke")

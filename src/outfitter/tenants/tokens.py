@@ -25,6 +25,7 @@ def hash_token(token: str) -> str:
 
 
 MAX_COMPANY_NAME = 200  # the column's length
+MAX_TOKEN_NAME = 200  # the column's length
 MAX_TOKEN_DAYS = 36_525
 
 
@@ -34,13 +35,7 @@ def create_company(session: Session, name: str) -> Company:
     name = name.strip()
     if not name:
         raise ValueError("the company name is empty")
-    try:
-        visible_on_one_line(name)
-    except ValueError as exc:
-        raise ValueError(f"the company name: {exc}") from None
-    if len(name) > MAX_COMPANY_NAME:
-        raise ValueError(f"the company name has {len(name)} characters; at most {MAX_COMPANY_NAME}")
-    company = Company(name=name)
+    company = Company(name=_one_visible_line(name, "the company name", MAX_COMPANY_NAME))
     session.add(company)
     session.flush()
     return company
@@ -73,10 +68,12 @@ def issue_token(
         )
     if expires_in_days is not None and not 1 <= expires_in_days <= MAX_TOKEN_DAYS:
         raise ValueError(f"--expires-in-days must be between 1 and {MAX_TOKEN_DAYS:,} (100 years)")
+    if name is not None:
+        name = _one_visible_line(name.strip(), "--name", MAX_TOKEN_NAME)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)  # 256 bits of entropy
     record = ApiToken(
         company_id=company.id,
-        name=name or f"{company.name} API",
+        name=name or f"{company.name} API"[:MAX_TOKEN_NAME],
         token_hash=hash_token(token),
         scopes=" ".join(chosen),
         expires_at=utcnow() + timedelta(days=expires_in_days) if expires_in_days else None,
@@ -110,3 +107,15 @@ def token_is_live(record: _TokenTimes, now: datetime) -> str | None:
     if record.expires_at is not None and record.expires_at <= now:
         return "The token has expired."
     return None
+
+
+def _one_visible_line(value: str, what: str, limit: int) -> str:
+    """`value` as a person reads it in a list or a log line: visible, on one line (a line break
+    would split a listing, an invisible character make two names look alike), at most `limit`."""
+    try:
+        visible_on_one_line(value)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+    if len(value) > limit:
+        raise ValueError(f"{what} has {len(value)} characters; at most {limit}")
+    return value
