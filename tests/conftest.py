@@ -86,7 +86,9 @@ def engine(database_url: str) -> Iterator[Engine]:
 
 @pytest.fixture(scope="session")
 def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, rate_limit="off", public_url="http://testserver")
+    return Settings(
+        database_url=database_url, rate_limit="off", scim_rate_limit="off", public_url="http://testserver"
+    )
 
 
 @pytest.fixture(scope="session")

@@ -64,8 +64,8 @@ def test_a_scim_token_spends_a_budget_of_its_own(settings: Settings, engine: Eng
 
 def test_the_defaults_allow_bursts_and_say_so() -> None:
     settings = Settings(database_url="sqlite:///unused.db")
-    assert settings.rate_limit == "50/second;1500/minute"
-    assert settings.scim_rate_limit == "100/second;3000/minute"
+    assert settings.rate_limit == "100/second;3000/minute"
+    assert settings.scim_rate_limit == "300/second;6000/minute"
 
 
 @pytest.mark.parametrize("rule", ["lots", "0/second;5/minute", "5/minute;0/hour"])

@@ -54,12 +54,12 @@ BAD_SETTINGS = {
     "OUTFITTER_RATE_LIMIT": (
         "lots",
         "expected 'off' or numbers (at least 1) of requests per period, separated by ';', "
-        "e.g. 50/second;1500/minute or 120/minute; got 'lots'",
+        "e.g. 100/second;3000/minute or 120/minute; got 'lots'",
     ),
     "OUTFITTER_SCIM_RATE_LIMIT": (
         "0/second",
         "expected 'off' or numbers (at least 1) of requests per period, separated by ';', "
-        "e.g. 50/second;1500/minute or 120/minute; got '0/second'",
+        "e.g. 100/second;3000/minute or 120/minute; got '0/second'",
     ),
     # Values that would start a service no request gets through.
     "OUTFITTER_MAX_BODY_BYTES": ("0", "expected a number of at least 1024; got '0'"),

@@ -200,7 +200,9 @@ def live_server(database_url: str, engine: Engine) -> Iterator[LiveServer]:
     production and the sandbox gateway posts its webhooks to the service over HTTP."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    application = create_app(Settings(database_url=database_url, rate_limit="off", public_url=url))
+    application = create_app(
+        Settings(database_url=database_url, rate_limit="off", scim_rate_limit="off", public_url=url)
+    )
     server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

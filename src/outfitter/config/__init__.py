@@ -48,8 +48,8 @@ class Settings(BaseSettings):
     redis_url: str | None = None
     # Per token: a burst up to the first window's amount, a sustained rate up to the second's
     # (docs/api.md, "Rate limits"); tokens of the `scim` scope have a budget of their own.
-    rate_limit: str = "50/second;1500/minute"
-    scim_rate_limit: str = "100/second;3000/minute"
+    rate_limit: str = "100/second;3000/minute"
+    scim_rate_limit: str = "300/second;6000/minute"
     # The largest request body; below 1 KiB not even a small create fits.
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     # Connections each server process may hold, and so the requests it runs at once (the worker
@@ -166,7 +166,7 @@ class Settings(BaseSettings):
             if allowed < 1:  # 0/minute would refuse every request
                 raise ValueError(
                     "expected 'off' or numbers (at least 1) of requests per period, separated by ';', "
-                    "e.g. 50/second;1500/minute or 120/minute"
+                    "e.g. 100/second;3000/minute or 120/minute"
                 )
         return value
 

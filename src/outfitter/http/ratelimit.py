@@ -1,6 +1,6 @@
 """Per-token rate limits with the `limits` library: in memory, or shared through Redis.
 
-A budget is one or more windows (`50/second;1500/minute`): a burst up to the shortest window's
+A budget is one or more windows (`100/second;3000/minute`): a burst up to the shortest window's
 amount, and a sustained rate bounded by the longest one. A request must fit every window; the
 headers describe the window closest to refusing it, and `RateLimit-Policy` names them all.
 
