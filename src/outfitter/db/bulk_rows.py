@@ -48,13 +48,13 @@ from typing import Any, Final
 from pydantic_core import to_json
 from sqlalchemy import JSON, Connection, Dialect, Insert, Row, Table, Uuid, bindparam, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import QueryableAttribute, Session
 from sqlalchemy.types import TypeEngine
 
 from outfitter.core.process_settings import switching_often
 from outfitter.core.timestamps import format_timestamp
 from outfitter.db.base import Base, UTCDateTime
-from outfitter.db.driver_statements import driver_cursor
 from outfitter.db.session import JsonText, unless_conflicting
 from outfitter.db.tenancy import TenantScopeError, company_named, company_of
 
@@ -240,10 +240,31 @@ def _copy_statement(dialect: Dialect, table: Table, names: list[str]) -> str:
 
 @contextmanager
 def _copying(connection: Connection, statement: str) -> Iterator[Any]:
-    """psycopg's COPY FROM STDIN on the connection, on the driver's cursor as the creates' statements
-    run (`driver_cursor`: statement counts see it, its errors are SQLAlchemy's as an INSERT's are)."""
-    with driver_cursor(connection, statement, ()) as cursor, cursor.copy(statement) as copy:
-        yield copy
+    """psycopg's COPY FROM STDIN on the session's connection, in its transaction (SQLAlchemy has no
+    COPY): announced to the engine's `before_cursor_execute` listeners like any statement (statement
+    counts see it), and a driver's error raised as SQLAlchemy raises an INSERT's (wrapped, with it as
+    the cause; a connection found lost is invalidated), through public API only."""
+    driver = connection.connection.driver_connection
+    dialect = connection.dialect
+    assert driver is not None and dialect.loaded_dbapi is not None
+    try:
+        with driver.cursor() as cursor:
+            connection.dispatch.before_cursor_execute(connection, cursor, statement, (), None, False)
+            with cursor.copy(statement) as copy:
+                yield copy
+    except dialect.loaded_dbapi.Error as error:
+        lost = dialect.is_disconnect(error, driver, None)
+        if lost:
+            connection.invalidate(error)
+        raise DBAPIError.instance(
+            statement,
+            (),
+            error,
+            dialect.loaded_dbapi.Error,
+            hide_parameters=connection.engine.hide_parameters,
+            connection_invalidated=lost,
+            dialect=dialect,
+        ) from error
 
 
 def insert_unless_taken(
@@ -423,7 +444,7 @@ def take_turn(session: Session, model: type[Base]) -> None:
 
 def _column_text(column_type: TypeEngine[Any], dialect: Dialect) -> CopyText:
     """A column's values as COPY text, each through the column type's bind processing (if any)."""
-    process = column_type._cached_bind_processor(dialect)
+    process = column_type.dialect_impl(dialect).bind_processor(dialect)
     if process is None:
         return _uuid_text if isinstance(column_type, Uuid) else _text
     if isinstance(column_type, UTCDateTime):
