@@ -568,7 +568,7 @@ def _cte_shape(statement: Insert, table: str) -> _CteShape:
         raise TenantScopeError(
             f"a CTE's INSERT into {table} through a bound session may only DO NOTHING on conflict"
         )
-    for returned in statement._returning:
+    for returned in statement.exported_columns:  # what it RETURNs
         column = returned.element if isinstance(returned, Label) else returned
         if not (isinstance(column, Column) and column.table in (statement.table,)):
             raise TenantScopeError(f"a CTE's INSERT into {table} may return only the columns of {table}")
