@@ -10,7 +10,6 @@ from functools import partial
 from pathlib import Path
 
 import swagger_ui
-from anyio import to_thread
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -66,11 +65,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        # One worker thread per pooled connection: a request waits for a thread in the event
-        # loop, cheaply, instead of holding a thread while it waits for a connection.
-        to_thread.current_default_thread_limiter().total_tokens = (
-            settings.db_pool_size + settings.db_pool_max_overflow
-        )
         if reads is not None:
             await reads.start()
         try:

@@ -31,7 +31,6 @@ from typing import Any, TypeVar
 from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
-from outfitter.core.process_settings import switching_often
 from outfitter.core.timestamps import format_timestamp
 
 CHUNK_ROWS = 1000
@@ -135,16 +134,15 @@ def stream_chunks(
 
     reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outfitter-export")
     try:
-        with switching_often():  # the reader needs the GIL for each piece of rows it receives
-            pending = reader.submit(read, None)
-            while True:
-                rows, after = pending.result()
-                if after is not None:
-                    pending = reader.submit(read, after)
-                if rows:
-                    yield render(rows)
-                if after is None:
-                    return
+        pending = reader.submit(read, None)
+        while True:
+            rows, after = pending.result()
+            if after is not None:
+                pending = reader.submit(read, after)
+            if rows:
+                yield render(rows)
+            if after is None:
+                return
     finally:
         # A stream closed early (the client went away) lets the read under way end on its own,
         # closing its session: whichever thread closes the stream (the event loop's) does not wait.

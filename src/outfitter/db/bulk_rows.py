@@ -52,7 +52,6 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import QueryableAttribute, Session
 from sqlalchemy.types import TypeEngine
 
-from outfitter.core.process_settings import switching_often
 from outfitter.core.timestamps import format_timestamp
 from outfitter.db.base import Base, UTCDateTime
 from outfitter.db.session import JsonText, unless_conflicting
@@ -193,14 +192,13 @@ def rows_written_meanwhile(session: Session) -> Iterator[RowsMeanwhile]:
     the answers. The body must not use the session until the block ends; the block ends when the
     rows are written, raising what writing them raised (elsewhere than on PostgreSQL, each batch
     is written, or refused, where it is given)."""
-    with switching_often():
-        writer = RowsMeanwhile(session)
-        try:
-            yield writer
-        except BaseException:  # the thread must be done with the connection before any rollback
-            writer.finish(raising=False)
-            raise
-        writer.finish()
+    writer = RowsMeanwhile(session)
+    try:
+        yield writer
+    except BaseException:  # the thread must be done with the connection before any rollback
+        writer.finish(raising=False)
+        raise
+    writer.finish()
 
 
 def _checked(

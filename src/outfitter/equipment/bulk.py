@@ -21,7 +21,6 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import Countries, currencies_by_code
 from outfitter.core.errors import Conflict, ValidationFailed
-from outfitter.core.process_settings import collection_paused
 from outfitter.core.schemas import render_as
 from outfitter.db.base import utcnow
 from outfitter.db.bulk_rows import rows_written_meanwhile, take_turn
@@ -128,9 +127,8 @@ def register_devices(
 ) -> list[bytes]:
     """Register every item (all or nothing) and answer the devices in order, as the single create
     does (each rendered once, for the events' data and the response both)."""
-    with collection_paused():
-        checked = check_devices(session, items, serials_taken=False)
-        return list(write_or_report_taken(session, auth.actor, checked).values())
+    checked = check_devices(session, items, serials_taken=False)
+    return list(write_or_report_taken(session, auth.actor, checked).values())
 
 
 def write_or_report_taken(

@@ -16,6 +16,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from anyio import to_thread
+
 if TYPE_CHECKING:
     from fastapi import FastAPI
     from starlette.types import Receive, Scope, Send
@@ -31,16 +33,23 @@ def frozen_after_startup(app: FastAPI) -> FastAPI:
     the cyclic garbage collector's permanent generation (`gc.freeze`).
 
     What a started process holds (modules, routes, pydantic schemas, SQLAlchemy's tables, the
-    pools: about 210,000 objects) lives as long as the process, yet every full collection walked
-    it all: under load one came every second or two and held the event loop for about 110 ms,
-    which every request in flight waited out (the hot reads' p99 at concurrency 32 was up to
-    2.3x the bare stack's). Frozen, a full collection walks only what came after: about 1 ms.
-    Only a serving process does this: frozen objects are never collected, and a process that
+    pools) lives as long as the process, yet every full collection walked it all and held the
+    event loop meanwhile, which every request in flight waited out (docs/architecture.md has the
+    figures). Frozen, a full collection walks only what came after. Also sets anyio's thread
+    limiter to the pool's size, once, in the serving process's event loop. Only a serving process
+    does this: frozen objects are never collected, and a process that
     builds many apps (the tests) would keep them all."""
     startup = app.router.lifespan_context
+    settings = app.state.settings
 
     @contextlib.asynccontextmanager
     async def lifespan(started: Any) -> AsyncIterator[Any]:
+        # One worker thread per pooled connection: a request waits for a thread in the event loop,
+        # cheaply, instead of holding a thread while it waits for a connection. Set here, once per
+        # serving process (in its event loop, which holds the limiter), not by every app built.
+        to_thread.current_default_thread_limiter().total_tokens = (
+            settings.db_pool_size + settings.db_pool_max_overflow
+        )
         async with startup(started) as state:
             gc.collect()  # what start-up left as garbage is freed, not kept for good
             gc.freeze()
