@@ -123,10 +123,9 @@ def stream_chunks(
 
     The next chunk is read while this one is rendered: a thread of the export's own reads it, so
     the database's part of each chunk (a third of an export's time) overlaps the CSV writing of
-    the one before (100,000 devices: 1.55 s against 1.88, medians of 8 interleaved rounds). The
+    the one before (docs/equipment-performance.md has the figures). The
     rows are independent of their session (plain rows, or records made in it), and at most two
-    chunks are held at a time (the Python heap's peak: 3.8 MiB against 2.4, at 10,000 rows as at
-    100,000)."""
+    chunks are held at a time, whatever the total."""
 
     def read(after: CursorT | None) -> tuple[Sequence[RowT], CursorT | None]:
         with open_session() as session:

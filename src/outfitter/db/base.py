@@ -264,7 +264,7 @@ def trigram_index(table: str, column: str) -> Index:
     PostgreSQL misjudges its cost until the table's first VACUUM. With 30,000 devices analyzed but
     not yet vacuumed, the check of a batch's serial numbers (db.bulk_rows.values_taken) looked
     each one up in the trigram index instead of the unique btree, reading the index's pending list
-    (entries not yet merged, up to 4 MB) every time: 4 ms a value, 4 s a batch (migration 0012)."""
+    (entries not yet merged) every time (migration 0012)."""
     lowered = f"{column}_lowered"
     return Index(
         f"ix_{table}_{column}_trgm",

@@ -19,7 +19,7 @@ that has one is refused. The COPY is announced to the engine's `before_cursor_ex
 like any statement (statement counts see it).
 
 The COPY's text is made here, a column at a time (`_copy_chunks`, `_column_text`), rather than row
-by row through psycopg's `write_row` (which took 1.6x as long for a batch's devices), and once for
+by row through psycopg's `write_row` (slower for a batch's devices), and once for
 each distinct object in a column (`_texts`: the company, None, an enum member, shared data): each
 bound value becomes the text psycopg's text dumper would send (timestamps in ISO 8601 with their
 offset, by `format_timestamp` when in UTC, decimals as `str`), except JSON, which is
@@ -61,7 +61,7 @@ from outfitter.db.tenancy import TenantScopeError, company_named, company_of
 COPY_FROM = 20
 COPY_CHUNK_ROWS = 250  # rows of text handed to the COPY at a time: the server starts on the first
 # The first chunk of rows a generator makes is smaller: the server waits for it, idle, while the
-# caller's thread makes it (5 ms for 250 new devices, the whole batch's check done already).
+# caller's thread makes it.
 FIRST_CHUNK_ROWS = 50
 
 
