@@ -10,7 +10,6 @@ from functools import partial
 from pathlib import Path
 
 import swagger_ui
-from anyio import to_thread
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -26,14 +25,10 @@ from outfitter.csvio.reader import MAX_IMPORT_BYTES
 from outfitter.db.reads import AsyncpgReads, OptionsAsyncpgLacks
 from outfitter.db.session import make_engine, make_sessionmaker
 from outfitter.db.tenancy import TenantSession
-from outfitter.equipment.router import HOT_READS as EQUIPMENT_HOT_READS
-from outfitter.equipment.router import HOT_WRITES as EQUIPMENT_HOT_WRITES
 from outfitter.equipment.router import router as equipment_router
 from outfitter.events.router import router as events_router
 from outfitter.http.cors import ListedOriginsCORS
 from outfitter.http.handlers import install_error_handlers, install_fixed_path_guard, route_methods
-from outfitter.http.hot_reads import HotReadsMiddleware
-from outfitter.http.hot_writes import HotWritesMiddleware
 from outfitter.http.idempotency import IdempotencyMiddleware
 from outfitter.http.input_guard import InputGuardMiddleware
 from outfitter.http.middleware import BodyLimitMiddleware, HeadAsGetMiddleware, RequestContextMiddleware
@@ -42,7 +37,6 @@ from outfitter.http.ratelimit import RateLimiter
 from outfitter.migrations import schema_state
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
-from outfitter.people.router import HOT_WRITES as PEOPLE_HOT_WRITES
 from outfitter.people.router import router as people_router
 from outfitter.scim.app import MOUNT_PATH as SCIM_PATH
 from outfitter.scim.app import create_scim_app
@@ -71,11 +65,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        # One worker thread per pooled connection: a request waits for a thread in the event
-        # loop, cheaply, instead of holding a thread while it waits for a connection.
-        to_thread.current_default_thread_limiter().total_tokens = (
-            settings.db_pool_size + settings.db_pool_max_overflow
-        )
         if reads is not None:
             await reads.start()
         try:
@@ -106,23 +95,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.scim_rate_limiter = RateLimiter(settings.scim_rate_limit, settings.redis_url)
 
     install_error_handlers(app)
-    # Added last runs first: the request id must wrap everything, including the body checks. The
-    # commonest writes, innermost: after the idempotency middleware has claimed or replayed their key.
-    app.add_middleware(
-        HotWritesMiddleware,
-        prefix=API_PREFIX,
-        routes=[*equipment_router.routes, *people_router.routes],
-        hot=(*EQUIPMENT_HOT_WRITES, *PEOPLE_HOT_WRITES),
-    )
+    # Added last runs first: the request id must wrap everything, including the body checks.
     app.add_middleware(
         IdempotencyMiddleware,
         sessions=app.state.sessionmaker,
         ttl=timedelta(hours=settings.idempotency_ttl_hours),
         prefix=API_PREFIX + "/",
-    )
-    # The hottest reads, once the input is known to be sane (http.hot_reads).
-    app.add_middleware(
-        HotReadsMiddleware, prefix=API_PREFIX, routes=equipment_router.routes, hot=EQUIPMENT_HOT_READS
     )
     app.add_middleware(InputGuardMiddleware, json_prefixes=(f"{API_PREFIX}/", f"{SCIM_PATH}/"))
     app.add_middleware(

@@ -10,14 +10,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, Insert, delete, func, insert, literal, select, update
+from sqlalchemy import Engine, delete, func, insert, literal, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ClauseElement
 
 from outfitter.db.base import utcnow
 from outfitter.db.bulk_rows import COPY_FROM, insert_rows, rows_written_meanwhile
-from outfitter.db.driver_statements import driver_rows
 from outfitter.db.reads import AsyncpgReads, Read, run_in_session
 from outfitter.db.tenancy import TenantScopeError, TenantSession, across_companies, bind_company
 from outfitter.models import Country, Employee, Event, EventType
@@ -424,15 +423,13 @@ CTES_CROSSING_COMPANIES: dict[str, tuple[str, Callable[[Session, uuid.UUID, uuid
 
 
 def _runner(session: Session, through: str) -> Callable[[Any], Any]:
-    """How a test runs a statement: through the session, on its connection, or on the driver's
-    cursor (db.driver_statements, the single creates' path, which the engine's hooks do not see)."""
-    if through == "driver":
-        return lambda statement: driver_rows(session.connection(), statement, {})
+    """How a test runs a statement: through the session, or on its connection (the single creates'
+    path)."""
     return session.execute if through == "session" else session.connection().execute
 
 
 @pytest.mark.parametrize("path", list(CTES_CROSSING_COMPANIES))
-@pytest.mark.parametrize("through", ["session", "connection", "driver"])
+@pytest.mark.parametrize("through", ["session", "connection"])
 def test_a_bound_session_refuses_a_data_modifying_cte_not_proven_its_own(
     engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], path: str, through: str
 ) -> None:
@@ -443,8 +440,6 @@ def test_a_bound_session_refuses_a_data_modifying_cte_not_proven_its_own(
             session.execute(insert(Employee), [_employee(session, 1)])
     reason, build = CTES_CROSSING_COMPANIES[path]
     statement = build(bound, first, other)
-    if through == "driver" and not isinstance(statement, Insert):  # a SELECT: refused as any read
-        reason = "only as an INSERT"
     with pytest.raises(TenantScopeError, match=reason):
         _runner(bound, through)(statement)
     bound.rollback()
@@ -462,7 +457,7 @@ def test_an_unbound_session_refuses_a_data_modifying_cte(
     assert _companies_of_employees(engine) == {}
 
 
-@pytest.mark.parametrize("through", ["session", "connection", "driver"])
+@pytest.mark.parametrize("through", ["session", "connection"])
 def test_a_data_modifying_cte_proven_the_bound_companys_is_written(
     postgres_only: None,
     engine: Engine,
@@ -478,16 +473,13 @@ def test_a_data_modifying_cte_proven_the_bound_companys_is_written(
     written = run(_announced(_hiring(_employee(bound, 1, first))).returning(Event.__table__.c.id))
     assert len(list(written)) == 1
     run(_announced(_hiring(_employee(bound, 2, first)), literal(first)))
-    if through != "driver":  # on the driver, a SELECT may not touch a company's table
-        run(select(_hiring(_employee(bound, 3, first)).c.id))  # a plain SELECT of one
-    else:
-        run(_announced(_hiring(_employee(bound, 3, first))))
+    run(select(_hiring(_employee(bound, 3, first)).c.id))  # a plain SELECT of one
     bound.commit()
     assert _companies_of_employees(engine) == {first: 3}
-    assert _companies_of_events(engine) == {first: 3 if through == "driver" else 2}
+    assert _companies_of_events(engine) == {first: 2}
 
 
-@pytest.mark.parametrize("through", ["session", "driver"])
+@pytest.mark.parametrize("through", ["session", "connection"])
 def test_a_data_modifying_cte_is_proven_with_the_values_it_is_sent_with(
     postgres_only: None,
     engine: Engine,
@@ -496,7 +488,7 @@ def test_a_data_modifying_cte_is_proven_with_the_values_it_is_sent_with(
     through: str,
 ) -> None:
     """The same statement again, naming the other company: SQLAlchemy reuses the first one's
-    compiled form (the driver its own), and the proof must read the values sent this time, not
+    compiled form, and the proof must read the values sent this time, not
     those it was built with."""
     first, other = two_companies
     _runner(bound, through)(_announced(_hiring(_employee(bound, 1, first))))
@@ -524,9 +516,7 @@ def test_the_employee_create_statement_is_refused_naming_another_company(
     values = {**row, **events_written_with_values(other if "deliveries" in crossing else first, events)}
     statement = _employee_created(tuple(row), tuple(events[0]), 1)
     with pytest.raises(TenantScopeError):
-        driver_rows(bound.connection(), statement, values)  # as people.repository runs it
-    with pytest.raises(TenantScopeError):
-        bound.connection().execute(statement, values)
+        bound.connection().execute(statement, values)  # as people.repository runs it
     bound.rollback()
     assert _companies_of_employees(engine) == {}
     assert _companies_of_events(engine) == {}

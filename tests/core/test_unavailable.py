@@ -171,8 +171,8 @@ def test_other_database_errors_stay_500(raising_app: FastAPI, kind: str) -> None
     assert "SELECT" not in body["message"] and "INSERT" not in body["message"]
 
 
-# A read through FastAPI's dependencies, and a hot write (http.hot_writes), whose statements run on
-# the driver's cursor (db.driver_statements): each request's first statement finds the connection lost.
+# A read through FastAPI's dependencies, and a hot write: each request's first statement finds the
+# connection lost.
 # Answers once the backend is gone (5 s at most): the request after it cannot race its end.
 TERMINATED = text("SELECT pg_terminate_backend(:pid, 5000)")
 

@@ -31,7 +31,6 @@ from typing import Any, TypeVar
 from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
-from outfitter.core.process_settings import switching_often
 from outfitter.core.timestamps import format_timestamp
 
 CHUNK_ROWS = 1000
@@ -124,10 +123,9 @@ def stream_chunks(
 
     The next chunk is read while this one is rendered: a thread of the export's own reads it, so
     the database's part of each chunk (a third of an export's time) overlaps the CSV writing of
-    the one before (100,000 devices: 1.55 s against 1.88, medians of 8 interleaved rounds). The
+    the one before (docs/equipment-performance.md has the figures). The
     rows are independent of their session (plain rows, or records made in it), and at most two
-    chunks are held at a time (the Python heap's peak: 3.8 MiB against 2.4, at 10,000 rows as at
-    100,000)."""
+    chunks are held at a time, whatever the total."""
 
     def read(after: CursorT | None) -> tuple[Sequence[RowT], CursorT | None]:
         with open_session() as session:
@@ -135,16 +133,15 @@ def stream_chunks(
 
     reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outfitter-export")
     try:
-        with switching_often():  # the reader needs the GIL for each piece of rows it receives
-            pending = reader.submit(read, None)
-            while True:
-                rows, after = pending.result()
-                if after is not None:
-                    pending = reader.submit(read, after)
-                if rows:
-                    yield render(rows)
-                if after is None:
-                    return
+        pending = reader.submit(read, None)
+        while True:
+            rows, after = pending.result()
+            if after is not None:
+                pending = reader.submit(read, after)
+            if rows:
+                yield render(rows)
+            if after is None:
+                return
     finally:
         # A stream closed early (the client went away) lets the read under way end on its own,
         # closing its session: whichever thread closes the stream (the event loop's) does not wait.

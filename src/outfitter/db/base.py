@@ -62,6 +62,12 @@ class time_ordered_uuid(FunctionElement[uuid.UUID]):
     inherit_cache = True
 
 
+@compiles(time_ordered_uuid)
+def _time_ordered_uuid_named(_element: time_ordered_uuid, _compiler: Any, **_kw: Any) -> str:
+    # Any other dialect, and a statement rendered as text (a SELECT's FROM list is worked out so).
+    return "time_ordered_uuid()"
+
+
 @compiles(time_ordered_uuid, "postgresql")
 def _time_ordered_uuid_postgresql(_element: time_ordered_uuid, _compiler: Any, **_kw: Any) -> str:
     # A random UUID's bytes, the first six replaced by the Unix time in milliseconds (the low six
@@ -93,6 +99,11 @@ class uuid_text(FunctionElement[str]):
 
     type = String()
     inherit_cache = True
+
+
+@compiles(uuid_text)
+def _uuid_text_named(element: uuid_text, compiler: Any, **kw: Any) -> str:
+    return f"uuid_text({compiler.process(element.clauses, **kw)})"
 
 
 @compiles(uuid_text, "postgresql")
@@ -253,7 +264,7 @@ def trigram_index(table: str, column: str) -> Index:
     PostgreSQL misjudges its cost until the table's first VACUUM. With 30,000 devices analyzed but
     not yet vacuumed, the check of a batch's serial numbers (db.bulk_rows.values_taken) looked
     each one up in the trigram index instead of the unique btree, reading the index's pending list
-    (entries not yet merged, up to 4 MB) every time: 4 ms a value, 4 s a batch (migration 0012)."""
+    (entries not yet merged) every time (migration 0012)."""
     lowered = f"{column}_lowered"
     return Index(
         f"ix_{table}_{column}_trgm",

@@ -19,7 +19,7 @@ that has one is refused. The COPY is announced to the engine's `before_cursor_ex
 like any statement (statement counts see it).
 
 The COPY's text is made here, a column at a time (`_copy_chunks`, `_column_text`), rather than row
-by row through psycopg's `write_row` (which took 1.6x as long for a batch's devices), and once for
+by row through psycopg's `write_row` (slower for a batch's devices), and once for
 each distinct object in a column (`_texts`: the company, None, an enum member, shared data): each
 bound value becomes the text psycopg's text dumper would send (timestamps in ISO 8601 with their
 offset, by `format_timestamp` when in UTC, decimals as `str`), except JSON, which is
@@ -48,13 +48,12 @@ from typing import Any, Final
 from pydantic_core import to_json
 from sqlalchemy import JSON, Connection, Dialect, Insert, Row, Table, Uuid, bindparam, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import QueryableAttribute, Session
 from sqlalchemy.types import TypeEngine
 
-from outfitter.core.process_settings import switching_often
 from outfitter.core.timestamps import format_timestamp
 from outfitter.db.base import Base, UTCDateTime
-from outfitter.db.driver_statements import driver_cursor
 from outfitter.db.session import JsonText, unless_conflicting
 from outfitter.db.tenancy import TenantScopeError, company_named, company_of
 
@@ -62,7 +61,7 @@ from outfitter.db.tenancy import TenantScopeError, company_named, company_of
 COPY_FROM = 20
 COPY_CHUNK_ROWS = 250  # rows of text handed to the COPY at a time: the server starts on the first
 # The first chunk of rows a generator makes is smaller: the server waits for it, idle, while the
-# caller's thread makes it (5 ms for 250 new devices, the whole batch's check done already).
+# caller's thread makes it.
 FIRST_CHUNK_ROWS = 50
 
 
@@ -193,14 +192,13 @@ def rows_written_meanwhile(session: Session) -> Iterator[RowsMeanwhile]:
     the answers. The body must not use the session until the block ends; the block ends when the
     rows are written, raising what writing them raised (elsewhere than on PostgreSQL, each batch
     is written, or refused, where it is given)."""
-    with switching_often():
-        writer = RowsMeanwhile(session)
-        try:
-            yield writer
-        except BaseException:  # the thread must be done with the connection before any rollback
-            writer.finish(raising=False)
-            raise
-        writer.finish()
+    writer = RowsMeanwhile(session)
+    try:
+        yield writer
+    except BaseException:  # the thread must be done with the connection before any rollback
+        writer.finish(raising=False)
+        raise
+    writer.finish()
 
 
 def _checked(
@@ -240,10 +238,31 @@ def _copy_statement(dialect: Dialect, table: Table, names: list[str]) -> str:
 
 @contextmanager
 def _copying(connection: Connection, statement: str) -> Iterator[Any]:
-    """psycopg's COPY FROM STDIN on the connection, on the driver's cursor as the creates' statements
-    run (`driver_cursor`: statement counts see it, its errors are SQLAlchemy's as an INSERT's are)."""
-    with driver_cursor(connection, statement, ()) as cursor, cursor.copy(statement) as copy:
-        yield copy
+    """psycopg's COPY FROM STDIN on the session's connection, in its transaction (SQLAlchemy has no
+    COPY): announced to the engine's `before_cursor_execute` listeners like any statement (statement
+    counts see it), and a driver's error raised as SQLAlchemy raises an INSERT's (wrapped, with it as
+    the cause; a connection found lost is invalidated), through public API only."""
+    driver = connection.connection.driver_connection
+    dialect = connection.dialect
+    assert driver is not None and dialect.loaded_dbapi is not None
+    try:
+        with driver.cursor() as cursor:
+            connection.dispatch.before_cursor_execute(connection, cursor, statement, (), None, False)
+            with cursor.copy(statement) as copy:
+                yield copy
+    except dialect.loaded_dbapi.Error as error:
+        lost = dialect.is_disconnect(error, driver, None)
+        if lost:
+            connection.invalidate(error)
+        raise DBAPIError.instance(
+            statement,
+            (),
+            error,
+            dialect.loaded_dbapi.Error,
+            hide_parameters=connection.engine.hide_parameters,
+            connection_invalidated=lost,
+            dialect=dialect,
+        ) from error
 
 
 def insert_unless_taken(
@@ -423,7 +442,7 @@ def take_turn(session: Session, model: type[Base]) -> None:
 
 def _column_text(column_type: TypeEngine[Any], dialect: Dialect) -> CopyText:
     """A column's values as COPY text, each through the column type's bind processing (if any)."""
-    process = column_type._cached_bind_processor(dialect)
+    process = column_type.dialect_impl(dialect).bind_processor(dialect)
     if process is None:
         return _uuid_text if isinstance(column_type, Uuid) else _text
     if isinstance(column_type, UTCDateTime):

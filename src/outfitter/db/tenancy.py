@@ -67,7 +67,6 @@ from sqlalchemy.orm.interfaces import ORMOption
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import BinaryExpression, BindParameter, BooleanClauseList, ClauseElement, Label
-from sqlalchemy.sql.selectable import SelectState
 from sqlalchemy.sql.util import find_tables
 from sqlalchemy.sql.visitors import iterate
 
@@ -414,9 +413,8 @@ def _selects_in(root: ClauseElement, ctes: dict[CTE, None]) -> Iterator[Select[A
 
 
 def _froms(select_: Select[Any]) -> list[Any]:
-    """The FROM list of `select_` on its own, before any correlation with an enclosing SELECT (what
-    `Select.get_final_froms` answers, without compiling the statement to a string first)."""
-    return SelectState(select_, None).froms  # type: ignore[arg-type]  # no compiler needed
+    """The FROM list of `select_` on its own, before any correlation with an enclosing SELECT."""
+    return list(select_.get_final_froms())
 
 
 def _sources(froms: Sequence[Any]) -> Iterator[Any]:
@@ -490,8 +488,7 @@ def _check_data_modifying_ctes(
     a TenantSession, whatever the statement around it (module docstring). Checked here, on the
     compiled statement with the values it is about to be sent with, rather than in `_check_inserts`:
     only the compiled form tells cheaply whether a statement holds such a CTE."""
-    # None: a COPY (db.bulk_rows) or a statement on the driver (db.driver_statements), which
-    # check their own rows.
+    # None: a COPY (db.bulk_rows), which checks its own rows.
     if context is None or not isinstance(context.compiled, SQLCompiler):
         return
     compiled = context.compiled
@@ -529,18 +526,6 @@ def _check_cte_writes(
     for params in executions:
         for written in writing:
             _check_cte_write(written, params, tenant)
-
-
-def check_driver_statement(
-    connection: Connection, statement: Insert, compiled: SQLCompiler, parameters: dict[str, Any]
-) -> dict[str, Any]:
-    """What the two hooks above decide of an INSERT run on the driver's own cursor
-    (db.driver_statements), which passes by them: the INSERT as `_check_inserts` checks it, then
-    its data-modifying CTEs, with `parameters` (by key) as it is about to be sent with. The
-    parameters back, a row given as parameters stamped with the bound company as that hook stamps it."""
-    _, _, parameters = _check_inserts(connection, statement, [], parameters, None)
-    _check_cte_writes(connection, compiled, [parameters])
-    return parameters
 
 
 def _check_cte_write(statement: UpdateBase, params: Mapping[str, Any], tenant: uuid.UUID) -> None:
@@ -583,7 +568,7 @@ def _cte_shape(statement: Insert, table: str) -> _CteShape:
         raise TenantScopeError(
             f"a CTE's INSERT into {table} through a bound session may only DO NOTHING on conflict"
         )
-    for returned in statement._returning:
+    for returned in statement.exported_columns:  # what it RETURNs
         column = returned.element if isinstance(returned, Label) else returned
         if not (isinstance(column, Column) and column.table in (statement.table,)):
             raise TenantScopeError(f"a CTE's INSERT into {table} may return only the columns of {table}")

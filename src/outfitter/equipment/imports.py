@@ -11,7 +11,6 @@ from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
 from outfitter.core.errors import ValidationFailed
-from outfitter.core.process_settings import collection_paused
 from outfitter.csvio.reader import (
     MAX_CELL_NESTING,
     Progress,
@@ -63,8 +62,7 @@ def import_equipment(
     session: Session, actor: str, data: bytes, *, dry_run: bool, progress: Progress | None = None
 ) -> dict[str, Any]:
     """Register the file's devices, or with `dry_run` only check them: what was (would be) created."""
-    with collection_paused():
-        return _import(session, actor, data, dry_run=dry_run, progress=progress)
+    return _import(session, actor, data, dry_run=dry_run, progress=progress)
 
 
 def _import(

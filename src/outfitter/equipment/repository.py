@@ -28,7 +28,6 @@ from sqlalchemy import (
 
 from outfitter.db.base import utc_text, uuid_text
 from outfitter.db.bulk_rows import insert_rows, insert_unless_taken, rows_holding, written_unless_taken
-from outfitter.db.driver_statements import driver_rows
 from outfitter.db.reads import run_in_session
 from outfitter.db.tenancy import CompanyRepository, company_rows
 from outfitter.equipment import presenters
@@ -237,7 +236,7 @@ class EquipmentRepository(CompanyRepository[Equipment]):
             if name not in _FROM_DEVICE
         }
         values = {**device, **entries, **events_written_with_values(device["company_id"], events)}
-        return bool(driver_rows(connection, statement, values))
+        return connection.execute(statement, values).first() is not None
 
     def serial_holder(
         self, serial_number: str, except_id: uuid.UUID | None = None

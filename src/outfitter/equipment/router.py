@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
-from outfitter.core.schemas import Envelope, Rendered, error_responses, ok, rendered_ok
+from outfitter.core.schemas import Envelope, Rendered, error_responses, ok, render_as, rendered_ok
 from outfitter.csvio.reader import CsvBody, DryRun, ImportResult, csv_request_body, import_message
 from outfitter.csvio.writer import CSV_RESPONSE, csv_response
 from outfitter.db.keyset import ListParams
@@ -24,16 +24,8 @@ from outfitter.equipment.schemas import (
     EquipmentPatch,
     TypeFilter,
 )
-from outfitter.http.hot_reads import UUID_TEXT, HotRead, QueryParameters
 from outfitter.http.openapi import id_path
-from outfitter.http.pagination import (
-    PAGE_PARAMETERS,
-    Listing,
-    SyncListing,
-    list_params,
-    page_mode_params,
-    sync_list_params,
-)
+from outfitter.http.pagination import Listing, SyncListing
 from outfitter.http.unit_of_work import ReadAccess, ReadOnlyAccess, UnitOfWorkRoute, WriteAccess
 from outfitter.models import EquipmentStatus
 
@@ -45,10 +37,12 @@ EquipmentId = Annotated[str, id_path("The equipment's id")]
 
 def _page_answer_plan(
     filters: ReadPlan[EquipmentFilters], pagination: ListParams, sort: EquipmentSort | None = None
-) -> ReadPlan[dict[str, Any]]:
-    """Counters (or the cursor) inside `data` and beside `success`: clients of either shape work."""
+) -> ReadPlan[Rendered]:
+    """Counters (or the cursor) inside `data` and beside `success`: clients of either shape work.
+    Rendered by orjson to the response model's bytes (tests/core/test_hot_reads.py), not validated
+    against it again: the plan built it for that model."""
     records, page = yield from service.list_plan((yield from filters), pagination, sort)
-    return {**ok(page.body(records), FETCHED), **page.counters()}
+    return Rendered(render_as(EquipmentListEnvelope, {**ok(page.body(records), FETCHED), **page.counters()}))
 
 
 async def _list_query(
@@ -105,7 +99,7 @@ async def list_equipment(
             "(default -created_at). The id breaks ties."
         ),
     ] = None,
-) -> dict[str, Any]:
+) -> Rendered:
     """A page of the company's devices, newest first (or in `sort` order), filtered by status, type, memory,
     storage, country, serial numbers or a search `q`. Archived devices appear only with `status=Archived`
     (or in an `updated_since` walk)."""
@@ -133,7 +127,7 @@ def export_equipment(client: ReadAccess, query: ListQuery) -> StreamingResponse:
     responses=error_responses(422),
     summary="List the company's equipment held in storage",
 )
-async def list_equipment_in_storage(reads: ReadOnlyAccess, pagination: Listing) -> dict[str, Any]:
+async def list_equipment_in_storage(reads: ReadOnlyAccess, pagination: Listing) -> Rendered:
     """A page of the company's devices with status In_Storage, newest first."""
     filters = service.filters_plan(status=EquipmentStatus.IN_STORAGE)
     return await reads.run(_page_answer_plan(filters, pagination))
@@ -188,10 +182,11 @@ def move_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkMove) -> dict
     responses=error_responses(404),
     summary="Retrieve one equipment with its extended fields (archived ones too)",
 )
-async def get_equipment(equipmentId: EquipmentId, reads: ReadOnlyAccess) -> dict[str, Any]:
+async def get_equipment(equipmentId: EquipmentId, reads: ReadOnlyAccess) -> Rendered:
     """One device with its extended fields and its full history, Archived ones included. Another company's
     device is 404, as an unknown one."""
-    return ok(await reads.run(service.detail_plan(equipmentId)), FETCHED)
+    answer = ok(await reads.run(service.detail_plan(equipmentId)), FETCHED)
+    return Rendered(render_as(Envelope[EquipmentOut], answer))
 
 
 @router.patch(
@@ -234,39 +229,3 @@ def import_equipment(client: WriteAccess, data: CsvBody, dry_run: DryRun = False
     checks without writing."""
     result = imports.import_equipment(client.session, client.auth.actor, data, dry_run=dry_run)
     return ok(result, import_message(result, "equipment", "equipment"))
-
-
-# The hot reads (http.hot_reads): page mode of the two lists, and the single retrieve of an id
-# written as a UUID, served without FastAPI's dependency solving, their values validated by the
-# same annotations as above. Cursor mode, a value that fails, any other name: FastAPI, as always.
-_LIST_QUERY = QueryParameters(
-    [(_list_query, None), (list_equipment, ["sort"]), (sync_list_params, PAGE_PARAMETERS)]
-)
-_PAGE_QUERY = QueryParameters([(list_params, PAGE_PARAMETERS)])
-
-
-def _list_arguments(_path: dict[str, str], query: bytes) -> dict[str, Any] | None:
-    values = _LIST_QUERY.parse(query)
-    if values is None:
-        return None
-    pagination = page_mode_params(values.pop("page"), values.pop("per_page"))
-    return {"pagination": pagination, "sort": values.pop("sort"), "query": values}
-
-
-def _in_storage_arguments(_path: dict[str, str], query: bytes) -> dict[str, Any] | None:
-    values = _PAGE_QUERY.parse(query)
-    return None if values is None else {"pagination": page_mode_params(values["page"], values["per_page"])}
-
-
-def _retrieve_arguments(path: dict[str, str], _query: bytes) -> dict[str, Any] | None:
-    # Only an id written as a UUID, which no fixed path beside the template is (/equipment/export).
-    equipment_id = path["equipmentId"]
-    return {"equipmentId": equipment_id} if UUID_TEXT.fullmatch(equipment_id) else None
-
-
-HOT_READS = (
-    HotRead(list_equipment, _list_arguments),
-    HotRead(list_equipment_in_storage, _in_storage_arguments),
-    HotRead(get_equipment, _retrieve_arguments),
-)
-HOT_WRITES = (create_equipment,)  # http.hot_writes

@@ -19,7 +19,6 @@ from sqlalchemy.orm import Session
 
 from outfitter.core.errors import Forbidden, Unauthorized
 from outfitter.db.base import utcnow
-from outfitter.db.driver_statements import driver_rows
 from outfitter.models import ApiToken, Company
 from outfitter.tenants.tokens import TOKEN_PREFIX, hash_token, token_is_live
 
@@ -109,8 +108,8 @@ def refuse_unless_allowed(state: Any, request_state: dict[str, Any], token: str,
 def _looked_up(session: Session, token: str, scope: str) -> tuple[AuthContext, dict[str, Any] | None]:
     """`check_token` on the token's row, read in `session`."""
     statement, parameters, digest = token_lookup(token)
-    rows = driver_rows(session.connection(), statement, parameters)
-    return check_token(rows[0] if rows else None, digest, scope)
+    row = session.connection().execute(statement, parameters).first()
+    return check_token(row, digest, scope)
 
 
 def token_lookup(token: str) -> tuple[Executable, dict[str, str], str]:

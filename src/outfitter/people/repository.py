@@ -17,7 +17,6 @@ from sqlalchemy.orm.interfaces import ORMOption
 from outfitter.catalog.reference import country_code_named
 from outfitter.db.base import new_id, search_pattern, search_text
 from outfitter.db.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
-from outfitter.db.driver_statements import driver_rows
 from outfitter.db.tenancy import CompanyRepository, company_of, parse_uuid
 from outfitter.models import (
     EMPLOYEE_OFFBOARDED,
@@ -166,7 +165,7 @@ class EmployeeRepository(CompanyRepository[Employee]):
             return True
         statement = _employee_created(tuple(row), tuple(events[0]), len(events))
         values = {**row, **events_written_with_values(row["company_id"], events)}
-        return bool(driver_rows(connection, statement, values))
+        return connection.execute(statement, values).first() is not None
 
     def existing_emails(self, emails: Collection[str]) -> set[str]:
         return values_taken(self.session, Employee.email, emails)

@@ -220,6 +220,3 @@ def import_employees(client: WriteAccess, data: CsvBody, dry_run: DryRun = False
     rows), all or nothing; every problem is reported at its row. `dry_run=true` checks without writing."""
     result = imports.import_employees(client.session, client.auth.actor, data, dry_run=dry_run)
     return ok(result, import_message(result, "employee", "employees"))
-
-
-HOT_WRITES = (create_employee,)  # http.hot_writes

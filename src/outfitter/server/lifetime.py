@@ -16,6 +16,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from anyio import to_thread
+
 if TYPE_CHECKING:
     from fastapi import FastAPI
     from starlette.types import Receive, Scope, Send
@@ -26,19 +28,35 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 WATCHDOG_INTERVAL_SECONDS = 0.5
 
 
+SWITCH_INTERVAL = 0.0005  # seconds
+
+
 def frozen_after_startup(app: FastAPI) -> FastAPI:
     """Once `app` has started (its lifespan's startup done), move every object then alive into
     the cyclic garbage collector's permanent generation (`gc.freeze`).
 
-    What a started process holds (modules, routes, schemas, tables, pools) lives as long as the
-    process, yet every full collection walked it all, holding the event loop while every request
-    in flight waited (docs/architecture.md, "The tail, found and closed", has the figures).
-    Only a serving process does this: frozen objects are never collected, and a process that
-    builds many apps (the tests) would keep them all."""
+    What a started process holds (modules, routes, pydantic schemas, SQLAlchemy's tables, the
+    pools) lives as long as the process, yet every full collection walked it all and held the
+    event loop meanwhile, which every request in flight waited out (docs/architecture.md has the
+    figures). Frozen, a full collection walks only what came after. Also tunes the serving
+    process once, at its start: anyio's thread limiter to the pool's size (in its event loop), and
+    the switch interval. Only a serving process does this: frozen objects are never collected,
+    and a process that builds many apps (the tests) would keep them all."""
     startup = app.router.lifespan_context
+    settings = app.state.settings
 
     @contextlib.asynccontextmanager
     async def lifespan(started: Any) -> AsyncIterator[Any]:
+        # One worker thread per pooled connection: a request waits for a thread in the event loop,
+        # cheaply, instead of holding a thread while it waits for a connection. Set here, once per
+        # serving process (in its event loop, which holds the limiter), not by every app built.
+        to_thread.current_default_thread_limiter().total_tokens = (
+            settings.db_pool_size + settings.db_pool_max_overflow
+        )
+        # The GIL handed over more often than Python's 5 ms: a thread streaming rows to or from
+        # the database (a batch's COPY, an export's read-ahead) needs it for every chunk, and
+        # waited for it while another thread worked in Python (docs/equipment-performance.md).
+        sys.setswitchinterval(SWITCH_INTERVAL)
         async with startup(started) as state:
             gc.collect()  # what start-up left as garbage is freed, not kept for good
             gc.freeze()
