@@ -61,7 +61,7 @@ REFERENCES = _company_references()
 def test_every_reference_between_company_tables_names_the_company() -> None:
     """A table added later cannot refer to a company table by its id alone (but for SQLite's
     companion of a SET NULL reference, which carries the action the composite key cannot)."""
-    assert len(REFERENCES) == 21
+    assert len(REFERENCES) >= 21  # migration 0016's, and any since
     composite = {
         (constraint.table.name, next(c.name for c in constraint.columns if c.name != "company_id"))
         for constraint in REFERENCES
