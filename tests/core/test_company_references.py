@@ -32,10 +32,10 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from outfitter.core.tokens import create_company
 from outfitter.db.base import Money, UTCDateTime
 from outfitter.migrations import is_current, upgrade
 from outfitter.models import Country, Employee, Equipment, metadata
+from outfitter.tenants.tokens import create_company
 from tests.core.test_migrations import _database_at, _migrate
 
 
