@@ -3,7 +3,9 @@ the search), `updated_since` (exactly the devices changed, Archived ones include
 
 from __future__ import annotations
 
-from datetime import timedelta
+import logging
+import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -11,6 +13,9 @@ from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session
 
 from outfitter.core.timestamps import format_timestamp
+from outfitter.db import clock
+from outfitter.db.clock import SYNC_HORIZON, change_time
+from outfitter.db.tenancy import TenantSession, across_companies
 from outfitter.models import Equipment
 from tests.equipment.helpers import make_employee, register
 from tests.factories import Api, assert_error, walk_cursor
@@ -267,3 +272,92 @@ def test_updated_since_waits_for_transactions_in_flight(
     changed = walk_cursor(api, "/client/equipment", updated_since=since)
     assert _titles(changed) == ["Zenbook", "Pixel"]
     assert [record["description"] for record in changed] == ["slow write", "quick write"]
+
+
+def test_a_reader_idle_in_its_transaction_does_not_hold_the_feed(
+    postgres_only: None, api: Api, db: Session, engine: Engine, fleet: dict[str, dict[str, Any]]
+) -> None:
+    """A session that has only read (a console, a report) and sits idle in its transaction, begun
+    before the change, however long ago: the walk gives the change (it waited for it before)."""
+    since = _since(db)
+    with engine.connect() as reader, reader.begin():
+        reader.execute(select(func.count()).select_from(Equipment))  # its transaction began here
+        api.patch(f"/client/equipment/{fleet['Pixel']['id']}", {"description": "while a reader idles"})
+        changed = walk_cursor(api, "/client/equipment", updated_since=since)
+    assert [(record["title"], record["description"]) for record in changed] == [
+        ("Pixel", "while a reader idles")
+    ]
+
+
+def test_a_writer_holds_the_feed_from_before_its_first_write_and_is_not_missed(
+    postgres_only: None, api: Api, db: Session, engine: Engine, fleet: dict[str, dict[str, Any]]
+) -> None:
+    """A session that may write holds a transaction id from its start, so a change it stamps before
+    its first write (the clock, then the UPDATE) is waited for, and given once it commits."""
+    since = _since(db)
+    with across_companies(TenantSession(engine)) as writer:
+        writer.begin()
+        stamped = change_time(writer)  # taken, nothing written yet
+        api.patch(f"/client/equipment/{fleet['Pixel']['id']}", {"description": "quick write"})
+        assert walk_cursor(api, "/client/equipment", updated_since=since) == []
+        writer.execute(
+            update(Equipment)
+            .where(Equipment.id == fleet["Zenbook"]["id"])
+            .values(description="slow write", updated_at=stamped)
+        )
+        writer.commit()
+    changed = walk_cursor(api, "/client/equipment", updated_since=since)
+    assert [(record["title"], record["description"]) for record in changed] == [
+        ("Zenbook", "slow write"),
+        ("Pixel", "quick write"),
+    ]
+
+
+def test_a_feed_held_too_long_logs_the_writer_holding_it(
+    postgres_only: None,
+    api: Api,
+    db: Session,
+    engine: Engine,
+    fleet: dict[str, dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(clock, "HELD_TOO_LONG", timedelta(0))
+    since = _since(db)
+    with engine.connect() as stuck, stuck.begin():
+        stuck.exec_driver_sql("SET LOCAL application_name = 'stuck-job'")
+        pid = stuck.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        stuck.execute(update(Equipment).where(Equipment.id == fleet["Zenbook"]["id"]).values(description="x"))
+        with caplog.at_level(logging.WARNING, logger="outfitter.sync"):
+            assert walk_cursor(api, "/client/equipment", updated_since=since) == []
+        stuck.rollback()
+    (warning,) = [record.getMessage() for record in caplog.records if record.name == "outfitter.sync"]
+    assert f"held by backend pid {pid} (application 'stuck-job'" in warning
+    assert "idle_in_transaction_session_timeout" in warning
+
+
+def test_a_writer_of_another_role_holds_the_feed_though_its_start_is_hidden(
+    postgres_only: None, engine: Engine
+) -> None:
+    """A role without pg_read_all_stats sees another role's backend_xid but not its start (nor its
+    backend_type): the horizon holds the whole feed while that writer is open (the old horizon
+    left it out and passed its changes)."""
+    role = f"otf_sync_reader_{uuid.uuid4().hex[:8]}"
+    with engine.connect() as admin:
+        admin.exec_driver_sql(f"CREATE ROLE {role}")
+        admin.commit()
+    try:
+        with engine.connect() as writer, engine.connect() as reader:
+            reader.exec_driver_sql(f"SET ROLE {role}")
+            writer.begin()
+            writer.exec_driver_sql("SELECT pg_current_xact_id()")  # has written, as far as anyone knows
+            assert reader.execute(SYNC_HORIZON).scalar_one() == datetime.fromtimestamp(0, UTC)
+            reader.commit()  # a transaction reads pg_stat_activity once; the role stays set
+            writer.commit()
+            assert reader.execute(SYNC_HORIZON).scalar_one() > datetime.now(UTC) - timedelta(minutes=1)
+            reader.exec_driver_sql("RESET ROLE")
+            reader.commit()
+    finally:
+        with engine.connect() as admin:
+            admin.exec_driver_sql(f"DROP ROLE {role}")
+            admin.commit()

@@ -16,6 +16,7 @@ from sqlalchemy import (
     DateTime,
     Enum,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     MetaData,
     Numeric,
@@ -305,3 +306,34 @@ class CompanyOwned:
     @declared_attr
     def company_id(cls) -> Mapped[uuid.UUID]:
         return mapped_column(ForeignKey("companies.id", ondelete="CASCADE"), index=cls.indexes_company_id)
+
+
+def company_key(table: str) -> Index:
+    """`UNIQUE (company_id, id)` of a company table another one refers to: what a reference's
+    composite foreign key (`company_reference`) points at. A unique index rather than a constraint,
+    which SQLite can add without copying the table; PostgreSQL takes either as a foreign key's target."""
+    return Index(f"uq_{table}_company_id_id", "company_id", "id", unique=True)
+
+
+def company_reference(
+    table: str, column: str, target: str, ondelete: str | None = None
+) -> tuple[ForeignKeyConstraint, ...]:
+    """The foreign key of `table.column` to a row of company table `target`, of the same company:
+    `(company_id, column) REFERENCES target (company_id, id)`, so the database refuses a row of one
+    company that names another's (`target` has `company_key`). A NULL `column` is not checked
+    (MATCH SIMPLE).
+
+    ON DELETE SET NULL must clear `column` only, never `company_id`: PostgreSQL (15 and later) says
+    so (`SET NULL (column)`). SQLite cannot: there the one-column key clears it, and the composite
+    one, with no action of its own, is checked at the end of the statement, once it is cleared."""
+    name = f"fk_{table}_{column}_{target}"
+    key = (["company_id", column], [f"{target}.company_id", f"{target}.id"])
+    if ondelete != "SET NULL":
+        return (ForeignKeyConstraint(*key, name=name, ondelete=ondelete),)
+    return (
+        ForeignKeyConstraint(*key, name=name, ondelete=f"SET NULL ({column})").ddl_if(dialect="postgresql"),
+        ForeignKeyConstraint(*key, name=name).ddl_if(dialect="sqlite"),
+        ForeignKeyConstraint(
+            [column], [f"{target}.id"], name=f"fk_{table}_{column}_{target}_null", ondelete="SET NULL"
+        ).ddl_if(dialect="sqlite"),
+    )

@@ -697,3 +697,23 @@ def parse_uuid(value: uuid.UUID | str) -> uuid.UUID | None:
         return uuid.UUID(value)
     except (ValueError, AttributeError, TypeError):
         return None
+
+
+_CLAIM_TRANSACTION_ID = "SELECT pg_current_xact_id()"
+_READS_ONLY = "reads_only"
+
+
+def reads_only(session: Session) -> Session:
+    """Declare that `session` only reads (a GET's): its transactions are not given an id when they
+    begin, so one left open never holds the `updated_since` feed."""
+    session.info[_READS_ONLY] = True
+    return session
+
+
+@event.listens_for(TenantSession, "after_begin")
+def claim_transaction_id(session: Session, _transaction: Any, connection: Connection) -> None:
+    """A session that may write gets its transaction id as its transaction begins on PostgreSQL,
+    before the code stamps any change (`updated_at` from the clock, the ORM's defaults): the horizon
+    (db.clock's horizon) then waits for every transaction that may already hold a stamp."""
+    if connection.dialect.name == "postgresql" and not session.info.get(_READS_ONLY):
+        connection.exec_driver_sql(_CLAIM_TRANSACTION_ID)

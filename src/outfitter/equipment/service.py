@@ -21,7 +21,7 @@ from outfitter.catalog.reference import (
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.schemas import render_as
 from outfitter.db.base import new_id, utcnow
-from outfitter.db.clock import NO_HORIZON, SYNC_HORIZON
+from outfitter.db.clock import FEED_HOLDERS, NO_HORIZON, SYNC_HORIZON, held_too_long, warn_held
 from outfitter.db.keyset import CursorParams, ListParams, ListResult
 from outfitter.db.reads import Read, ReadPlan, run_in_session
 from outfitter.db.tenancy import company_of
@@ -113,7 +113,10 @@ def list_plan(
                 "updated_since lists the changes oldest first: leave sort out, or sort=updated_at.",
             )
         if params.updated_since is not None:
-            horizon = (yield Read(SYNC_HORIZON, scoped=False))[0].horizon or NO_HORIZON
+            horizon = (yield Read(SYNC_HORIZON, scoped=False))[0].horizon
+            if held_too_long(horizon):
+                warn_held((yield Read(FEED_HOLDERS, scoped=False)))
+            horizon = horizon or NO_HORIZON
             filters = replace(filters, updated_since=params.updated_since, horizon=horizon)
         page = yield from cursor_rows(filters, sort or EquipmentSort.CREATED_AT_DESC, params)
     else:

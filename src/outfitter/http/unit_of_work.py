@@ -35,7 +35,7 @@ from starlette.responses import Response
 
 from outfitter.core.schemas import Rendered
 from outfitter.db.reads import AsyncpgReads, Read, ReadPlan, run_in_session
-from outfitter.db.tenancy import TenantSession, across_companies, bind_company
+from outfitter.db.tenancy import TenantSession, across_companies, bind_company, reads_only
 from outfitter.http import idempotency
 from outfitter.http.auth import (
     STAMP_LAST_USED,
@@ -133,7 +133,7 @@ class ClientWork(UnitOfWork):
         sessions, company_id = self._sessions, self.auth.company_id
 
         def open_session() -> Session:
-            session = sessions()
+            session = reads_only(sessions())
             bind_company(session, company_id)
             return session
 
@@ -143,6 +143,8 @@ class ClientWork(UnitOfWork):
         # First, before the session exists: a slow Redis must hold no connection and no transaction.
         self._limiter.hit(self._request_state, hash_token(self._token))
         super().open()
+        if self._scope == "read":  # a GET's: an open one never holds the updated_since feed
+            reads_only(self.session)
         self._auth = authenticate(self.session, self._token, self._scope)
         bind_company(self.session, self._auth.company_id)
         if self._keyed is not None:

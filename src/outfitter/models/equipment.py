@@ -11,7 +11,17 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
-from outfitter.db.base import Base, ChangeTracked, CompanyOwned, IdMixin, str_enum, trigram_index, utcnow
+from outfitter.db.base import (
+    Base,
+    ChangeTracked,
+    CompanyOwned,
+    IdMixin,
+    company_key,
+    company_reference,
+    str_enum,
+    trigram_index,
+    utcnow,
+)
 from outfitter.models.catalog import Country, Currency
 from outfitter.models.people import Employee
 
@@ -83,6 +93,9 @@ class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "equipment"
     __table_args__ = (
         UniqueConstraint("company_id", "serial_number"),
+        company_key("equipment"),
+        *company_reference("equipment", "assignee_id", "employees", ondelete="SET NULL"),
+        *company_reference("equipment", "asset_order_id", "orders"),
         # The list sorts newest first within a company, usually filtered by status.
         Index("ix_equipment_company_status_created", "company_id", "status", "created_at", "id"),
         # The other sorts (`updated_at` also orders `updated_since`), and the search `q`.
@@ -139,8 +152,8 @@ class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
     purchase_price: Mapped[Decimal | None]
     currency_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("currencies.id"))
     country_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("countries.id"))
-    assignee_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("employees.id", ondelete="SET NULL"))
-    asset_order_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("orders.id"))
+    assignee_id: Mapped[uuid.UUID | None]
+    asset_order_id: Mapped[uuid.UUID | None]
     asset_spec_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_specifications.id"))
     serial_number: Mapped[str | None] = mapped_column(String(200))
     hash_code: Mapped[str | None] = mapped_column(String(200))
@@ -159,10 +172,11 @@ class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
 
     currency: Mapped[Currency | None] = relationship(lazy="raise")
     country: Mapped[Country | None] = relationship(lazy="raise")
-    assignee: Mapped[Employee | None] = relationship(lazy="raise")
+    assignee: Mapped[Employee | None] = relationship(lazy="raise", foreign_keys="Equipment.assignee_id")
     history: Mapped[list[EquipmentHistory]] = relationship(
         back_populates="equipment",
         lazy="raise",
+        foreign_keys="EquipmentHistory.equipment_id",
         order_by=lambda: [EquipmentHistory.event_date, EquipmentHistory.seq],
     )
 
@@ -184,15 +198,21 @@ class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
 
 class EquipmentHistory(IdMixin, CompanyOwned, Base):
     __tablename__ = "equipment_history"
-    __table_args__ = (Index("ix_equipment_history_equipment_date", "equipment_id", "event_date", "seq"),)
+    __table_args__ = (
+        Index("ix_equipment_history_equipment_date", "equipment_id", "event_date", "seq"),
+        *company_reference("equipment_history", "equipment_id", "equipment", ondelete="CASCADE"),
+        *company_reference("equipment_history", "assignee_id", "employees", ondelete="SET NULL"),
+    )
 
-    equipment_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("equipment.id", ondelete="CASCADE"))
+    equipment_id: Mapped[uuid.UUID]
     event_type: Mapped[EquipmentEvent] = mapped_column(str_enum(EquipmentEvent, 50))
     event_date: Mapped[datetime] = mapped_column(default=utcnow)
     seq: Mapped[int] = mapped_column(default=0)  # orders events written in the same instant
-    assignee_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("employees.id", ondelete="SET NULL"))
+    assignee_id: Mapped[uuid.UUID | None]
     assignee_name: Mapped[str | None] = mapped_column(String(200))  # kept if the employee is deleted
     actor: Mapped[str | None] = mapped_column(String(200))
     payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
-    equipment: Mapped[Equipment] = relationship(back_populates="history", lazy="raise")
+    equipment: Mapped[Equipment] = relationship(
+        back_populates="history", lazy="raise", foreign_keys="EquipmentHistory.equipment_id"
+    )

@@ -12,7 +12,17 @@ from typing import Any
 from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, Numeric, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from outfitter.db.base import Base, ChangeTracked, CompanyOwned, IdMixin, TimestampMixin, str_enum, utcnow
+from outfitter.db.base import (
+    Base,
+    ChangeTracked,
+    CompanyOwned,
+    IdMixin,
+    TimestampMixin,
+    company_key,
+    company_reference,
+    str_enum,
+    utcnow,
+)
 from outfitter.models.catalog import Country
 
 RATE = Numeric(9, 6)  # fee percentages, e.g. 2.500000 for 2.5 %
@@ -154,6 +164,7 @@ class Transaction(IdMixin, ChangeTracked, CompanyOwned, Base):
     __table_args__ = (
         *ChangeTracked.company_indexes("transactions"),
         Index("ix_transactions_status_expires", "status", "expires_at"),
+        company_key("transactions"),
     )
 
     tx_ref: Mapped[str] = mapped_column(String(64), unique=True)
@@ -182,25 +193,32 @@ class Transaction(IdMixin, ChangeTracked, CompanyOwned, Base):
     actor: Mapped[str | None] = mapped_column(String(200))
 
     country: Mapped[Country] = relationship(lazy="raise")
-    items: Mapped[list[TransactionItem]] = relationship(back_populates="transaction", lazy="raise")
+    items: Mapped[list[TransactionItem]] = relationship(
+        back_populates="transaction", lazy="raise", foreign_keys="TransactionItem.transaction_id"
+    )
 
 
 class TransactionItem(IdMixin, CompanyOwned, Base):
     __tablename__ = "transaction_items"
-
-    transaction_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("transactions.id", ondelete="CASCADE"), index=True
+    __table_args__ = (
+        *company_reference("transaction_items", "transaction_id", "transactions", ondelete="CASCADE"),
+        *company_reference("transaction_items", "employee_id", "employees", ondelete="SET NULL"),
+        *company_reference("transaction_items", "equipment_id", "equipment"),
     )
-    employee_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("employees.id", ondelete="SET NULL"))
+
+    transaction_id: Mapped[uuid.UUID] = mapped_column(index=True)
+    employee_id: Mapped[uuid.UUID | None]
     employee_name: Mapped[str] = mapped_column(String(200))
     asset_pricing_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_pricing.id"))
     asset_spec_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_specifications.id"))
-    equipment_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("equipment.id"))  # storage, offboard
+    equipment_id: Mapped[uuid.UUID | None]  # storage, offboard
     destination: Mapped[RetrievalDestination | None] = mapped_column(str_enum(RetrievalDestination, 20))
     quantity: Mapped[int] = mapped_column(default=1)
     unit_price: Mapped[Decimal]
 
-    transaction: Mapped[Transaction] = relationship(back_populates="items", lazy="raise")
+    transaction: Mapped[Transaction] = relationship(
+        back_populates="items", lazy="raise", foreign_keys="TransactionItem.transaction_id"
+    )
 
 
 class EquipmentReservation(IdMixin, CompanyOwned, Base):
@@ -208,22 +226,26 @@ class EquipmentReservation(IdMixin, CompanyOwned, Base):
     racing initiates naming one device end with one winner and one 409."""
 
     __tablename__ = "equipment_reservations"
+    __table_args__ = (
+        *company_reference("equipment_reservations", "equipment_id", "equipment", ondelete="CASCADE"),
+        *company_reference("equipment_reservations", "transaction_id", "transactions", ondelete="CASCADE"),
+    )
 
-    equipment_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("equipment.id", ondelete="CASCADE"), unique=True
-    )
-    transaction_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("transactions.id", ondelete="CASCADE"), index=True
-    )
+    equipment_id: Mapped[uuid.UUID] = mapped_column(unique=True)
+    transaction_id: Mapped[uuid.UUID] = mapped_column(index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class Order(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "orders"
-    __table_args__ = (*ChangeTracked.company_indexes("orders"),)
+    __table_args__ = (
+        *ChangeTracked.company_indexes("orders"),
+        company_key("orders"),
+        *company_reference("orders", "transaction_id", "transactions"),
+    )
 
     # Unique: one transaction makes at most one order, whatever races to fulfil it.
-    transaction_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("transactions.id"), unique=True)
+    transaction_id: Mapped[uuid.UUID] = mapped_column(unique=True)
     tx_ref: Mapped[str] = mapped_column(String(64))
     kind: Mapped[OrderKind] = mapped_column(str_enum(OrderKind, 30))
     status: Mapped[OrderStatus] = mapped_column(str_enum(OrderStatus, 20))
@@ -233,21 +255,26 @@ class Order(IdMixin, ChangeTracked, CompanyOwned, Base):
     total_amount: Mapped[Decimal]
 
     country: Mapped[Country] = relationship(lazy="raise")
-    items: Mapped[list[OrderItem]] = relationship(back_populates="order", lazy="raise")
+    items: Mapped[list[OrderItem]] = relationship(
+        back_populates="order", lazy="raise", foreign_keys="OrderItem.order_id"
+    )
 
 
 class OrderItem(IdMixin, CompanyOwned, Base):
     __tablename__ = "order_items"
-
-    order_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("orders.id", ondelete="CASCADE"), index=True)
-    employee_id: Mapped[uuid.UUID | None] = mapped_column(
-        ForeignKey("employees.id", ondelete="SET NULL"), index=True
+    __table_args__ = (
+        *company_reference("order_items", "order_id", "orders", ondelete="CASCADE"),
+        *company_reference("order_items", "employee_id", "employees", ondelete="SET NULL"),
+        *company_reference("order_items", "equipment_id", "equipment", ondelete="SET NULL"),
     )
+
+    order_id: Mapped[uuid.UUID] = mapped_column(index=True)
+    employee_id: Mapped[uuid.UUID | None] = mapped_column(index=True)
     employee_name: Mapped[str] = mapped_column(String(200))
     asset_spec_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_specifications.id"))
     asset_pricing_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_pricing.id"))
     price: Mapped[Decimal]
-    equipment_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("equipment.id", ondelete="SET NULL"))
+    equipment_id: Mapped[uuid.UUID | None]
     destination: Mapped[RetrievalDestination | None] = mapped_column(str_enum(RetrievalDestination, 20))
     stage: Mapped[OrderStage] = mapped_column(str_enum(OrderStage, 30))
     # Every stage reached, oldest first: [{"stage", "at" (ISO 8601 UTC), "note"}]. A JSON column
@@ -255,13 +282,16 @@ class OrderItem(IdMixin, CompanyOwned, Base):
     # orders stays two statements. Assign a new list to change it (JSON is not mutation-tracked).
     stages: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
 
-    order: Mapped[Order] = relationship(back_populates="items", lazy="raise")
+    order: Mapped[Order] = relationship(
+        back_populates="items", lazy="raise", foreign_keys="OrderItem.order_id"
+    )
 
 
 class Wallet(IdMixin, TimestampMixin, CompanyOwned, Base):
     __tablename__ = "wallets"
     __table_args__ = (
         UniqueConstraint("company_id", "currency_code"),
+        company_key("wallets"),
         CheckConstraint("balance >= 0", name="balance_not_negative"),
     )
 
@@ -273,13 +303,17 @@ class WalletEntry(IdMixin, CompanyOwned, Base):
     """Append-only ledger: the wallet's balance always equals the sum of its entries."""
 
     __tablename__ = "wallet_entries"
-    __table_args__ = (Index("ix_wallet_entries_wallet_created", "wallet_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_wallet_entries_wallet_created", "wallet_id", "created_at"),
+        *company_reference("wallet_entries", "wallet_id", "wallets", ondelete="CASCADE"),
+        *company_reference("wallet_entries", "transaction_id", "transactions"),
+    )
 
-    wallet_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("wallets.id", ondelete="CASCADE"))
+    wallet_id: Mapped[uuid.UUID]
     amount: Mapped[Decimal]  # positive credit, negative debit
     balance_after: Mapped[Decimal]
     kind: Mapped[WalletEntryKind] = mapped_column(str_enum(WalletEntryKind, 20))
-    transaction_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("transactions.id"))
+    transaction_id: Mapped[uuid.UUID | None]
     description: Mapped[str] = mapped_column(String(500), default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -297,9 +331,12 @@ class PaymentAnomaly(IdMixin, CompanyOwned, Base):
     anomalies`): never lost, never silently accepted."""
 
     __tablename__ = "payment_anomalies"
-    __table_args__ = (UniqueConstraint("transaction_id", "kind", "gateway_reference"),)
+    __table_args__ = (
+        UniqueConstraint("transaction_id", "kind", "gateway_reference"),
+        *company_reference("payment_anomalies", "transaction_id", "transactions", ondelete="CASCADE"),
+    )
 
-    transaction_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("transactions.id", ondelete="CASCADE"))
+    transaction_id: Mapped[uuid.UUID]
     tx_ref: Mapped[str] = mapped_column(String(64))
     kind: Mapped[PaymentAnomalyKind] = mapped_column(str_enum(PaymentAnomalyKind, 20))
     amount: Mapped[Decimal]  # what was paid (late) or paid beyond the total (over)

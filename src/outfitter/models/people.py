@@ -15,6 +15,8 @@ from outfitter.db.base import (
     CompanyOwned,
     IdMixin,
     TimestampMixin,
+    company_key,
+    company_reference,
     str_enum,
     trigram_index,
 )
@@ -35,6 +37,7 @@ class Employee(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "employees"
     __table_args__ = (
         UniqueConstraint("company_id", "email"),
+        company_key("employees"),
         *ChangeTracked.company_indexes("employees"),
         # The searches (the employee list's, and the equipment's by assignee) match part of a name
         # or email, whatever the case (trigram, PostgreSQL).
@@ -88,6 +91,8 @@ class Department(IdMixin, ChangeTracked, CompanyOwned, Base):
     __table_args__ = (
         # Names are unique among live departments: a deleted one clears `active_name` (NULLs never clash).
         UniqueConstraint("company_id", "active_name"),
+        company_key("departments"),
+        *company_reference("departments", "head_id", "employees", ondelete="SET NULL"),
         *ChangeTracked.company_indexes("departments"),
         Index("uq_departments_company_external_id", "company_id", "external_id", unique=True),
     )
@@ -95,24 +100,30 @@ class Department(IdMixin, ChangeTracked, CompanyOwned, Base):
     name: Mapped[str] = mapped_column(String(200))
     external_id: Mapped[str | None] = mapped_column(String(255))  # the SCIM Group's externalId
     active_name: Mapped[str | None] = mapped_column(String(200))  # lower(name) while not deleted
-    head_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("employees.id", ondelete="SET NULL"))
+    head_id: Mapped[uuid.UUID | None]
     deleted_at: Mapped[datetime | None]
 
-    head: Mapped[Employee | None] = relationship(lazy="raise")
-    memberships: Mapped[list[UserDepartment]] = relationship(back_populates="department", lazy="raise")
+    head: Mapped[Employee | None] = relationship(lazy="raise", foreign_keys="Department.head_id")
+    memberships: Mapped[list[UserDepartment]] = relationship(
+        back_populates="department", lazy="raise", foreign_keys="UserDepartment.department_id"
+    )
 
 
 class UserDepartment(IdMixin, TimestampMixin, CompanyOwned, Base):
     __tablename__ = "user_departments"
-
-    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("employees.id", ondelete="CASCADE"), index=True)
-    department_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("departments.id", ondelete="CASCADE"), index=True
+    __table_args__ = (
+        *company_reference("user_departments", "user_id", "employees", ondelete="CASCADE"),
+        *company_reference("user_departments", "department_id", "departments", ondelete="CASCADE"),
     )
+
+    user_id: Mapped[uuid.UUID] = mapped_column(index=True)
+    department_id: Mapped[uuid.UUID] = mapped_column(index=True)
     status: Mapped[MembershipStatus] = mapped_column(
         str_enum(MembershipStatus, 20), default=MembershipStatus.ACTIVE
     )
     deleted_at: Mapped[datetime | None]
 
-    department: Mapped[Department] = relationship(back_populates="memberships", lazy="raise")
-    user: Mapped[Employee] = relationship(lazy="raise")
+    department: Mapped[Department] = relationship(
+        back_populates="memberships", lazy="raise", foreign_keys="UserDepartment.department_id"
+    )
+    user: Mapped[Employee] = relationship(lazy="raise", foreign_keys="UserDepartment.user_id")

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from outfitter.db.base import Base, IdMixin, TimestampMixin, utcnow
+from outfitter.db.base import Base, CompanyOwned, IdMixin, TimestampMixin, utcnow
 
 
 class Company(IdMixin, TimestampMixin, Base):
@@ -17,8 +17,9 @@ class Company(IdMixin, TimestampMixin, Base):
     name: Mapped[str] = mapped_column(String(200))
 
 
-class ScimSettings(Base):
-    """A company's SCIM provisioning settings (`outfitter company set`); no row means the defaults."""
+class ScimSettings(CompanyOwned, Base):
+    """A company's SCIM provisioning settings (`outfitter company set`); no row means the defaults.
+    Company-owned (scoped like every company table); the company is its key, so no other index."""
 
     __tablename__ = "scim_settings"
 

@@ -9,10 +9,19 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, String, text
+from sqlalchemy import JSON, Index, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from outfitter.db.base import Base, CompanyOwned, IdMixin, TimestampMixin, str_enum, utcnow
+from outfitter.db.base import (
+    Base,
+    CompanyOwned,
+    IdMixin,
+    TimestampMixin,
+    company_key,
+    company_reference,
+    str_enum,
+    utcnow,
+)
 
 PING_EVENT_TYPE = "ping"  # sent by POST .../ping; not an activity-log event (no `events` row)
 
@@ -29,6 +38,7 @@ class WebhookEndpoint(IdMixin, CompanyOwned, TimestampMixin, Base):
         # The list's order, and the fan-out's "enabled endpoints of this company" (every write).
         Index("ix_webhook_endpoints_company_created", "company_id", "created_at", "id"),
         Index("ix_webhook_endpoints_company_enabled", "company_id", "enabled"),
+        company_key("webhook_endpoints"),
     )
 
     url: Mapped[str] = mapped_column(String(2048))
@@ -63,9 +73,11 @@ class WebhookDelivery(IdMixin, CompanyOwned, Base):
         # The delivery log of one endpoint, newest first, optionally by status.
         Index("ix_webhook_deliveries_endpoint_created", "endpoint_id", "created_at", "id"),
         Index("ix_webhook_deliveries_endpoint_status_created", "endpoint_id", "status", "created_at"),
+        company_key("webhook_deliveries"),
+        *company_reference("webhook_deliveries", "endpoint_id", "webhook_endpoints", ondelete="CASCADE"),
     )
 
-    endpoint_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhook_endpoints.id", ondelete="CASCADE"))
+    endpoint_id: Mapped[uuid.UUID]
     # The event's id (`webhook-id`, the same on every attempt); no foreign key: a ping has no event.
     event_id: Mapped[uuid.UUID]
     event_type: Mapped[str] = mapped_column(String(64))
@@ -92,9 +104,12 @@ class WebhookAttempt(IdMixin, CompanyOwned, Base):
     """One try at sending a delivery: what came back (or why nothing did) and how long it took."""
 
     __tablename__ = "webhook_attempts"
-    __table_args__ = (Index("ix_webhook_attempts_delivery_attempted", "delivery_id", "attempted_at"),)
+    __table_args__ = (
+        Index("ix_webhook_attempts_delivery_attempted", "delivery_id", "attempted_at"),
+        *company_reference("webhook_attempts", "delivery_id", "webhook_deliveries", ondelete="CASCADE"),
+    )
 
-    delivery_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhook_deliveries.id", ondelete="CASCADE"))
+    delivery_id: Mapped[uuid.UUID]
     attempted_at: Mapped[datetime] = mapped_column(default=utcnow)
     status_code: Mapped[int | None]
     error: Mapped[str | None] = mapped_column(String(500))
