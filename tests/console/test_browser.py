@@ -75,8 +75,8 @@ def add_devices(api: Api) -> list[dict[str, Any]]:
 def test_invite_dashboard_shared_filter_timeline_and_sign_out(
     browser: Any,
     engine: Engine,
-    live_server: LiveServer,
-    api: Api,  # noqa: F811
+    live_server: LiveServer,  # noqa: F811
+    api: Api,
 ) -> None:
     devices = add_devices(api)
     token = invite_token(engine, api.company_id, "ada@example.com")
@@ -119,6 +119,12 @@ def test_invite_dashboard_shared_filter_timeline_and_sign_out(
         page.wait_for_url(re.compile(r".*saved=1$"))
         assert "by console:ada@example.com" in page.locator("#timeline").inner_text()
 
+        page.get_by_role("link", name="Users").click()
+        page.get_by_label("Email").fill("bob@example.com")
+        page.get_by_role("button", name="Invite").click()
+        assert "/console/invite/" in page.locator("#invite-link").inner_text()
+        check_page(page, "users")
+
         page.get_by_role("button", name="Sign out").click()
         page.wait_for_url(re.compile(r".*/console/sign-in\?signed_out=1$"))
         check_page(page, "sign-in")
@@ -141,8 +147,8 @@ def tab_to(page: Any, selector: str, presses: int = 60) -> None:
 def test_the_same_with_the_keyboard_alone_at_360_px(
     browser: Any,
     engine: Engine,
-    live_server: LiveServer,
-    api: Api,  # noqa: F811
+    live_server: LiveServer,  # noqa: F811
+    api: Api,
 ) -> None:
     devices = add_devices(api)
     token = invite_token(engine, api.company_id, "kim@example.com")

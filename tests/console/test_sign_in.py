@@ -249,3 +249,27 @@ def test_viewer_reads_but_cannot_change(app: FastAPI, engine: Engine, api: Api) 
     )
     assert refused.status_code == 403 and "Only an admin" in refused.text
     assert api.get(f"/client/equipment/{device['id']}").json()["data"]["status"] == "In_Storage"
+
+
+def test_demo_prints_a_link_that_signs_the_demo_admin_up(
+    monkeypatch: pytest.MonkeyPatch, database_url: str, engine: Engine, browser: TestClient
+) -> None:
+    monkeypatch.setenv("OUTFITTER_DATABASE_URL", database_url)
+    monkeypatch.setenv("OUTFITTER_PUBLIC_URL", "http://testserver")
+    get_settings.cache_clear()
+    try:
+        result = CliRunner().invoke(cli, ["demo"])
+        assert result.exit_code == 0, result.stdout
+        line = next(line for line in result.stdout.splitlines() if line.startswith("Console:"))
+        path = line.split()[1].removeprefix("http://testserver")
+        page = browser.get(path)
+        assert page.status_code == 200 and "admin@demo.example" in page.text
+        data = {"password": PASSWORD, "confirm": PASSWORD, "csrf_token": form_token(page)}
+        assert browser.post(path, data=data).status_code == 303
+        assert "admin@demo.example" in browser.get("/console/").text
+        # Run again, once the admin has a password: the sign-in page, no new link.
+        again = CliRunner().invoke(cli, ["demo"])
+        line = next(line for line in again.stdout.splitlines() if line.startswith("Console:"))
+        assert line == "Console: http://testserver/console/sign-in (as admin@demo.example)"
+    finally:
+        get_settings.cache_clear()

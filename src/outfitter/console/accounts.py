@@ -22,8 +22,9 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
+from outfitter.core.errors import Conflict, NotFound
 from outfitter.db.base import utcnow
-from outfitter.db.tenancy import bind_company
+from outfitter.db.tenancy import bind_company, parse_uuid
 from outfitter.models import Company, ConsoleRole, ConsoleSession, ConsoleUser
 
 INVITE_VALID_FOR = timedelta(hours=72)
@@ -298,3 +299,32 @@ def end_sessions_of(session: Session, user_id: uuid.UUID) -> None:
 
 def sign_in_link(public_url: str, token: str) -> str:
     return f"{public_url.rstrip('/')}/console/invite/{token}"
+
+
+def company_users(session: Session) -> list[ConsoleUser]:
+    """The bound company's console users, in the order they were invited."""
+    return list(session.scalars(select(ConsoleUser).order_by(ConsoleUser.created_at, ConsoleUser.id)))
+
+
+def change_user(
+    session: Session, actor: SignedIn, user_id: str, role: ConsoleRole | None, deactivate: bool
+) -> ConsoleUser:
+    """Change a user's role or deactivate them (ending their sessions); an admin does neither to
+    themselves, so that a company always keeps one admin who can sign in. NotFound for another
+    company's user (the bound session does not see them)."""
+    parsed = parse_uuid(user_id)
+    user = session.get(ConsoleUser, parsed) if parsed else None
+    if user is None or user.company_id != actor.company_id:
+        raise NotFound.record("Console user")
+    if user.id == actor.user_id:
+        raise Conflict("You cannot change your own role or deactivate yourself: ask another admin.")
+    if role is not None and role != user.role:
+        user.role = role
+        end_sessions_of(session, user.id)  # their pages must not keep the old rights
+    if deactivate and user.deactivated_at is None:
+        user.deactivated_at = utcnow()
+        user.invite_hash = None
+        user.invite_expires_at = None
+        end_sessions_of(session, user.id)
+    session.flush()
+    return user

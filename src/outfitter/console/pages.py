@@ -23,6 +23,7 @@ from outfitter.console.devices import (
 from outfitter.console.web import (
     MOUNT_PATH,
     PRE_SESSION_COOKIE,
+    ConsoleWork,
     CookiePolicy,
     CsrfRefused,
     SignInNeeded,
@@ -38,11 +39,11 @@ from outfitter.console.web import (
     sign_in_url,
     templates,
 )
-from outfitter.core.errors import DomainError, NotFound, RateLimited
+from outfitter.core.errors import Conflict, DomainError, NotFound, RateLimited
 from outfitter.db.reads import run_in_session
 from outfitter.equipment import service as equipment_service
 from outfitter.equipment.schemas import EquipmentPatch
-from outfitter.models import EquipmentStatus
+from outfitter.models import ConsoleRole, EquipmentStatus
 
 router = APIRouter(include_in_schema=False)
 
@@ -250,7 +251,9 @@ def device_page(request: Request, device_id: str) -> Response:
         return _device(request, work, device_id)
 
 
-def _device(request: Request, work: Any, device_id: str, status: int = 200, error: str = "") -> Response:
+def _device(
+    request: Request, work: ConsoleWork, device_id: str, status: int = 200, error: str = ""
+) -> Response:
     device = run_in_session(work.session, equipment_service.detail_plan(device_id))
     return render(
         request,
@@ -285,3 +288,81 @@ def move_device(
             work.session.rollback()  # nothing of the refused move stays
             return _device(request, work, device_id, exc.status_code, exc.message)
     return redirect(f"{MOUNT_PATH}/devices/{device_id}?saved=1")
+
+
+# --- users (admins only) -----------------------------------------------------------------------------
+
+
+def _users(
+    request: Request,
+    work: ConsoleWork,
+    status: int = 200,
+    error: str = "",
+    invited: str = "",
+    email: str = "",
+) -> Response:
+    return render(
+        request,
+        "users.html",
+        status,
+        user=work.user,
+        nav="users",
+        users=accounts.company_users(work.session),
+        roles=list(ConsoleRole),
+        error=error,
+        invited=invited,
+        email=email,
+        saved=request.query_params.get("saved"),
+    )
+
+
+def _admin_only(request: Request, work: ConsoleWork) -> Response | None:
+    if work.user.is_admin:
+        return None
+    return error_page(request, 403, "Only an admin can manage the console's users.", work.user)
+
+
+@router.get("/users")
+@page
+def users_page(request: Request) -> Response:
+    with console_work(request) as work:
+        return _admin_only(request, work) or _users(request, work)
+
+
+@router.post("/users")
+@page
+def invite_user(
+    request: Request, email: FormText = "", role: FormText = "", csrf_token: FormText = ""
+) -> Response:
+    with console_work(request, {"csrf_token": csrf_token}) as work:
+        refused = _admin_only(request, work)
+        if refused:
+            return refused
+        if role not in set(ConsoleRole):
+            return _users(request, work, 422, "Choose a role from the list.", email=email)
+        try:
+            invite = accounts.invite(work.session, work.user.company_id, email, ConsoleRole(role))
+        except accounts.InviteRefused as exc:
+            return _users(request, work, 422, str(exc), email=email)
+        link = accounts.sign_in_link(request.app.state.settings.public_url, invite.token)
+        return _users(request, work, 201, invited=link)
+
+
+@router.post("/users/{user_id}")
+@page
+def change_user(
+    request: Request, user_id: str, role: FormText = "", deactivate: FormText = "", csrf_token: FormText = ""
+) -> Response:
+    with console_work(request, {"csrf_token": csrf_token}) as work:
+        refused = _admin_only(request, work)
+        if refused:
+            return refused
+        if role and role not in set(ConsoleRole):
+            return _users(request, work, 422, "Choose a role from the list.")
+        try:
+            accounts.change_user(
+                work.session, work.user, user_id, ConsoleRole(role) if role else None, deactivate == "yes"
+            )
+        except Conflict as exc:
+            return _users(request, work, 409, exc.message)
+    return redirect(f"{MOUNT_PATH}/users?saved=1")
