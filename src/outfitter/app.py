@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from outfitter.catalog.router import router as catalog_router
 from outfitter.config import Settings, get_settings
 from outfitter.config.database_url import display_database_url
-from outfitter.console.web import install_console
+from outfitter.console.app import install_console
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.schemas import Envelope, Schema, ok
 from outfitter.csvio.reader import MAX_IMPORT_BYTES

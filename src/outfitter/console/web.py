@@ -1,5 +1,5 @@
-"""The console's request handling: the sub-application, its headers, the signed-in user's unit of
-work, CSRF and the sign-in rate limits.
+"""The console's request handling: its headers, the signed-in user's unit of work, CSRF and the
+sign-in rate limits.
 
 A page runs in one worker thread as an API request does (`http.unit_of_work`): open the session,
 find the cookie's session and bind the session to its user's company (`db.tenancy`), call the
@@ -14,26 +14,22 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
-from starlette.datastructures import State
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from outfitter.config import Settings
 from outfitter.console import accounts
 from outfitter.console.accounts import SignedIn
 from outfitter.http.auth import AuthContext
-from outfitter.http.ratelimit import RateLimiter
 
 MOUNT_PATH = "/console"
 HERE = Path(__file__).parent
@@ -80,45 +76,7 @@ class CookiePolicy:
         response.delete_cookie(name, path="/", secure=self.secure, httponly=True, samesite="lax")
 
 
-def install_console(app: FastAPI) -> None:
-    """Mount the console at /console (and send /console itself to its dashboard)."""
-    app.mount(MOUNT_PATH, create_console_app(app.state))
-
-    @app.get(MOUNT_PATH, include_in_schema=False)
-    async def console_root() -> RedirectResponse:
-        return redirect(f"{MOUNT_PATH}/", 308)
-
-
-def create_console_app(state: State) -> FastAPI:
-    """The console, a sub-application at /console sharing the API's state (engine, sessions): none
-    of it is in the API's OpenAPI document."""
-    from outfitter.console.pages import router
-
-    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, redirect_slashes=False)
-    app.state = state
-    settings: Settings = state.settings
-    state.console_cookies = CookiePolicy.of(settings)
-    state.console_sign_in_limits = (
-        RateLimiter(SIGN_IN_PER_ACCOUNT, settings.redis_url),
-        RateLimiter(SIGN_IN_PER_ADDRESS, settings.redis_url),
-    )
-    app.mount("/static", StaticFiles(directory=HERE / "static", packages=None), name="static")
-    app.include_router(router)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-
-    @app.middleware("http")
-    async def security_headers(request: Request, call_next: Callable[..., Any]) -> Response:
-        response: Response = await call_next(request)
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
-        if not request.url.path.startswith(f"{MOUNT_PATH}/static/"):
-            response.headers.setdefault("Cache-Control", "no-store")
-        return response
-
-    return app
-
-
-async def _http_error(request: Request, exc: Any) -> Response:
+async def http_error(request: Request, exc: Any) -> Response:
     status = exc.status_code
     message = {404: "There is no such page.", 405: "This page does not take that method."}.get(
         status, "The request could not be served."
