@@ -82,6 +82,9 @@ def test_invite_dashboard_shared_filter_timeline_and_sign_out(
     token = invite_token(engine, api.company_id, "ada@example.com")
     context = browser.new_context(bypass_csp=True, viewport={"width": 1200, "height": 900})  # for axe
     page = context.new_page()
+    errors: list[str] = []  # a CSP violation, a script error: none expected
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
     try:
         page.goto(f"{live_server.url}/console/invite/{token}")
         check_page(page, "invite")
@@ -96,11 +99,14 @@ def test_invite_dashboard_shared_filter_timeline_and_sign_out(
         assert int(cell.inner_text()) == in_storage["total"] == 2
 
         page.get_by_role("link", name="Devices", exact=True).first.click()
+        page.evaluate("window.stillThisDocument = true")
         page.get_by_label("Status").select_option("In_Storage")
         page.get_by_label("Search").fill("i")
         page.get_by_role("button", name="Apply").click()
         page.wait_for_url(re.compile(r".*status=In_Storage.*"))
         shared = page.url
+        assert page.evaluate("window.stillThisDocument") is True  # htmx swapped <main>, no reload
+        page.wait_for_function("document.activeElement === document.querySelector('main h1')")
         check_page(page, "devices")
         rows = page.locator("table.list tbody tr").all_inner_texts()
 
@@ -130,6 +136,7 @@ def test_invite_dashboard_shared_filter_timeline_and_sign_out(
         check_page(page, "sign-in")
         page.goto(f"{live_server.url}/console/devices")  # the session is over
         assert "/console/sign-in" in page.url
+        assert errors == []
     finally:
         context.close()
 
