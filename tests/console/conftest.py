@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from argon2 import PasswordHasher
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
@@ -64,6 +65,16 @@ def sign_up(app: FastAPI, engine: Engine, company_id: uuid.UUID, email: str, rol
     )
     assert answer.status_code == 303, answer.text
     return Browser(client, email)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cheaper_password_hashes() -> Iterator[None]:
+    """argon2id with a small cost: the suite signs in hundreds of times, and the cost is not what
+    these tests prove (the stored hash is still argon2id, checked by test_sign_in)."""
+    production = accounts._hasher
+    accounts._hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    yield
+    accounts._hasher = production
 
 
 @pytest.fixture(autouse=True)
