@@ -19,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from outfitter.catalog.router import router as catalog_router
 from outfitter.config import Settings, get_settings
 from outfitter.config.database_url import display_database_url
+from outfitter.console.app import install_console
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.schemas import Envelope, Schema, ok
 from outfitter.csvio.reader import MAX_IMPORT_BYTES
@@ -117,6 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # SCIM first: a mount costs the API's requests one prefix test, where SCIM's would otherwise
     # walk every API route before reaching it.
     app.mount(SCIM_PATH, create_scim_app(app.state))
+    install_console(app)  # the web console's pages (docs/console.md), outside the API's document
     # Each router straight on the app, the hottest first: FastAPI matches a request by walking the
     # routes in order, level by level, and that walk was a third of a single retrieve's CPU.
     domain_routers = (

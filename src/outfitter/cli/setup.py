@@ -83,14 +83,32 @@ def demo() -> None:
             company = create_company(session, DEMO_COMPANY)
             _demo_wallet(session, company.id)
         issued = issue_token(session, company.id)
+        console = _demo_console_admin(session, company.id, settings.public_url)
     base = settings.public_url.rstrip("/")
     typer.echo(
         f"Demo company {company.id} is ready.\n"
         f"Token: {issued.token} (id {issued.record.id}; revoke it with 'outfitter token revoke')\n"
         f"Try:   curl -H 'Authorization: Bearer {issued.token}' "
         f"'{base}/api/v2/client/assets?country_id=NG&currency_code=NGN'\n"
-        f"Docs:  {base}/api/v2/docs"
+        f"Docs:  {base}/api/v2/docs\n"
+        f"Console: {console}"
     )
+
+
+DEMO_ADMIN = "admin@demo.example"
+
+
+def _demo_console_admin(session: Session, company_id: uuid.UUID, public_url: str) -> str:
+    """The demo admin's link to set a password and sign in (a new one each run), or, once they have
+    one, the console's sign-in page."""
+    from outfitter.console.accounts import InviteRefused, invite, sign_in_link
+    from outfitter.models import ConsoleRole
+
+    try:
+        invited = invite(session, company_id, DEMO_ADMIN, ConsoleRole.ADMIN)
+    except InviteRefused:
+        return f"{public_url.rstrip('/')}/console/sign-in (as {DEMO_ADMIN})"
+    return f"{sign_in_link(public_url, invited.token)} (sets {DEMO_ADMIN}'s password, valid 72 h)"
 
 
 def _demo_wallet(session: Session, company_id: uuid.UUID) -> None:

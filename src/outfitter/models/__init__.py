@@ -17,6 +17,7 @@ from outfitter.models.catalog import (
     Currency,
     CurrencyStatus,
 )
+from outfitter.models.console import ConsoleRole, ConsoleSession, ConsoleUser
 from outfitter.models.equipment import (
     Equipment,
     EquipmentEvent,
@@ -88,6 +89,9 @@ __all__ = [
     "AssetStatus",
     "Category",
     "Company",
+    "ConsoleRole",
+    "ConsoleSession",
+    "ConsoleUser",
     "Country",
     "Currency",
     "CurrencyStatus",

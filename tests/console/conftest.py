@@ -1,0 +1,85 @@
+"""Console test helpers: users invited and signed up through the console's own pages."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from argon2 import PasswordHasher
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+
+from outfitter.console import accounts
+from outfitter.db.tenancy import TenantSession, across_companies
+from outfitter.models import ConsoleRole
+
+PASSWORD = "a long passphrase of mine"
+TOKEN_FIELD = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def invite_token(engine: Engine, company_id: uuid.UUID, email: str, role: str = "admin") -> str:
+    with across_companies(TenantSession(engine)) as session, session.begin():
+        return accounts.invite(session, company_id, email, ConsoleRole(role)).token
+
+
+def form_token(response: httpx.Response) -> str:
+    found = TOKEN_FIELD.search(response.text)
+    assert found, response.text
+    return found.group(1)
+
+
+@dataclass
+class Browser:
+    """A browser's view of the console: its own cookie jar."""
+
+    client: TestClient
+    email: str
+
+    def get(self, path: str, **kwargs: object) -> httpx.Response:
+        return self.client.get(f"/console{path}", **kwargs)  # type: ignore[arg-type]
+
+    def post(self, path: str, data: dict[str, str] | None = None, **kwargs: object) -> httpx.Response:
+        return self.client.post(f"/console{path}", data=data, **kwargs)  # type: ignore[arg-type]
+
+    def csrf(self, path: str = "/") -> str:
+        return form_token(self.get(path))
+
+    @property
+    def session_cookie(self) -> str | None:
+        return self.client.cookies.get("outfitter_session")
+
+
+def sign_up(app: FastAPI, engine: Engine, company_id: uuid.UUID, email: str, role: str = "admin") -> Browser:
+    """A new browser whose user accepted an invite (and is so signed in)."""
+    client = TestClient(app, base_url="http://testserver", follow_redirects=False)
+    token = invite_token(engine, company_id, email, role)
+    page = client.get(f"/console/invite/{token}")
+    answer = client.post(
+        f"/console/invite/{token}",
+        data={"password": PASSWORD, "confirm": PASSWORD, "csrf_token": form_token(page)},
+    )
+    assert answer.status_code == 303, answer.text
+    return Browser(client, email)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cheaper_password_hashes() -> Iterator[None]:
+    """argon2id with a small cost: the suite signs in hundreds of times, and the cost is not what
+    these tests prove (the stored hash is still argon2id, checked by test_sign_in)."""
+    production = accounts._hasher
+    accounts._hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    yield
+    accounts._hasher = production
+
+
+@pytest.fixture(autouse=True)
+def _fresh_sign_in_limits(app: FastAPI) -> Iterator[None]:
+    """Each test starts with no sign-in attempt counted (the app is the session's)."""
+    for limiter in app.state.console_sign_in_limits:
+        limiter.storage.reset()
+    yield
