@@ -29,6 +29,7 @@ ENDPOINT_FIELDS = {
     "description",
     "enabled",
     "disabled_reason",
+    "concurrency",
     "created_at",
     "updated_at",
 }
@@ -131,6 +132,32 @@ def test_patch(api: Api, private_ok: Settings, receiver: Receiver, db: Session) 
     assert data["updated_at"] >= endpoint["updated_at"]
     again = api.patch(path, {"enabled": True}).json()["data"]
     assert again["enabled"] is True and again["disabled_reason"] is None
+
+
+def test_the_concurrency_is_set_on_create_and_patch_within_its_bounds(
+    api: Api, private_ok: Settings, receiver: Receiver
+) -> None:
+    """The most deliveries in flight to an endpoint: 16 unless set, 1 to 64, an integer; refused
+    with a message naming the field, and the endpoint left as it was."""
+    plain = register(api, receiver.url)
+    assert plain["concurrency"] == 16
+    endpoint = register(api, receiver.url + "/set", concurrency=3)
+    assert endpoint["concurrency"] == 3
+    path = f"/client/webhook-endpoints/{endpoint['id']}"
+    assert api.get(path).json()["data"]["concurrency"] == 3
+    for wrong in (0, 65, "4", 2.5, True, None):
+        refused = api.patch(path, {"concurrency": wrong})
+        assert_error(refused, 422)
+        assert "concurrency" in refused.text, refused.text
+    for wrong in (0, 65, "4"):
+        created = api.post("/client/webhook-endpoints", {"url": receiver.url, "concurrency": wrong})
+        assert_error(created, 422)
+        assert "concurrency" in created.text, created.text
+    changed = api.patch(path, {"concurrency": 64})
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["data"]["concurrency"] == 64
+    listed = api.get("/client/webhook-endpoints").json()["data"]["data"]
+    assert sorted(row["concurrency"] for row in listed) == [16, 64]
 
 
 def test_delete_removes_the_endpoint_and_its_log(

@@ -65,6 +65,8 @@ from outfitter.models.people import (
 )
 from outfitter.models.tenants import ApiToken, Company, IdempotencyRecord, ScimSettings
 from outfitter.models.webhooks import (
+    ENDPOINT_CONCURRENCY_DEFAULT,
+    ENDPOINT_CONCURRENCY_MAX,
     PING_EVENT_TYPE,
     DeliveryStatus,
     WebhookAttempt,
@@ -78,6 +80,8 @@ metadata = Base.metadata
 __all__ = [
     "EMPLOYEE_ACTIVE",
     "EMPLOYEE_OFFBOARDED",
+    "ENDPOINT_CONCURRENCY_DEFAULT",
+    "ENDPOINT_CONCURRENCY_MAX",
     "ORDER_KIND_OF",
     "PING_EVENT_TYPE",
     "STAGES",

@@ -24,6 +24,11 @@ from outfitter.db.base import (
 )
 
 PING_EVENT_TYPE = "ping"  # sent by POST .../ping; not an activity-log event (no `events` row)
+# Sends in flight to one endpoint at once, as its company may set them (docs/webhooks.md): enough
+# for a receiver that answers in tens of milliseconds to take hundreds a second, few enough for a
+# small one; a worker never sends more than its own places (OUTFITTER_WORKER_CONCURRENCY, up to 64).
+ENDPOINT_CONCURRENCY_DEFAULT = 16
+ENDPOINT_CONCURRENCY_MAX = 64
 
 
 class DeliveryStatus(StrEnum):
@@ -54,6 +59,10 @@ class WebhookEndpoint(IdMixin, CompanyOwned, TimestampMixin, Base):
     previous_secret_expires_at: Mapped[datetime | None]
     # Start of the current run of failures (none since): 5 days of them disable the endpoint.
     failing_since: Mapped[datetime | None]
+    # The most deliveries in flight to it at once (worker.scheduling).
+    concurrency: Mapped[int] = mapped_column(
+        default=ENDPOINT_CONCURRENCY_DEFAULT, server_default=text(str(ENDPOINT_CONCURRENCY_DEFAULT))
+    )
 
 
 class WebhookDelivery(IdMixin, CompanyOwned, Base):

@@ -83,12 +83,12 @@ def get_webhook_endpoint(endpoint_id: EndpointId, client: ReadAccess) -> dict[st
     "/{endpointId}",
     response_model=Envelope[WebhookEndpointOut],
     responses=error_responses(404, 422),
-    summary="Change a webhook endpoint's url, event types, description or enabled",
+    summary="Change a webhook endpoint's url, event types, description, enabled or concurrency",
 )
 def update_webhook_endpoint(
     endpoint_id: EndpointId, body: WebhookEndpointPatch, request: Request, client: WriteAccess
 ) -> dict[str, object]:
-    """Change an endpoint's URL, event types or description, or disable and enable it."""
+    """Change an endpoint's URL, event types, description or concurrency, or disable and enable it."""
     endpoint = service.update_endpoint(client.session, endpoint_id, _checked(client, body, request))
     return ok(endpoint, "Webhook endpoint updated successfully.")
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
 
 from outfitter.core.schemas import Documented, NotNull, Schema, Timestamp
-from outfitter.models import DeliveryStatus, EventType
+from outfitter.models import (
+    ENDPOINT_CONCURRENCY_DEFAULT,
+    ENDPOINT_CONCURRENCY_MAX,
+    DeliveryStatus,
+    EventType,
+)
 
 Url = Annotated[
     str,
@@ -17,6 +22,17 @@ Url = Annotated[
     Field(description="https:// (http:// only where the operator allows it); not a private address"),
 ]
 Description = Annotated[str, StringConstraints(strip_whitespace=True, max_length=500)]
+Concurrency = Annotated[
+    StrictInt,
+    Field(
+        ge=1,
+        le=ENDPOINT_CONCURRENCY_MAX,
+        description=(
+            "The most deliveries sent to this endpoint at once "
+            f"(1-{ENDPOINT_CONCURRENCY_MAX}; {ENDPOINT_CONCURRENCY_DEFAULT} unless set)"
+        ),
+    ),
+]
 EventTypes = Annotated[
     list[EventType],
     Field(max_length=len(EventType), description="The event types to send; empty: every type"),
@@ -45,15 +61,17 @@ class WebhookEndpointCreate(Body):
     url: Url
     event_types: EventTypes = Field(default_factory=list)
     description: Description | None = None
+    concurrency: Concurrency = ENDPOINT_CONCURRENCY_DEFAULT
 
 
 class WebhookEndpointPatch(Body):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"enabled": False}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"enabled": False}, {"concurrency": 4}]})
 
     url: Annotated[Url | None, NotNull()] = None
     event_types: Annotated[EventTypes | None, NotNull()] = None
     description: Description | None = None
     enabled: Annotated[StrictBool | None, NotNull()] = None  # true or false only: never "yes", 0 or "true"
+    concurrency: Annotated[Concurrency | None, NotNull()] = None
 
 
 class WebhookEndpointOut(Schema):
@@ -63,6 +81,7 @@ class WebhookEndpointOut(Schema):
     description: str | None
     enabled: bool
     disabled_reason: str | None
+    concurrency: int = Field(description="The most deliveries sent to this endpoint at once")
     created_at: Timestamp
     updated_at: Timestamp
 

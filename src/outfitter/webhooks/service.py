@@ -90,6 +90,7 @@ def create_endpoint(session: Session, body: WebhookEndpointCreate) -> WebhookEnd
             description=body.description or None,
             enabled=True,
             secret=new_secret(),
+            concurrency=body.concurrency,
         )
     )
     session.flush()
@@ -101,7 +102,7 @@ def update_endpoint(session: Session, endpoint_id: str, body: WebhookEndpointPat
     changes = body.model_fields_set
     nulls: dict[str, list[str]] = {
         name: ["May not be null."]
-        for name in ("url", "event_types", "enabled")
+        for name in ("url", "event_types", "enabled", "concurrency")
         if name in changes and getattr(body, name) is None
     }
     if nulls:
@@ -113,6 +114,8 @@ def update_endpoint(session: Session, endpoint_id: str, body: WebhookEndpointPat
         endpoint.event_types = [str(type_) for type_ in dict.fromkeys(body.event_types)]
     if "description" in changes:
         endpoint.description = body.description or None
+    if body.concurrency is not None:
+        endpoint.concurrency = body.concurrency  # the workers read it with each claim
     if body.enabled is not None and body.enabled != endpoint.enabled:
         endpoint.enabled = body.enabled
         # Re-enabled: a fresh start for the 5-day rule; its pending deliveries go out again.
