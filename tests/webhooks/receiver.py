@@ -10,6 +10,7 @@ import functools
 import json
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -82,6 +83,11 @@ class Receiver:
     arrived: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     invalid: list[str] = field(default_factory=list)  # what payload_problems found, per body
+    hold_after: int = 0  # with `hold`: the first this many requests answer at once
+    retry_after: str | None = None  # sent with each 429 and 503 of the script
+    in_flight: int = 0  # requests being answered now
+    most_in_flight: int = 0  # the most at once, ever
+    arrived_at: list[float] = field(default_factory=list)  # time.monotonic() of each request
 
     def held_count(self) -> int:
         """Requests that waited for `hold` (with `hold_every_other`, the even ones of each path)."""
@@ -106,14 +112,24 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 receiver.received.append(
                     Received(self.path, {key.lower(): value for key, value in self.headers.items()}, body)
                 )
+                receiver.arrived_at.append(time.monotonic())
                 status = receiver.script.pop(0) if receiver.script else 200
                 seen = receiver.requests_per_path[self.path] = (
                     receiver.requests_per_path.get(self.path, 0) + 1
                 )
+                receiver.in_flight += 1
+                receiver.most_in_flight = max(receiver.most_in_flight, receiver.in_flight)
+                quick = len(receiver.received) <= receiver.hold_after
             receiver.arrived.set()
-            if receiver.hold is not None and not (receiver.hold_every_other and seen % 2):
-                receiver.hold.wait(timeout=60)
+            try:
+                if receiver.hold is not None and not quick and not (receiver.hold_every_other and seen % 2):
+                    receiver.hold.wait(timeout=60)
+            finally:
+                with receiver.lock:
+                    receiver.in_flight -= 1
             self.send_response(status)
+            if status in (429, 503) and receiver.retry_after is not None:
+                self.send_header("retry-after", receiver.retry_after)
             self.send_header("content-length", "0")
             self.end_headers()
 

@@ -560,37 +560,6 @@ def test_a_running_worker_records_every_outcome_without_more_sends_to_come(
     ] * 20
 
 
-def test_slow_marks_are_forgotten_only_when_idle_for_a_lease() -> None:
-    """The worker's marks of slow endpoints stay as few as the endpoints slow lately: one with
-    nothing held is forgotten after a lease's time, one with deliveries held is kept."""
-    from outfitter.worker.deliveries import SlowEndpoints
-
-    company, held, idle = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-    marks = SlowEndpoints()
-    marks.mark(held, company)
-    marks.mark(idle, company)
-    marks.forget_idle({held}, after=60)  # marked just now: both kept
-    assert held in marks and idle in marks
-    marks.forget_idle({held}, after=0)  # a lease has passed
-    assert held in marks and idle not in marks
-    assert marks.of_companies({company}) == [held]
-    marks.answered_quickly(held)  # one quick answer soon after a slow one: still slow
-    assert held in marks
-
-
-def test_a_slow_mark_ends_with_a_quick_answer_a_while_after_the_last_slow_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from outfitter.worker import deliveries
-
-    endpoint = uuid.uuid4()
-    marks = deliveries.SlowEndpoints()
-    marks.mark(endpoint, uuid.uuid4())
-    monkeypatch.setattr(deliveries, "SLOW_MEMORY", 0.0)  # as if SLOW_MEMORY had passed
-    marks.answered_quickly(endpoint)
-    assert endpoint not in marks and marks.company_of(endpoint) is None
-
-
 def test_a_company_s_flapping_endpoints_do_not_hold_up_its_healthy_one(
     api: Api, private_ok: Settings, engine: Engine, db: Session
 ) -> None:
@@ -680,14 +649,14 @@ def test_a_claim_that_brings_an_endpoint_answering_410_meanwhile_sends_none_of_i
         run = worker_deliveries.DeliveryRun(runner, asyncio.get_running_loop())
 
         def claim_while_a_410_comes(*_args: object) -> list[Outgoing]:
-            run.gone.add(endpoint)
+            run.policy.gone.add(endpoint)
             return [outgoing]
 
         monkeypatch.setattr(worker_deliveries, "claim_deliveries", claim_while_a_410_comes)
         try:
             await run.claim()
-            assert not run.waiting and not run.sending
-            assert run.to_release == [outgoing.delivery_id]
+            assert not run.policy.waiting and not run.policy.sending and not run.tasks
+            assert run.policy.releases() == [outgoing.delivery_id]
         finally:
             await run.client.close()
 

@@ -83,6 +83,7 @@ def claim_deliveries(
                 WebhookEndpoint.secret,
                 WebhookEndpoint.previous_secret,
                 WebhookEndpoint.previous_secret_expires_at,
+                WebhookEndpoint.concurrency,
             )
             .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
             .where(WebhookDelivery.id.in_(ids))
@@ -97,6 +98,7 @@ def claim_deliveries(
             event_id=row.event_id,
             payload=row.payload,
             secrets=signing_secrets(row.secret, row.previous_secret, row.previous_secret_expires_at, now),
+            concurrency=row.concurrency,
         )
         for row in rows
     ]
@@ -280,6 +282,9 @@ def _apply(
             state["round_started_at"], state["round_attempts"], settings.webhook_retry_schedule, now
         )
     )
+    if due is not None and outcome.retry_after is not None:
+        # The receiver asked for a pause (a 429's or 503's Retry-After, bounded): not before it.
+        due = max(due, now + timedelta(seconds=outcome.retry_after))
     state["next_attempt_at"] = due
     if due is None:  # the schedule ran out, or the endpoint is disabled by this batch's failures
         state["status"] = DeliveryStatus.FAILED

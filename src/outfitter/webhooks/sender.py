@@ -6,6 +6,7 @@ held while a receiver takes its time."""
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import os
 import time
@@ -20,10 +21,13 @@ from standardwebhooks import Webhook
 
 from outfitter.config import Settings
 from outfitter.db.base import utcnow
+from outfitter.models import ENDPOINT_CONCURRENCY_DEFAULT
 from outfitter.webhooks.urls import Unresolvable, UnsafeUrl, pinned_target
 
 USER_AGENT = "Outfitter-Webhooks/2.0"
 ANSWER_BYTES = 64 * 1024
+# The longest pause a receiver's Retry-After can ask for; a longer one is cut to this.
+MAX_RETRY_AFTER = 300.0
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,8 @@ class Outgoing:
     event_id: uuid.UUID
     payload: dict[str, Any]
     secrets: tuple[str, ...]  # the current secret first, then the previous one during a rotation
+    # The most sends to its endpoint at once, as its company set it (the worker may send fewer).
+    concurrency: int = ENDPOINT_CONCURRENCY_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class Outcome:
     status_code: int | None
     error: str | None
     duration_ms: int
+    retry_after: float | None = None  # seconds, from a 429's or 503's Retry-After (bounded)
 
     @property
     def delivered(self) -> bool:
@@ -90,9 +97,9 @@ async def send(client: aiohttp.ClientSession, outgoing: Outgoing, settings: Sett
     attempted_at = utcnow()
     started = time.perf_counter()
 
-    def outcome(status_code: int | None, error: str | None) -> Outcome:
+    def outcome(status_code: int | None, error: str | None, wait: float | None = None) -> Outcome:
         elapsed = int((time.perf_counter() - started) * 1000)
-        return Outcome(attempted_at, status_code, error[:500] if error else None, elapsed)
+        return Outcome(attempted_at, status_code, error[:500] if error else None, elapsed, wait)
 
     try:
         async with asyncio.timeout(settings.webhook_timeout_seconds):
@@ -116,7 +123,7 @@ async def _attempt(
     outgoing: Outgoing,
     settings: Settings,
     attempted_at: datetime,
-    outcome: Callable[[int | None, str | None], Outcome],
+    outcome: Callable[[int | None, str | None, float | None], Outcome],
 ) -> Outcome:
     try:
         # Resolving blocks (getaddrinfo): in a thread. With private receivers allowed nothing is
@@ -127,9 +134,9 @@ async def _attempt(
             else await asyncio.to_thread(pinned_target, outgoing.url, settings)
         )
     except UnsafeUrl as exc:
-        return outcome(None, f"Refused: {exc}.")
+        return outcome(None, f"Refused: {exc}.", None)
     except Unresolvable as exc:
-        return outcome(None, f"The host does not resolve: {exc}.")
+        return outcome(None, f"The host does not resolve: {exc}.", None)
     body = body_of(outgoing.payload)
     headers = {
         "content-type": "application/json",
@@ -150,11 +157,29 @@ async def _attempt(
         ) as response:
             code = response.status  # only the status decides; the body is read (a little of
             await _skim(response)  # it) so that the connection can serve the next send
+            wait = retry_after(response.headers.get("retry-after"), utcnow()) if code in (429, 503) else None
     except TimeoutError:
-        return outcome(None, f"No answer within {settings.webhook_timeout_seconds:g} s.")
+        return outcome(None, f"No answer within {settings.webhook_timeout_seconds:g} s.", None)
     except aiohttp.ClientError as exc:
-        return outcome(None, failure_of(exc))
-    return outcome(code, None if 200 <= code < 300 else f"The receiver answered {code}.")
+        return outcome(None, failure_of(exc), None)
+    return outcome(code, None if 200 <= code < 300 else f"The receiver answered {code}.", wait)
+
+
+def retry_after(value: str | None, now: datetime) -> float | None:
+    """Seconds a Retry-After header asks to wait (delay-seconds or an HTTP date, RFC 9110), at most
+    MAX_RETRY_AFTER; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return min(MAX_RETRY_AFTER, float(value))
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return min(MAX_RETRY_AFTER, max(0.0, (when - now).total_seconds()))
 
 
 def failure_of(error: aiohttp.ClientError) -> str:

@@ -56,9 +56,6 @@ class Worker:
         self.gateways = gateways or GatewayRegistry(settings, sessions)
         self.name = name or worker_name()
         self.concurrency = concurrency or settings.worker_concurrency
-        self.company_share = max(1, self.concurrency // 2)
-        self.endpoint_share = max(1, self.company_share // 2)
-        self.slow_share = max(1, self.company_share // 2)  # a company's slow endpoints together
         self.jobs = jobs
         self.shutdown_grace = settings.webhook_timeout_seconds + 5
         self.database = ThreadPoolExecutor(DATABASE_THREADS, thread_name_prefix="outfitter-db")
