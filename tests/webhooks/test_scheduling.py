@@ -8,7 +8,8 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from outfitter.webhooks.sender import Outcome, Outgoing
-from outfitter.worker.scheduling import CLAIM_AHEAD, SLOW_AFTER, SLOW_MEMORY, Claim, Scheduler, SlowEndpoints
+from outfitter.worker.endpoints import SLOW_MEMORY, SlowEndpoints
+from outfitter.worker.scheduling import CLAIM_AHEAD, SLOW_AFTER, Claim, Scheduler
 
 OK = Outcome(datetime(2026, 12, 7, tzinfo=UTC), 200, None, 5)
 A, B = uuid.UUID(int=0xA), uuid.UUID(int=0xB)

@@ -39,14 +39,12 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from outfitter.webhooks.sender import Outcome, Outgoing
+from outfitter.worker.endpoints import Limit, SlowEndpoints
 
 # Deliveries held (claimed, waiting or sending) per place to send: keeps the sends busy between claims.
 CLAIM_AHEAD = 2
 # A send in flight this long makes its endpoint slow (see above); receivers answer in milliseconds.
 SLOW_AFTER = 1.0
-# A slow endpoint stays slow this long after its last slow send, however quickly it answers the
-# others meanwhile: one slow one time in two is slow (its slow sends would take the places again).
-SLOW_MEMORY = 30.0
 # The pause after a 429 or 503 without Retry-After, doubled for each such answer in a row, up to
 # MAX_PAUSE_UNASKED.
 FIRST_PAUSE = 1.0
@@ -81,6 +79,7 @@ class Held:
 
     claimed_at: float
     outgoing: Outgoing
+    order: int  # of the claims this worker has taken: the lower, the older
 
 
 @dataclass(frozen=True)
@@ -92,64 +91,6 @@ class Claim:
     exclude_companies: tuple[uuid.UUID, ...]
     lending: bool  # the second claim: the rest of the room, lent beyond the shares
     left_out: bool  # an endpoint or company with deliveries maybe due was excluded
-
-
-class SlowEndpoints:
-    """The endpoints this worker knows to be slow, each with its company: one is slow once a send
-    to it has been in flight SLOW_AFTER, until a send to it ends sooner SLOW_MEMORY after its last
-    slow one. A mark neither renewed (by another slow send) nor needed (nothing held for it) for a
-    lease's time is forgotten, so the marks stay as few as the endpoints slow lately."""
-
-    def __init__(self, now: float) -> None:
-        self._marks: dict[uuid.UUID, tuple[uuid.UUID, float]] = {}  # endpoint -> company, when
-        self._swept = now
-
-    def __contains__(self, endpoint: uuid.UUID) -> bool:
-        return endpoint in self._marks
-
-    def mark(self, endpoint: uuid.UUID, company: uuid.UUID, now: float) -> None:
-        self._marks[endpoint] = (company, now)
-
-    def answered_quickly(self, endpoint: uuid.UUID, now: float) -> None:
-        mark = self._marks.get(endpoint)
-        if mark is not None and now - mark[1] >= SLOW_MEMORY:
-            del self._marks[endpoint]
-
-    def company_of(self, endpoint: uuid.UUID) -> uuid.UUID | None:
-        mark = self._marks.get(endpoint)
-        return mark[0] if mark else None
-
-    def of_companies(self, companies: Collection[uuid.UUID]) -> list[uuid.UUID]:
-        return [endpoint for endpoint, (company, _) in self._marks.items() if company in companies]
-
-    def forget_idle(self, held: Collection[uuid.UUID], after: float, now: float) -> bool:
-        """Answers whether it swept (once per `after`: the marks' size, not a claim's)."""
-        if now - self._swept < after:
-            return False
-        self._swept = now
-        self._marks = {
-            endpoint: mark
-            for endpoint, mark in self._marks.items()
-            if endpoint in held or now - mark[1] < after
-        }
-        return True
-
-
-@dataclass
-class Limit:
-    """An endpoint's own limit on its sends in flight: the concurrency its company set, and the
-    window that its answers move (see the module's docstring)."""
-
-    configured: int
-    window: int
-    decreased_at: float = -math.inf  # sends started before this do not halve the window again
-    paused_until: float = -math.inf
-    slow_downs: int = 0  # 429s and 503s without a 2xx between them
-    quick: bool = False  # it answered a 2xx quickly since its window last halved: it may borrow
-
-    @property
-    def most(self) -> int:
-        return max(1, min(self.configured, self.window))
 
 
 class Scheduler:
@@ -167,8 +108,10 @@ class Scheduler:
         self.lease = lease
         self.longest_wait = longest_wait
         self.poll = poll
-        # Claimed, not started, per company (oldest claim first); the dict's order is the turn.
-        self.waiting: dict[uuid.UUID, deque[Held]] = {}
+        # Claimed, not started, per company and endpoint (oldest claim first); the order of the
+        # companies is the turn. Per endpoint, so that a start looks at endpoints, not deliveries.
+        self.waiting: dict[uuid.UUID, dict[uuid.UUID, deque[Held]]] = {}
+        self._taken = 0
         self.sending: dict[uuid.UUID, tuple[Outgoing, float]] = {}  # by delivery: and its start
         self.slow = SlowEndpoints(now)
         self.limits: dict[uuid.UUID, Limit] = {}
@@ -194,7 +137,7 @@ class Scheduler:
         return ids
 
     def waiting_endpoints(self) -> set[uuid.UUID]:
-        return {held.outgoing.endpoint_id for queue in self.waiting.values() for held in queue}
+        return {endpoint for queues in self.waiting.values() for endpoint in queues}
 
     def next_wake(self, now: float) -> float:
         """Seconds until something changes by the clock alone: a send turns slow (which frees
@@ -294,7 +237,9 @@ class Scheduler:
             if endpoint in self.gone or limit.paused_until > claimed_at or too_many:
                 self.to_release.append(outgoing.delivery_id)
                 continue
-            self.waiting.setdefault(outgoing.company_id, deque()).append(Held(claimed_at, outgoing))
+            self._taken += 1
+            queues = self.waiting.setdefault(outgoing.company_id, {})
+            queues.setdefault(endpoint, deque()).append(Held(claimed_at, outgoing, self._taken))
             self.held_by_company[outgoing.company_id] += 1
             self.held_by_endpoint[endpoint] += 1
             supply[outgoing.company_id] += 1
@@ -354,7 +299,7 @@ class Scheduler:
         if outcome.gone:
             # The endpoint is disabled by this answer: nothing more of what is held goes to it.
             self.gone.add(endpoint)
-            self._drop_waiting(lambda held: held.outgoing.endpoint_id == endpoint)
+            self._drop_waiting_for(endpoint)
 
     def recorded_gone(self, endpoint: uuid.UUID) -> None:
         """Its 410 is recorded (the endpoint disabled): the next claim leaves it out by itself."""
@@ -362,16 +307,23 @@ class Scheduler:
 
     def withdraw(self, endpoints: Collection[uuid.UUID]) -> None:
         """These endpoints were deleted or disabled since their deliveries were claimed."""
-        self._drop_waiting(lambda held: held.outgoing.endpoint_id in endpoints)
+        for endpoint in endpoints:
+            self._drop_waiting_for(endpoint)
 
     def expire_waiting(self, now: float) -> None:
-        """Release what has waited so long that its lease could end under its send."""
-        self._drop_waiting(lambda held: held.claimed_at < now - self.longest_wait)
+        """Release what has waited so long that its lease could end under its send (the oldest of
+        each endpoint first: its queue is in the order of the claims)."""
+        latest = now - self.longest_wait
+        for queues in list(self.waiting.values()):
+            for endpoint, queue in list(queues.items()):
+                if queue[0].claimed_at < latest:
+                    self._drop_waiting_for(endpoint, keep=lambda held: held.claimed_at >= latest)
 
     def release_waiting(self) -> int:
         """Give back everything waiting (stopping); answers how many."""
-        count = sum(len(queue) for queue in self.waiting.values())
-        self._drop_waiting(lambda _held: True)
+        count = 0
+        for endpoint in self.waiting_endpoints():
+            count += self._drop_waiting_for(endpoint)
         return count
 
     # -- inside ------------------------------------------------------------------------------------
@@ -396,8 +348,7 @@ class Scheduler:
                 pause = min(MAX_PAUSE_UNASKED, FIRST_PAUSE * 2**limit.slow_downs)
             limit.slow_downs += 1
             limit.paused_until = max(limit.paused_until, now + pause)
-            endpoint = outgoing.endpoint_id
-            self._drop_waiting(lambda held: held.outgoing.endpoint_id == endpoint)
+            self._drop_waiting_for(outgoing.endpoint_id)
 
     def _limit_of(self, outgoing: Outgoing) -> Limit:
         """The endpoint's limit, its configured concurrency as the latest claim read it."""
@@ -504,18 +455,10 @@ class Scheduler:
             if endpoint in self.slow:
                 del newly[endpoint]
             self.slow.mark(endpoint, company, now)  # marked, or the mark renewed
-        kept: set[uuid.UUID] = set()
-
-        def beyond_the_oldest(held: Held) -> bool:
-            endpoint = held.outgoing.endpoint_id
-            if endpoint not in newly:
-                return False
-            if endpoint in kept:
-                return True
-            kept.add(endpoint)
-            return False
-
-        self._drop_waiting(beyond_the_oldest)
+        for endpoint in newly:
+            oldest = self._oldest_waiting(endpoint)
+            if oldest is not None:
+                self._drop_waiting_for(endpoint, keep=oldest.__eq__)
 
     def _start_fairly(self, now: float) -> Outgoing | None:
         turn = sorted(
@@ -554,46 +497,70 @@ class Scheduler:
 
     def _pick(self, company: uuid.UUID, may_start: Callable[[uuid.UUID], bool]) -> Held | None:
         """The company's delivery whose endpoint may start one and has the fewest sends in flight,
-        one that is not slow first, then the oldest claim (`min` keeps the first of equals)."""
-        startable = [held for held in self.waiting[company] if may_start(held.outgoing.endpoint_id)]
-        if not startable:
+        one that is not slow first, then the oldest claim."""
+        queues = self.waiting[company]
+        endpoints = [endpoint for endpoint in queues if may_start(endpoint)]
+        if not endpoints:
             return None
-        return min(
-            startable,
-            key=lambda held: (
-                self.sending_by_endpoint[held.outgoing.endpoint_id],
-                held.outgoing.endpoint_id in self.slow,
+        endpoint = min(
+            endpoints,
+            key=lambda endpoint: (
+                self.sending_by_endpoint[endpoint],
+                endpoint in self.slow,
+                queues[endpoint][0].order,
             ),
         )
+        return queues[endpoint][0]
 
     def _start(self, held: Held, now: float) -> Outgoing:
         outgoing = held.outgoing
-        company = outgoing.company_id
-        queue = self.waiting.pop(company)
-        queue.remove(held)
-        if queue:
-            self.waiting[company] = queue  # to the back of the turn
+        company, endpoint = outgoing.company_id, outgoing.endpoint_id
+        queues = self.waiting.pop(company)
+        queues[endpoint].popleft()  # `_pick` answers the head of its endpoint's queue
+        if not queues[endpoint]:
+            del queues[endpoint]
+        if queues:
+            self.waiting[company] = queues  # to the back of the turn
         self.sending[outgoing.delivery_id] = (outgoing, now)
         self.sending_by_company[company] += 1
-        self.sending_by_endpoint[outgoing.endpoint_id] += 1
+        self.sending_by_endpoint[endpoint] += 1
         return outgoing
 
     def _slow_sends_of(self, company: uuid.UUID) -> int:
+        if not self.slow.of_companies({company}):
+            return 0
         return sum(
             1
             for outgoing, _started in self.sending.values()
             if outgoing.company_id == company and outgoing.endpoint_id in self.slow
         )
 
-    def _drop_waiting(self, condition: Callable[[Held], bool]) -> None:
-        for company in list(self.waiting):
-            queue = self.waiting[company]
-            for held in [held for held in queue if condition(held)]:
-                queue.remove(held)
-                self._let_go(held.outgoing)
-                self.to_release.append(held.outgoing.delivery_id)
-            if not queue:
+    def _oldest_waiting(self, endpoint: uuid.UUID) -> Held | None:
+        for queues in self.waiting.values():
+            if endpoint in queues:
+                return queues[endpoint][0]
+        return None
+
+    def _drop_waiting_for(self, endpoint: uuid.UUID, keep: Callable[[Held], bool] | None = None) -> int:
+        """Give back what waits for the endpoint (but what `keep` keeps); answers how many."""
+        for company, queues in list(self.waiting.items()):
+            queue = queues.get(endpoint)
+            if queue is None:
+                continue
+            kept = deque(held for held in queue if keep is not None and keep(held))
+            dropped = len(queue) - len(kept)
+            for held in queue:
+                if keep is None or not keep(held):
+                    self._let_go(held.outgoing)
+                    self.to_release.append(held.outgoing.delivery_id)
+            if kept:
+                queues[endpoint] = kept
+            else:
+                del queues[endpoint]
+            if not queues:
                 del self.waiting[company]
+            return dropped
+        return 0
 
     def _let_go(self, outgoing: Outgoing) -> None:
         _less(self.held_by_company, outgoing.company_id)
