@@ -1,20 +1,26 @@
 """Benchmark: outgoing webhooks on PostgreSQL (a scratch database, created and dropped here).
 
 1. Delivery: N events (default 10,000) are committed in batches of 100 while 1, then 2,
-   `outfitter worker` processes send them to a local receiver (a uvicorn process on 127.0.0.1).
-   Prints deliveries per second (first event committed -> last delivery received) and the lag of
-   each delivery (its event's created_at -> received by the receiver), p50 and p99. Then the lag
-   at a steady rate (default 200 events/s, one event per commit, on a fixed schedule) with
-   `--steady-workers` workers (what a receiver sees day to day).
+   `outfitter worker` processes send them to a local receiver (a uvicorn process on 127.0.0.1
+   that answers at once). Two cases, run in turn in each of `--rounds` rounds so that a shared
+   machine's load weighs on both alike: one company with one endpoint (every event for it), and
+   `--companies` companies with one endpoint each (the events dealt among them). Prints, per
+   round and as the median of the rounds, deliveries per second (first event committed -> last
+   delivery received) and the lag of each delivery (its event's created_at -> received by the
+   receiver), p50 and p99. Then the lag at a steady rate (default 200 events/s, one event per
+   commit, on a fixed schedule) with `--steady-workers` workers (what a receiver sees day to day).
 2. Write cost: the latency of POST /client/employees with no endpoint registered and with one,
    so the fan-out's share of a write request shows (one indexed SELECT, plus one INSERT when an
    endpoint wants the event). Before the events branch is merged, employee create records no event;
    the script then records `employee.created` itself in the request, as the instrumentation will,
    and says so.
 
-    .venv/bin/python bench/webhook_delivery.py [--events 10000] [--requests 300]
-        [--rate 200 --paced-events 2000 --steady-workers 1] [--concurrency 64] [--no-write-cost]
+    .venv/bin/python bench/webhook_delivery.py [--events 10000] [--rounds 3] [--companies 20]
+        [--workers 1,2] [--requests 300] [--rate 200 --paced-events 2000 --steady-workers 1]
+        [--concurrency 32] [--receiver-port 0] [--no-write-cost]
         [--postgres postgresql://127.0.0.1:5432/postgres]
+
+The endpoints keep their default concurrency (16 sends in flight at most), the workers theirs (32).
 
 Run with another checkout's interpreter (its `outfitter worker` is the one next to it) to compare
 before and after: `/path/to/other/.venv/bin/python bench/webhook_delivery.py`.
@@ -125,13 +131,21 @@ def start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
 
 
 def deliver(
-    database_url: str, events: int, workers: int, run: Path, concurrency: int, rate: float | None = None
+    database_url: str,
+    events: int,
+    workers: int,
+    run: Path,
+    concurrency: int,
+    port: int,
+    rate: float | None = None,
+    companies: int = 1,
 ) -> dict[str, float]:
     """`rate` None: the events are committed as fast as possible, in batches of 100 (a burst: the
     lag is mostly queueing). A rate: one event per commit, the n-th at start + n / `rate` (the lag
-    of workers that keep up)."""
+    of workers that keep up). `companies`: each with an endpoint of its own, the commits dealt
+    among them in turn."""
     engine = make_engine(database_url)
-    log = run / f"received-{workers}-{rate}.log"
+    log = run / f"received-{uuid.uuid4().hex[:8]}.log"
     env = {
         **os.environ,
         "OUTFITTER_DATABASE_URL": database_url,
@@ -139,9 +153,9 @@ def deliver(
         "OUTFITTER_WORKER_POLL_SECONDS": "0.05",
         "OUTFITTER_WORKER_CONCURRENCY": str(concurrency),
     }
-    with receiver(free_port(), log) as url:
+    with receiver(port or free_port(), log) as url:
         with Session(engine) as session, session.begin():
-            company_id, _ = company_with_endpoint(session, url)
+            company_ids = [company_with_endpoint(session, f"{url}/{n}")[0] for n in range(companies)]
         processes = [start_worker(env) for _ in range(workers)]
         created: dict[str, datetime] = {}
         began = time.monotonic()
@@ -153,7 +167,7 @@ def deliver(
                 size = max(1, int((time.monotonic() - began) * rate) - start)
             size = min(size, events - start)
             with TenantSession(engine) as session, session.begin():
-                bind_company(session, company_id)
+                bind_company(session, company_ids[(start // BATCH) % companies])
                 batch = [NewEvent(EventType.EMPLOYEE_UPDATED, uuid.uuid4(), {"n": n}) for n in range(size)]
                 record_events(session, batch)
             start += size
@@ -278,30 +292,69 @@ def write_cost(database_url: str, requests: int, url: str) -> dict[str, float]:
     return results
 
 
+def burst_line(figures: dict[str, float], events: int) -> str:
+    return (
+        f"{int(figures['received'])} of {events} delivered "
+        f"(committed at {figures['committed_per_second']:.0f}/s), "
+        f"{figures['per_second']:.0f} deliveries/s; lag p50 {figures['p50'] * 1000:.0f} ms, "
+        f"p99 {figures['p99'] * 1000:.0f} ms; worker CPU {figures['worker_cpu_ms']:.2f} ms a delivery"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=3, help="of the two burst cases, in turn")
+    parser.add_argument("--companies", type=int, default=20, help="of the many-companies case")
+    parser.add_argument("--workers", default="1,2", help="worker processes of the burst runs")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--rate", type=float, default=200, help="events per second of the steady run")
     parser.add_argument("--paced-events", type=int, default=2000)
     parser.add_argument("--steady-workers", type=int, default=1)
-    parser.add_argument("--concurrency", type=int, default=64, help="OUTFITTER_WORKER_CONCURRENCY")
+    parser.add_argument("--concurrency", type=int, default=32, help="OUTFITTER_WORKER_CONCURRENCY")
+    parser.add_argument("--receiver-port", type=int, default=0, help="0: any free port")
     parser.add_argument("--no-write-cost", action="store_true", help="skip part 2")
     parser.add_argument("--postgres", default="postgresql://127.0.0.1:5432/postgres")
     args = parser.parse_args()
+    port = args.receiver_port
+    cases = {"1 company, 1 endpoint": 1, f"{args.companies} companies, 1 endpoint each": args.companies}
     with scratch_postgres(args.postgres) as database_url, tempfile.TemporaryDirectory() as scratch:
         upgrade(make_engine(Settings(database_url=database_url).database_url))
         database_url = Settings(database_url=database_url).database_url
-        for workers in (1, 2):
-            figures = deliver(database_url, args.events, workers, Path(scratch), args.concurrency)
-            print(
-                f"burst, {workers} worker(s): {int(figures['received'])} of {args.events} delivered "
-                f"(committed at {figures['committed_per_second']:.0f}/s), "
-                f"{figures['per_second']:.0f} deliveries/s; lag p50 {figures['p50'] * 1000:.0f} ms, "
-                f"p99 {figures['p99'] * 1000:.0f} ms; worker CPU {figures['worker_cpu_ms']:.2f} ms a delivery"
-            )
+        for workers in (int(count) for count in args.workers.split(",")):
+            rates: dict[str, list[float]] = {label: [] for label in cases}
+            for round_ in range(1, args.rounds + 1):
+                for label, companies in cases.items():
+                    figures = deliver(
+                        database_url,
+                        args.events,
+                        workers,
+                        Path(scratch),
+                        args.concurrency,
+                        port,
+                        companies=companies,
+                    )
+                    rates[label].append(figures["per_second"])
+                    print(
+                        f"burst, {workers} worker(s), {label}, round {round_}: "
+                        + burst_line(figures, args.events),
+                        flush=True,
+                    )
+            for label, values in rates.items():
+                rounds = " ".join(f"{value:.0f}" for value in values)
+                print(
+                    f"burst, {workers} worker(s), {label}: median {statistics.median(values):.0f} "
+                    f"deliveries/s (rounds: {rounds})",
+                    flush=True,
+                )
         paced = deliver(
-            database_url, args.paced_events, args.steady_workers, Path(scratch), args.concurrency, args.rate
+            database_url,
+            args.paced_events,
+            args.steady_workers,
+            Path(scratch),
+            args.concurrency,
+            port,
+            args.rate,
         )
         print(
             f"steady {args.rate:g} events/s ({paced['committed_per_second']:.0f}/s committed), "
@@ -310,13 +363,13 @@ def main() -> None:
         )
         if args.no_write_cost:
             return
-        with receiver(free_port(), Path(scratch) / "write.log") as url:
+        with receiver(port or free_port(), Path(scratch) / "write.log") as url:
             cost = write_cost(database_url, args.requests, url)
         queued = int(cost.pop("deliveries queued"))
         if "no event" in cost:
             print("(employee create records no event on this branch: this script records employee.created)")
-        figures = ", ".join(f"{label} {ms:.2f} ms" for label, ms in cost.items())
-        print(f"POST /client/employees, median of {args.requests}: {figures}; {queued} deliveries queued")
+        costs = ", ".join(f"{label} {ms:.2f} ms" for label, ms in cost.items())
+        print(f"POST /client/employees, median of {args.requests}: {costs}; {queued} deliveries queued")
 
 
 if __name__ == "__main__":
