@@ -7,10 +7,18 @@ import uuid
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from outfitter.db.base import Base, CompanyOwned, IdMixin, TimestampMixin, str_enum
+from outfitter.db.base import (
+    Base,
+    CompanyOwned,
+    IdMixin,
+    TimestampMixin,
+    company_key,
+    company_reference,
+    str_enum,
+)
 
 
 class ConsoleRole(StrEnum):
@@ -23,6 +31,7 @@ class ConsoleUser(IdMixin, CompanyOwned, TimestampMixin, Base):
     form asks for an email and a password only, and an email names one account (docs/console.md)."""
 
     __tablename__ = "console_users"
+    __table_args__ = (company_key("console_users"),)
 
     # Stored lowered: the unique index compares addresses in any case.
     email: Mapped[str] = mapped_column(String(320), unique=True)
@@ -40,10 +49,13 @@ class ConsoleSession(CompanyOwned, Base):
 
     __tablename__ = "console_sessions"
     indexes_company_id = False  # read by its id's hash, deleted with its user
-    __table_args__ = (Index("ix_console_sessions_user", "user_id"),)
+    __table_args__ = (
+        Index("ix_console_sessions_user", "user_id"),
+        *company_reference("console_sessions", "user_id", "console_users", ondelete="CASCADE"),
+    )
 
     id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
-    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("console_users.id", ondelete="CASCADE"))
+    user_id: Mapped[uuid.UUID]
     csrf_token: Mapped[str] = mapped_column(String(64))  # the synchronizer token of its forms
     created_at: Mapped[datetime]
     last_seen_at: Mapped[datetime]

@@ -1,7 +1,7 @@
 """the web console's users and their server-side sessions
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0017
+Revises: 0016
 Create Date: 2026-12-07 17:00:00.000000
 """
 
@@ -12,8 +12,8 @@ from alembic import op
 
 import outfitter.db.base
 
-revision: str = "0016"
-down_revision: str | None = "0015"
+revision: str = "0017"
+down_revision: str | None = "0016"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -50,6 +50,7 @@ def upgrade() -> None:
     with op.batch_alter_table("console_users", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_console_users_company_id"), ["company_id"], unique=False)
         batch_op.create_index(batch_op.f("ix_console_users_created_at"), ["created_at"], unique=False)
+        batch_op.create_index("uq_console_users_company_id_id", ["company_id", "id"], unique=True)
 
     op.create_table(
         "console_sessions",
@@ -68,9 +69,9 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.ForeignKeyConstraint(
-            ["user_id"],
-            ["console_users.id"],
-            name=op.f("fk_console_sessions_user_id_console_users"),
+            ["company_id", "user_id"],
+            ["console_users.company_id", "console_users.id"],
+            name="fk_console_sessions_user_id_console_users",
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id_hash", name=op.f("pk_console_sessions")),

@@ -7,8 +7,8 @@ default.
 
 Numbered 0017: 0016 is another change's, made at the same time (the merge orders the chain).
 
-Revision ID: 0017
-Revises: 0015
+Revision ID: 0018
+Revises: 0017
 Create Date: 2026-12-07 17:00:00.000000
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0017"
-down_revision: str | None = "0015"
+revision: str = "0018"
+down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
