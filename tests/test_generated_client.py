@@ -125,6 +125,7 @@ def _operation(tag: str, operation_id: str) -> Any:
     return _module(f"api.{tag}.{operation_id}")
 
 
+@pytest.mark.one_database
 def test_a_whole_purchase_through_the_generated_client(
     generated: ModuleType, app: FastAPI, api: Api, engine: Engine, db: Session
 ) -> None:
@@ -234,6 +235,7 @@ def test_a_whole_purchase_through_the_generated_client(
     assert api.get(f"/client/equipment/{stored}").json()["data"]["assignee"]["id"] == employee_id
 
 
+@pytest.mark.one_database
 def test_error_answers_parse_as_the_error_envelope(
     generated: ModuleType, app: FastAPI, api: Api, engine: Engine
 ) -> None:
@@ -265,6 +267,7 @@ def test_error_answers_parse_as_the_error_envelope(
     assert refused.status_code == 401 and isinstance(refused.parsed, models.ErrorEnvelope)
 
 
+@pytest.mark.one_database
 def test_bulk_work_and_a_csv_import_through_the_generated_client(
     generated: ModuleType, app: FastAPI, api: Api
 ) -> None:
@@ -289,6 +292,7 @@ def test_bulk_work_and_a_csv_import_through_the_generated_client(
     )
 
 
+@pytest.mark.one_database
 def test_webhook_payloads_parse_into_the_generated_event_models(
     generated: ModuleType, app: FastAPI, api: Api, engine: Engine
 ) -> None:
@@ -318,6 +322,7 @@ def test_webhook_payloads_parse_into_the_generated_event_models(
         assert hasattr(models, name), name
 
 
+@pytest.mark.one_database
 def test_the_generated_client_keeps_every_operation(generated: ModuleType, client: TestClient) -> None:
     """The generator drops an operation it cannot read (with a warning `generate_client` refuses
     too): every operation of the document has its module."""
@@ -329,6 +334,7 @@ def test_the_generated_client_keeps_every_operation(generated: ModuleType, clien
     assert not operation_ids - modules
 
 
+@pytest.mark.one_database
 def test_a_plainly_generated_client_keeps_the_csv_imports_as_form_uploads(
     plainly_generated: ModuleType, app: FastAPI, api: Api
 ) -> None:

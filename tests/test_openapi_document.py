@@ -74,6 +74,7 @@ def branches(schema: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.one_database
 def test_every_operation_has_a_description_and_an_example_its_schema_accepts(
     document: dict[str, Any],
 ) -> None:
@@ -109,11 +110,13 @@ def test_every_operation_has_a_description_and_an_example_its_schema_accepts(
     assert not invalid, "\n".join(invalid)
 
 
+@pytest.mark.one_database
 def test_a_hand_written_body_example_is_kept(document: dict[str, Any]) -> None:
     body = document["paths"]["/api/v2/client/employees"]["post"]["requestBody"]["content"]["application/json"]
     assert body["example"]["first_name"] == "Ada" and body["example"]["country_id"] == "NG"
 
 
+@pytest.mark.one_database
 def test_every_post_that_takes_a_token_declares_the_idempotency_key(document: dict[str, Any]) -> None:
     posts = 0
     for path, method, operation in operations(document):
@@ -134,6 +137,7 @@ def test_every_post_that_takes_a_token_declares_the_idempotency_key(document: di
     assert posts >= 15
 
 
+@pytest.mark.one_database
 def test_the_older_initiate_paths_are_deprecated_and_name_the_path_to_use(document: dict[str, Any]) -> None:
     deprecated = {
         path: operation for path, method, operation in operations(document) if operation.get("deprecated")
@@ -145,6 +149,7 @@ def test_the_older_initiate_paths_are_deprecated_and_name_the_path_to_use(docume
     assert not document["paths"][CURRENT_INITIATE]["post"].get("deprecated")
 
 
+@pytest.mark.one_database
 def test_money_is_one_decimal_string_type_everywhere_but_the_initiate_answer(
     document: dict[str, Any],
 ) -> None:
@@ -179,6 +184,7 @@ def test_money_is_one_decimal_string_type_everywhere_but_the_initiate_answer(
     assert '"number"' not in str(rest).replace("'", '"'), "a JSON number is documented somewhere"
 
 
+@pytest.mark.one_database
 def test_every_id_is_documented_as_a_uuid(document: dict[str, Any]) -> None:
     ids = [(where, name, schema) for where, name, schema in properties(document) if ID_NAMES.search(name)]
     for path, _, operation in operations(document):
@@ -207,6 +213,7 @@ def test_every_id_is_documented_as_a_uuid(document: dict[str, Any]) -> None:
     ]
 
 
+@pytest.mark.one_database
 def test_bulk_employee_items_are_typed(document: dict[str, Any]) -> None:
     employees = document["components"]["schemas"]["EmployeeBulkCreate"]["properties"]["employees"]
     item = {"$ref": "#/components/schemas/EmployeeCreate"}
@@ -217,6 +224,7 @@ def test_bulk_employee_items_are_typed(document: dict[str, Any]) -> None:
     assert "'items': {}" not in str(document)  # no list[Any] left anywhere
 
 
+@pytest.mark.one_database
 def test_every_operation_declares_the_400_any_request_can_get(document: dict[str, Any]) -> None:
     """Several Authorization headers, or a request line too long to read, is a 400 on any path
     (tests/core/test_auth.py): a client generated from the document must expect it on a GET too."""
@@ -228,6 +236,7 @@ def test_every_operation_declares_the_400_any_request_can_get(document: dict[str
         }
 
 
+@pytest.mark.one_database
 def test_fields_the_server_refuses_as_null_are_not_nullable_in_the_document(document: dict[str, Any]) -> None:
     """Schemathesis sent what the document allowed and the server refused (422): each is closed."""
     schemas = document["components"]["schemas"]
@@ -241,6 +250,7 @@ def test_fields_the_server_refuses_as_null_are_not_nullable_in_the_document(docu
     # {"employees": [[]]} is refused: test_bulk_employee_items_are_typed names the inner minItems
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize("resource", ["employees", "equipment"])
 def test_the_documented_csv_example_is_a_file_the_import_takes(
     document: dict[str, Any], api: Api, resource: str

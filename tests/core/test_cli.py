@@ -71,6 +71,7 @@ def test_default_token_has_both_scopes_and_no_expiry() -> None:
     assert token["scopes"] == ["read", "write"] and token["expires_at"] is None
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -123,12 +124,14 @@ def test_a_second_company_of_the_same_name_needs_to_be_asked_for() -> None:
     assert [company["name"] for company in listed].count("Acme Ltd") == 2
 
 
+@pytest.mark.one_database
 def test_scope_must_be_known() -> None:
     company = json.loads(run("company", "create", "Scoped", "--json")[1])
     code, _, err = run("token", "create", company["id"], "--scope", "admin")
     assert code == 1 and "unknown scope 'admin'" in err
 
 
+@pytest.mark.one_database
 def test_a_scim_token_cannot_also_read_or_write(engine: Engine) -> None:
     """scim.md: a scim token opens /scim/v2 and nothing else; the CLI refuses to mix it."""
     company = json.loads(run("company", "create", "Provisioned", "--json")[1])
@@ -170,6 +173,7 @@ def test_catalog_import_is_idempotent(demo_catalog_path: Path, engine: Engine) -
         ) == counts
 
 
+@pytest.mark.one_database
 def test_a_token_expiring_past_any_date_is_refused_in_one_line() -> None:
     company = json.loads(run("company", "create", "Far Future", "--json")[1])
     code, _, err = run("token", "create", company["id"], "--expires-in-days", "3000000")
@@ -201,6 +205,7 @@ def test_arguments_that_are_not_utf8_and_values_the_database_refuses_are_one_lin
     )
 
 
+@pytest.mark.one_database
 def test_catalog_import_refuses_bad_files_with_a_readable_line(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text("{nope")

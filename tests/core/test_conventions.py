@@ -18,10 +18,12 @@ from tests.core.test_auth import EMPLOYEE
 from tests.factories import Api, assert_error
 
 
+@pytest.mark.one_database
 def test_unknown_route_is_404_envelope(api: Api) -> None:
     assert_error(api.get("/client/nothing-here"), 404, "No such endpoint")
 
 
+@pytest.mark.one_database
 def test_a_trailing_slash_is_a_404_that_says_so_never_a_redirect(api: Api) -> None:
     listed = api.get("/client/employees/")
     assert_error(listed, 404, "/api/v2/client/employees is one, without the trailing slash")
@@ -36,10 +38,12 @@ def test_a_trailing_slash_is_a_404_that_says_so_never_a_redirect(api: Api) -> No
     )
 
 
+@pytest.mark.one_database
 def test_wrong_method_is_405_envelope(api: Api) -> None:
     assert_error(api.delete("/client/countries"), 405)
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize("path", ["/healthz", "/readyz", "/api/v2/docs", "/api/v2/openapi.json"])
 def test_a_405_off_the_api_names_every_method_as_the_api_does(client: TestClient, path: str) -> None:
     refused = client.post(path)
@@ -97,6 +101,7 @@ def test_head_of_an_export_reads_nothing_of_it(
     assert got.status_code == 200 and len(got.text.splitlines()) == 2 and reads == [None]
 
 
+@pytest.mark.one_database
 def test_malformed_json_is_400_and_writes_nothing(api: Api) -> None:
     response = api.request(
         "POST",
@@ -108,6 +113,7 @@ def test_malformed_json_is_400_and_writes_nothing(api: Api) -> None:
     assert api.get("/client/employees").json()["data"]["total"] == 0
 
 
+@pytest.mark.one_database
 def test_a_list_or_text_where_an_object_belongs_is_named_so_without_class_names(api: Api) -> None:
     for path, body, field in (
         ("/client/employees/bulk", {"employees": [[[EMPLOYEE]]]}, "employees"),
@@ -120,6 +126,7 @@ def test_a_list_or_text_where_an_object_belongs_is_named_so_without_class_names(
         assert "instance of" not in str(errors), errors
 
 
+@pytest.mark.one_database
 def test_non_json_body_is_415(api: Api) -> None:
     response = api.request(
         "POST",
@@ -130,6 +137,7 @@ def test_non_json_body_is_415(api: Api) -> None:
     assert_error(response, 415, "application/json")
 
 
+@pytest.mark.one_database
 def test_a_body_where_no_endpoint_takes_one_is_a_404_or_405_whatever_its_type(client: TestClient) -> None:
     """The body's type is judged only where an endpoint would read the body: an unknown path is a
     404, a method the path does not have a 405 with its Allow (a CSV sent to an import with PUT is
@@ -188,6 +196,7 @@ def test_an_empty_query_value_is_a_422_where_its_type_admits_none_and_no_filter_
     assert typed >= 40
 
 
+@pytest.mark.one_database
 def test_body_over_one_mebibyte_is_413(api: Api) -> None:
     big = {**EMPLOYEE, "address": "x" * (1024 * 1024 + 10)}
     response = api.post("/client/employees", json=big)
@@ -195,6 +204,7 @@ def test_body_over_one_mebibyte_is_413(api: Api) -> None:
     assert response.content == orjson.dumps(response.json())  # written as every answer is: compact
 
 
+@pytest.mark.one_database
 def test_streamed_body_over_the_limit_is_413(api: Api) -> None:
     def chunks():  # no Content-Length: the limit is enforced while reading
         for _ in range(300):
@@ -218,6 +228,7 @@ def test_an_id_that_is_no_uuid_is_named_in_words_a_person_can_act_on(api: Api) -
     assert assert_error(moved, 422)["errors"] == {"equipment_ids.0": [give_an_id]}
 
 
+@pytest.mark.one_database
 def test_an_unknown_field_or_a_blank_value_is_named_in_words_a_person_can_act_on(api: Api) -> None:
     """Not pydantic's "Extra inputs are not permitted", nor "at least 1 character" for three spaces."""
     path = f"/client/employees/{api.post('/client/employees', EMPLOYEE).json()['data']['id']}"
@@ -227,6 +238,7 @@ def test_an_unknown_field_or_a_blank_value_is_named_in_words_a_person_can_act_on
     assert refused["errors"] == {"first_name": [EMPTY_TEXT]}
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     "path",
     ["/client/employees", "/client/departments", "/client/equipment/bulk", "/client/webhook-endpoints"],
@@ -243,12 +255,14 @@ def test_no_body_or_one_that_is_not_utf8_is_a_400_saying_so(api: Api, path: str)
     assert_error(refused, 401)  # the token first, as for any input
 
 
+@pytest.mark.one_database
 def test_validation_error_is_422_with_errors_by_field_path(api: Api) -> None:
     body = assert_error(api.post("/client/employees", json={**EMPLOYEE, "email": "not-an-email"}), 422)
     assert list(body["errors"]) == ["email"]
     assert "email" in body["message"]
 
 
+@pytest.mark.one_database
 def test_request_id_is_generated_or_echoed_when_sane(api: Api) -> None:
     generated = api.get("/client/countries").headers["x-request-id"]
     assert len(generated) == 32
@@ -267,6 +281,7 @@ def test_request_id_is_generated_or_echoed_when_sane(api: Api) -> None:
     )
 
 
+@pytest.mark.one_database
 def test_health_and_readiness_use_the_envelope(client: TestClient, api: Api) -> None:
     health = client.get("/healthz")
     assert health.status_code == 200 and health.json() == {
@@ -282,6 +297,7 @@ def test_health_and_readiness_use_the_envelope(client: TestClient, api: Api) -> 
     }
 
 
+@pytest.mark.one_database
 def test_openapi_documents_success_and_error_responses(client: TestClient, api: Api) -> None:
     document = client.get("/api/v2/openapi.json").json()
     assets = document["paths"]["/api/v2/client/assets"]["get"]
@@ -294,6 +310,7 @@ def test_path_ids_that_are_not_uuids_are_404_not_422(api: Api) -> None:
     assert_error(api.get(f"/client/assets/{uuid.uuid4().hex[:7]}", country_id="NG", currency_code="NGN"), 404)
 
 
+@pytest.mark.one_database
 def test_an_unexpected_error_is_a_500_envelope_without_internals(settings: Settings, engine: Engine) -> None:
     from outfitter.app import create_app
 

@@ -38,6 +38,7 @@ def cors_client(settings: Settings, engine: Engine) -> Iterator[TestClient]:
     application.state.engine.dispose()
 
 
+@pytest.mark.one_database
 def test_a_listed_origin_passes_the_preflight_and_reads_the_answer(cors_client: TestClient, api: Api) -> None:
     preflight = cors_client.options("/client/employees", headers={"Origin": ALLOWED, **PREFLIGHT})
     assert preflight.status_code == 200
@@ -58,6 +59,7 @@ def test_a_listed_origin_passes_the_preflight_and_reads_the_answer(cors_client: 
     assert refused.status_code == 401 and refused.headers["access-control-allow-origin"] == ALLOWED
 
 
+@pytest.mark.one_database
 def test_an_origin_not_listed_gets_no_cors_headers(cors_client: TestClient, api: Api) -> None:
     other = "https://evil.example.net"
     preflight = cors_client.options("/client/employees", headers={"Origin": other, **PREFLIGHT})
@@ -66,6 +68,7 @@ def test_an_origin_not_listed_gets_no_cors_headers(cors_client: TestClient, api:
     assert answer.status_code == 200 and cors_headers(answer) == {}
 
 
+@pytest.mark.one_database
 def test_cors_is_off_by_default(client: TestClient, api: Api) -> None:
     assert Settings().cors_origins == []
     preflight = client.options("/api/v2/client/employees", headers={"Origin": ALLOWED, **PREFLIGHT})
@@ -74,6 +77,7 @@ def test_cors_is_off_by_default(client: TestClient, api: Api) -> None:
     assert answer.status_code == 200 and cors_headers(answer) == {}
 
 
+@pytest.mark.one_database
 def test_the_setting_is_a_comma_separated_list_of_origins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OUTFITTER_CORS_ORIGINS", " https://app.example.com/ , http://localhost:3000")
     assert Settings().cors_origins == ["https://app.example.com", "http://localhost:3000"]

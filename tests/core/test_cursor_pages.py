@@ -73,6 +73,7 @@ def _tampered(cursor: str) -> str:
     return f"{forged}.{signature}"
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize("kind", ["altered", "garbage", "truncated", "unsigned"])
 def test_a_tampered_cursor_is_422(api: Api, staff: list[dict[str, Any]], kind: str) -> None:
     cursor = _first_cursor(api, "/client/employees")
@@ -141,6 +142,7 @@ def test_pages_and_cursors_do_not_mix(api: Api, query: dict[str, Any], named: st
     }
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize("limit", ["0", "101", "ten", "1.5", "1_0", "5.0", "+5"])
 def test_a_limit_out_of_range_is_422(api: Api, limit: str) -> None:
     assert "query.limit" in assert_error(api.get("/client/employees", limit=limit), 422)["errors"]

@@ -6,19 +6,13 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-import pytest
-
 from tests.factories import Api
 from tests.payments.conftest import LiveServer, live_server  # noqa: F401 (the fixture)
-from tests.payments.test_browser import CHROMIUM, CHROMIUM_ARGS
+from tests.payments.test_browser import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
 
 
 def test_the_docs_page_works_offline_and_runs_an_operation(api: Api, live_server: LiveServer) -> None:  # noqa: F811
-    if not CHROMIUM.exists():
-        pytest.skip(
-            "the browser test needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)"
-        )
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the browser test needs playwright")
+    sync_api = browser_or_skip()
     service = urlsplit(live_server.url).netloc
     elsewhere: list[str] = []
 

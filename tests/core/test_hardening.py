@@ -14,6 +14,7 @@ from tests.people.helpers import create_employee, employee_body
 NUL_MESSAGE = "Must not contain NUL characters (\\u0000)."
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     ("path", "body", "field"),
     [
@@ -45,6 +46,7 @@ def test_a_nul_in_a_body_is_422_naming_the_field(
     assert api.get("/client/employees").json()["data"]["total"] == 0
 
 
+@pytest.mark.one_database
 def test_a_nul_in_a_patch_is_422_and_changes_nothing(api: Api) -> None:
     employee = create_employee(api)
     response = api.patch(f"/client/employees/{employee['id']}", {"job_title": "Boss\u0000"})
@@ -82,6 +84,7 @@ def test_a_nul_in_a_path_is_404(api: Api, path: str) -> None:
     assert_error(api.client.get(path, headers=api.headers), 404)
 
 
+@pytest.mark.one_database
 def test_a_malformed_content_length_is_400(client: TestClient, api: Api) -> None:
     response = client.post(
         "/api/v2/client/departments",
@@ -91,6 +94,7 @@ def test_a_malformed_content_length_is_400(client: TestClient, api: Api) -> None
     assert_error(response, 400, "Content-Length")
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     ("path", "method", "allowed"),
     [
@@ -174,27 +178,59 @@ def test_a_time_outside_the_storable_years_is_422(api: Api, when: str) -> None:
     ]
 
 
+FIXED_PATHS = [  # a fixed path beside `{id}` routes, and the methods it takes
+    ("/client/equipment/bulk", "POST"),
+    ("/client/equipment/bulk-move", "POST"),
+    ("/client/equipment/import", "POST"),
+    ("/client/employees/bulk", "POST"),
+    ("/client/employees/import", "POST"),
+    ("/client/equipment/export", "GET, HEAD"),
+    ("/client/employees/export", "GET, HEAD"),
+    ("/client/equipment/in-storage", "GET, HEAD"),
+]
+METHODS = ["GET", "PATCH", "PUT", "DELETE", "POST"]
+
+
+@pytest.mark.one_database
 @pytest.mark.parametrize(
-    ("path", "allowed"),
+    ("method", "path", "allowed"),
     [
-        ("/client/equipment/bulk", "POST"),
-        ("/client/equipment/bulk-move", "POST"),
-        ("/client/equipment/import", "POST"),
-        ("/client/employees/bulk", "POST"),
-        ("/client/employees/import", "POST"),
-        ("/client/equipment/export", "GET, HEAD"),
-        ("/client/employees/export", "GET, HEAD"),
-        ("/client/equipment/in-storage", "GET, HEAD"),
+        (method, path, allowed)
+        for method in METHODS
+        for path, allowed in FIXED_PATHS
+        if method not in allowed.split(", ")
     ],
 )
-@pytest.mark.parametrize("method", ["GET", "PATCH", "PUT", "DELETE", "POST"])
 def test_a_fixed_path_beside_an_id_answers_405_for_the_id_routes_methods(
     api: Api, path: str, allowed: str, method: str
 ) -> None:
     """`/client/equipment/bulk` is also a value of `/client/equipment/{equipmentId}`: the fixed path
     wins, so PATCH or DELETE on it is a 405 naming its own methods, not a 404 or 422 for an id."""
-    if method in allowed.split(", "):
-        return
     response = api.request(method, path, json={})
     assert_error(response, 405, f"{method} is not allowed here; this path takes {allowed}.")
     assert response.headers["allow"] == allowed
+
+
+@pytest.mark.one_database
+@pytest.mark.parametrize(
+    ("path", "method", "status", "fragment"),
+    [
+        ("/client/equipment/bulk", "POST", 422, "equipment: Field required"),
+        ("/client/equipment/bulk-move", "POST", 422, "equipment_ids: Field required"),
+        ("/client/equipment/import", "POST", 415, "text/csv"),
+        ("/client/employees/bulk", "POST", 422, "employees: Field required"),
+        ("/client/employees/import", "POST", 415, "text/csv"),
+        ("/client/equipment/export", "GET", 200, None),
+        ("/client/employees/export", "GET", 200, None),
+        ("/client/equipment/in-storage", "GET", 200, None),
+    ],
+)
+def test_a_fixed_path_beside_an_id_takes_its_own_methods(
+    api: Api, path: str, method: str, status: int, fragment: str | None
+) -> None:
+    """Its own methods reach the fixed path's endpoint, never the `{id}` route's."""
+    response = api.request(method, path, json={} if method == "POST" else None)
+    if fragment is None:
+        assert response.status_code == status, response.text
+    else:
+        assert_error(response, status, fragment)

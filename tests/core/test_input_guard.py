@@ -27,6 +27,7 @@ def nested(depth: int, inner: str = "1") -> str:
     return "[" * depth + inner + "]" * depth
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     "path",
     ["/api/v2/client/departments", "/api/v2/no/such/path", "/api/v2/webhooks/payments/sandbox"],
@@ -37,6 +38,7 @@ def test_a_body_nested_5000_deep_is_422_for_any_caller(client: TestClient, path:
     assert assert_error(response, 422)["errors"] == {"body": [DEPTH_MESSAGE]}
 
 
+@pytest.mark.one_database
 def test_objects_nested_too_deep_inside_a_field_are_422(api: Api) -> None:
     body = '{"title": "MacBook", "specs": ' + '{"a": ' * 2000 + "1" + "}" * 2000 + "}"
     response = api.request("POST", "/client/equipment", content=body, headers=JSON)
@@ -44,6 +46,7 @@ def test_objects_nested_too_deep_inside_a_field_are_422(api: Api) -> None:
     assert api.get("/client/equipment").json()["data"]["total"] == 0
 
 
+@pytest.mark.one_database
 def test_the_depth_limit_is_exact_and_strings_do_not_count(api: Api) -> None:
     """64 levels reach the endpoint (which names the field); 65 do not. Brackets inside strings
     are text, not nesting."""
@@ -58,11 +61,13 @@ def test_the_depth_limit_is_exact_and_strings_do_not_count(api: Api) -> None:
     assert brackets.json()["data"]["name"] == "[" * 40 + '{\\"' * 40
 
 
+@pytest.mark.one_database
 def test_unpaired_brackets_are_malformed_json_400_not_too_deep(api: Api) -> None:
     response = api.request("POST", "/client/departments", content="[}" * 100, headers=JSON)
     assert_error(response, 400, "not valid JSON")
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     ("path", "body"),
     [
@@ -81,11 +86,13 @@ def test_nan_and_infinity_are_not_json_400(api: Api, db: Session, path: str, bod
     assert db.scalar(select(func.count()).select_from(Event)) == 0  # every create writes one
 
 
+@pytest.mark.one_database
 def test_nan_and_infinity_inside_strings_are_text(api: Api) -> None:
     created = api.post("/client/departments", {"name": "NaN Infinity"})
     assert created.status_code == 201 and created.json()["data"]["name"] == "NaN Infinity"
 
 
+@pytest.mark.one_database
 def test_an_integer_longer_than_python_reads_is_a_400_before_the_token(api: Api, client: TestClient) -> None:
     """5,000 digits is valid JSON but more than Python parses (4,300): it was FastAPI's vague "There
     was an error parsing the body", with or without a token. A run of digits in a string is text."""
@@ -125,6 +132,7 @@ INITIATES = [
 ]
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(("path", "body", "field"), INITIATES, ids=["initiate", "from-storage", "offboard"])
 def test_a_lone_surrogate_as_employee_id_is_422_naming_the_field(
     api: Api, path: str, body: str, field: str
@@ -136,6 +144,7 @@ def test_a_lone_surrogate_as_employee_id_is_422_naming_the_field(
     assert api.get("/client/transactions").json()["data"]["total"] == 0
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -152,12 +161,14 @@ def test_a_lone_surrogate_in_a_body_is_422(api: Api, body: str | bytes, field: s
     assert api.get("/client/departments").json()["data"]["total"] == 0
 
 
+@pytest.mark.one_database
 def test_a_surrogate_pair_is_text_and_is_stored(api: Api) -> None:
     response = api.request("POST", "/client/departments", content='{"name": "R\\ud83d\\ude00"}', headers=JSON)
     assert response.status_code == 201, response.text
     assert response.json()["data"]["name"] == "R\U0001f600"
 
 
+@pytest.mark.one_database
 def test_a_lone_surrogate_in_a_patch_changes_nothing(api: Api) -> None:
     employee = create_employee(api)
     response = api.request(
@@ -184,6 +195,7 @@ def alternating(depth: int) -> str:
     return document
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     ("depth", "too_deep"), [(1, False), (63, False), (64, False), (65, True), (300, True)]
 )
@@ -193,6 +205,7 @@ def test_the_depth_is_counted_exactly_outside_strings(depth: int, too_deep: bool
     assert nested_too_deep(body) is too_deep
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(("depth", "too_deep"), [(64, False), (65, True)])
 def test_strings_side_by_side_hold_their_brackets(depth: int, too_deep: bool) -> None:
     """Empty strings and strings that end where the next begins (`"[","","]["`), whose quotes the

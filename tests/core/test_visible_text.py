@@ -33,6 +33,7 @@ def count(db: Session, model: type[Any]) -> int:
     return db.scalar(select(func.count()).select_from(model)) or 0
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize("value", INVISIBLE_ONLY)
 def test_an_invisible_name_is_refused_on_every_write(api: Api, db: Session, value: str) -> None:
     employee = create_employee(api)
@@ -73,6 +74,7 @@ def test_a_name_with_one_visible_character_is_kept_as_given(api: Api, value: str
     assert department.json()["data"]["name"] == value.strip()
 
 
+@pytest.mark.one_database
 def test_the_document_states_the_rule_the_server_applies(client: TestClient) -> None:
     document = client.get("/api/v2/openapi.json").json()
     schemas = document["components"]["schemas"]
@@ -102,6 +104,7 @@ SEVERAL_LINES = [
 ]
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize("value", SEVERAL_LINES)
 def test_a_name_on_several_lines_is_refused_on_every_write(api: Api, db: Session, value: str) -> None:
     """A line break or another control character inside a person's or a department's name breaks

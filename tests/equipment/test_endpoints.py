@@ -178,6 +178,7 @@ def test_purchase_date_is_read_in_either_form_and_written_iso(api: Api, given: s
     assert register(api, purchase_date=given)["purchase_date"] == written
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -273,6 +274,7 @@ def test_patch_edits_fields_and_keeps_the_spec_keys_in_step(api: Api, db: Sessio
     assert api.get("/client/equipment", memory="16gb").json()["total"] == 0
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     ("body", "field"),
     [

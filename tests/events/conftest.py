@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import Engine
 
-from tests.factories import load_demo_catalog
 from tests.payments.conftest import sandbox
 
 __all__ = ["sandbox"]
 
 
 @pytest.fixture
-def catalog(engine: Engine) -> None:
-    load_demo_catalog(engine)
+def catalog(demo_catalog: None) -> None:
+    """The demo catalog, kept between the tests that use it (tests/conftest.py)."""

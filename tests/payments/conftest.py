@@ -38,12 +38,12 @@ from outfitter.models import (
 from outfitter.payments.gateways import registry_of
 from outfitter.payments.gateways.sandbox import SandboxGateway
 from outfitter.payments.wallet import credit_wallet
-from tests.factories import Api, load_demo_catalog
+from tests.factories import Api
 
 
 @pytest.fixture(autouse=True)
-def catalog(engine: Engine) -> None:
-    load_demo_catalog(engine)
+def catalog(demo_catalog: None) -> None:
+    """The demo catalog, kept between the tests that use it (tests/conftest.py)."""
 
 
 def add_employee(

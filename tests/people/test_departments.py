@@ -90,6 +90,7 @@ def test_name_is_unique_in_the_company_ignoring_case(api: Api, other_api: Api) -
     create_department(other_api, name="Finance")
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     ("body", "field"),
     [

@@ -102,6 +102,7 @@ def test_missing_required_fields_are_named(api: Api) -> None:
     assert set(body["errors"]) == {"first_name", "last_name", "email", "country_id", "phone", "address"}
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     ("field", "value"),
     [
@@ -131,6 +132,7 @@ def test_phone_numbers_as_people_write_them_are_kept(api: Api, phone: str) -> No
     assert created.json()["data"]["phone"] == phone
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     ("phone", "message"),
     [
@@ -340,6 +342,7 @@ def test_patch_clears_nullable_fields_with_null(api: Api) -> None:
     assert data["first_name"] == employee["first_name"]
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize("field", ["first_name", "last_name", "phone", "country", "address"])
 def test_patch_refuses_null_or_empty_required_fields(api: Api, field: str) -> None:
     employee = create_employee(api)
@@ -349,6 +352,7 @@ def test_patch_refuses_null_or_empty_required_fields(api: Api, field: str) -> No
     assert api.get(f"/client/employees/{employee['id']}").json()["data"] == employee
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     "field", ["email", "id", "company_id", "level", "status", "created_at", "country_id", "last_login"]
 )

@@ -449,6 +449,7 @@ def test_deleting_a_manager_clears_it_from_their_reports(scim: Scim) -> None:
     assert ENTERPRISE_URN not in scim.get(f"/Users/{report['id']}").json()
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize(
     ("text", "status", "scim_type"),
     [

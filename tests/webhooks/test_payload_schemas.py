@@ -37,6 +37,7 @@ def envelope(event_type: str, data: Any) -> bytes:
     return json.dumps(body).encode()
 
 
+@pytest.mark.one_database
 def test_the_documented_deadline_is_the_operators(settings: Settings) -> None:
     """Every webhook's description gives the answer deadline the workers apply, not a fixed one."""
     app = create_app(settings.model_copy(update={"webhook_timeout_seconds": 5}))
@@ -49,6 +50,7 @@ def test_the_documented_deadline_is_the_operators(settings: Settings) -> None:
     assert "answer any 2xx within 5 seconds" in descriptions.pop()
 
 
+@pytest.mark.one_database
 def test_one_webhook_per_event_type_typed_by_its_subject(client: TestClient) -> None:
     document = client.get("/api/v2/openapi.json").json()
     assert document["openapi"].startswith("3.1")
@@ -76,6 +78,7 @@ def test_one_webhook_per_event_type_typed_by_its_subject(client: TestClient) -> 
     assert "EquipmentMovedToStorageEvent" in schemas and "PingEvent" in schemas
 
 
+@pytest.mark.one_database
 def test_a_payload_that_does_not_match_is_named(client: TestClient) -> None:
     employee = event_data("employee.created")
     assert payload_problems(envelope("employee.created", employee)) == []
@@ -92,6 +95,7 @@ def test_a_payload_that_does_not_match_is_named(client: TestClient) -> None:
     assert payload_problems(b"not json")[0].startswith("not an event envelope")
 
 
+@pytest.mark.one_database
 def test_the_receiver_fails_its_test_on_a_payload_that_does_not_match() -> None:
     with pytest.raises(AssertionError, match=r"employee\.created"), running_receiver() as receiver:
         answer = httpx.post(receiver.url, content=envelope("employee.created", {"id": "x"}), timeout=10)

@@ -14,6 +14,7 @@ from tests.webhooks.conftest import register
 from tests.webhooks.receiver import Receiver
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize("value", ["yes", "true", "false", 0, 1, "1", "on", None, 1.0])
 def test_enabled_takes_json_booleans_only(
     api: Api, private_ok: Settings, receiver: Receiver, value: Any
@@ -25,6 +26,7 @@ def test_enabled_takes_json_booleans_only(
     assert after["enabled"] is True and after["updated_at"] == endpoint["updated_at"]
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize("value", [False, True])
 def test_enabled_takes_true_and_false(
     api: Api, private_ok: Settings, receiver: Receiver, value: bool
@@ -52,6 +54,7 @@ def _import(api: Api, query: str) -> Any:
     )
 
 
+@pytest.mark.one_database
 @pytest.mark.parametrize("value", ["yes", "1", "0", "on", "off", "no", "True", "t", ""])
 def test_a_query_boolean_takes_true_or_false_only(api: Api, value: str) -> None:
     response = _import(api, f"dry_run={value}")
@@ -59,6 +62,7 @@ def test_a_query_boolean_takes_true_or_false_only(api: Api, value: str) -> None:
     assert employees(api) == 0
 
 
+@pytest.mark.one_database
 def test_a_query_boolean_true_and_false_work(api: Api) -> None:
     dry = _import(api, "dry_run=true")
     assert dry.status_code == 200, dry.text
