@@ -153,11 +153,15 @@ def test_the_concurrency_is_set_on_create_and_patch_within_its_bounds(
         created = api.post("/client/webhook-endpoints", {"url": receiver.url, "concurrency": wrong})
         assert_error(created, 422)
         assert "concurrency" in created.text, created.text
-    changed = api.patch(path, {"concurrency": 64})
+    # A JSON number without a fraction is an integer to JSON Schema, and so to a client that
+    # validates by the document (Schemathesis sent 45.0): taken as one.
+    whole = register(api, receiver.url + "/whole", concurrency=45.0)
+    assert whole["concurrency"] == 45
+    changed = api.patch(path, {"concurrency": 64.0})
     assert changed.status_code == 200, changed.text
     assert changed.json()["data"]["concurrency"] == 64
     listed = api.get("/client/webhook-endpoints").json()["data"]["data"]
-    assert sorted(row["concurrency"] for row in listed) == [16, 64]
+    assert sorted(row["concurrency"] for row in listed) == [16, 45, 64]
 
 
 def test_delete_removes_the_endpoint_and_its_log(

@@ -86,6 +86,18 @@ def _whole_number_text(value: object) -> object:
 WholeNumberText = BeforeValidator(_whole_number_text)
 
 
+def _json_whole_number(value: object) -> object:
+    """A JSON number with no fraction, such as 4.0, is an integer to JSON Schema (and so to the
+    clients that validate by it): read it as one. Text, booleans and fractions stay refused."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# Before a StrictInt of a JSON body: 4 and 4.0 are taken, "4", true and 4.5 are not.
+JsonWholeNumber = BeforeValidator(_json_whole_number)
+
+
 # What no one sees: every space (spelled out: JSON Schema's `\s` and Python's differ) and the
 # format characters and fillers that print nothing (zero-width space and joiners, bidi controls,
 # soft hyphen, variation selectors, Hangul fillers, the byte order mark).

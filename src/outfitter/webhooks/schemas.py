@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
 
-from outfitter.core.schemas import Documented, NotNull, Schema, Timestamp
+from outfitter.core.schemas import Documented, JsonWholeNumber, NotNull, Schema, Timestamp
 from outfitter.models import (
     ENDPOINT_CONCURRENCY_DEFAULT,
     ENDPOINT_CONCURRENCY_MAX,
@@ -24,6 +24,7 @@ Url = Annotated[
 Description = Annotated[str, StringConstraints(strip_whitespace=True, max_length=500)]
 Concurrency = Annotated[
     StrictInt,
+    JsonWholeNumber,
     Field(
         ge=1,
         le=ENDPOINT_CONCURRENCY_MAX,
