@@ -52,7 +52,7 @@ def _company_references() -> list[ForeignKeyConstraint]:
             if constraint.referred_table in _company_tables() and len(constraint.columns) == 2:
                 assert constraint.name is not None
                 found.setdefault(str(constraint.name), constraint)
-    return list(found.values())
+    return sorted(found.values(), key=lambda constraint: str(constraint.name))
 
 
 REFERENCES = _company_references()

@@ -24,7 +24,6 @@ Url = Annotated[
 Description = Annotated[str, StringConstraints(strip_whitespace=True, max_length=500)]
 Concurrency = Annotated[
     StrictInt,
-    JsonWholeNumber,
     Field(
         ge=1,
         le=ENDPOINT_CONCURRENCY_MAX,
@@ -33,6 +32,7 @@ Concurrency = Annotated[
             f"(1-{ENDPOINT_CONCURRENCY_MAX}; {ENDPOINT_CONCURRENCY_DEFAULT} unless set)"
         ),
     ),
+    JsonWholeNumber,  # after the bounds, so that the document keeps them
 ]
 EventTypes = Annotated[
     list[EventType],
