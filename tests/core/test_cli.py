@@ -436,3 +436,44 @@ def test_a_database_out_of_reach_is_one_line(url: str) -> None:
         assert done.returncode == 1, done.stderr
         assert done.stderr.startswith("error: the database cannot be reached: ")
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+# `outfitter token create --name`: what a token is for, shown by `token list` with its last use.
+
+
+def test_a_named_token_is_listed_with_its_last_use(client: TestClient) -> None:
+    company = json.loads(run("company", "create", "Named Ltd", "--json")[1])
+    code, out, _ = run("token", "create", company["id"], "--name", "  HR sync  ", "--json")
+    assert code == 0
+    token = json.loads(out)
+    assert token["name"] == "HR sync"
+    code, text, _ = run("token", "create", company["id"], "--name", "Laptop script")
+    assert code == 0 and "'Laptop script' (read write): otf_" in text
+
+    listed = json.loads(run("token", "list", company["id"], "--json")[1])["tokens"]
+    assert [entry["name"] for entry in listed] == ["HR sync", "Laptop script"]
+    assert listed[0]["last_used_at"] is None
+    headers = {"Authorization": f"Bearer {token['token']}"}
+    created = client.post("/api/v2/client/departments", json={"name": "Finance"}, headers=headers)
+    assert created.status_code == 201, created.text
+    code, text, _ = run("token", "list", company["id"])
+    first, second = text.splitlines()
+    assert first.startswith(f"{token['id']}  'HR sync'  company {company['id']}  read write")
+    assert "last used never" not in first and "last used 20" in first
+    assert "'Laptop script'" in second and "last used never" in second
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("   ", "--name: Give at least one visible character"),
+        ("two\nlines", "--name: Give it on one line"),
+        ("n" * 201, "--name has 201 characters; at most 200"),
+    ],
+)
+def test_a_name_no_one_could_read_is_refused_in_one_line(name: str, message: str) -> None:
+    company = json.loads(run("company", "create", "Careful Ltd", "--json")[1])
+    code, out, err = run("token", "create", company["id"], "--name", name)
+    assert code == 1 and out == ""
+    assert err.strip().startswith("error: ") and message in err
+    assert json.loads(run("token", "list", company["id"], "--json")[1])["tokens"] == []
