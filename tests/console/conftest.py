@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -17,6 +20,7 @@ from sqlalchemy import Engine
 from outfitter.console import accounts
 from outfitter.db.tenancy import TenantSession, across_companies
 from outfitter.models import ConsoleRole
+from tests.payments.test_browser import CHROMIUM, CHROMIUM_ARGS
 
 PASSWORD = "a long passphrase of mine"
 TOKEN_FIELD = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -83,3 +87,49 @@ def _fresh_sign_in_limits(app: FastAPI) -> Iterator[None]:
     for limiter in app.state.console_sign_in_limits:
         limiter.storage.reset()
     yield
+
+
+# --- a real browser (Debian's Chromium through Playwright), shared by the browser test modules ---
+
+AXE = Path(__file__).with_name("axe.min.js")
+# Set to a folder (docs/console) to save a screenshot of each page there.
+SCREENSHOTS = os.environ.get("CONSOLE_SCREENSHOTS")
+SERIOUS = """() => axe.run(document, {resultTypes: ['violations']}).then(result =>
+  result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+    .map(v => v.id + ': ' + v.help + ' at ' + v.nodes.map(n => n.target.join(' ')).join(', ')))"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        message = "the console's browser tests need Debian's chromium at /usr/bin/chromium"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def check_page(page: Any, name: str) -> None:
+    """No serious or critical axe violation, no horizontal scroll, and a screenshot when asked."""
+    page.add_script_tag(path=str(AXE))
+    assert page.evaluate(SERIOUS) == [], name
+    width = page.viewport_size["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{name} scrolls sideways"
+    if SCREENSHOTS:
+        page.screenshot(path=str(Path(SCREENSHOTS) / f"{name}.png"), full_page=True)
+
+
+def tab_to(page: Any, selector: str, presses: int = 60) -> None:
+    """Press Tab until `selector` has the focus, which must be visible."""
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        if page.evaluate("s => document.activeElement && document.activeElement.matches(s)", selector):
+            assert page.evaluate("document.activeElement.matches(':focus-visible')"), selector
+            return
+    pytest.fail(f"Tab never reached {selector}")

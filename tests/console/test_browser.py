@@ -7,52 +7,14 @@ CI must run them."""
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import Engine
 
-from tests.console.conftest import PASSWORD, invite_token
+from tests.console.conftest import PASSWORD, check_page, invite_token, tab_to
 from tests.factories import Api
 from tests.payments.conftest import LiveServer, live_server  # noqa: F401  (the module's server)
-from tests.payments.test_browser import CHROMIUM, CHROMIUM_ARGS
-
-AXE = Path(__file__).with_name("axe.min.js")
-# Set to a folder (docs/console) to save a screenshot of each page there.
-SCREENSHOTS = os.environ.get("CONSOLE_SCREENSHOTS")
-SERIOUS = """() => axe.run(document, {resultTypes: ['violations']}).then(result =>
-  result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
-    .map(v => v.id + ': ' + v.help + ' at ' + v.nodes.map(n => n.target.join(' ')).join(', ')))"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        message = "the console's browser tests need Debian's chromium at /usr/bin/chromium"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-def check_page(page: Any, name: str) -> None:
-    """No serious or critical axe violation, no horizontal scroll, and a screenshot when asked."""
-    page.add_script_tag(path=str(AXE))
-    assert page.evaluate(SERIOUS) == [], name
-    width = page.viewport_size["width"]
-    assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{name} scrolls sideways"
-    if SCREENSHOTS:
-        page.screenshot(path=str(Path(SCREENSHOTS) / f"{name}.png"), full_page=True)
 
 
 def add_devices(api: Api) -> list[dict[str, Any]]:
@@ -139,16 +101,6 @@ def test_invite_dashboard_shared_filter_timeline_and_sign_out(
         assert errors == []
     finally:
         context.close()
-
-
-def tab_to(page: Any, selector: str, presses: int = 60) -> None:
-    """Press Tab until `selector` has the focus, which must be visible."""
-    for _ in range(presses):
-        page.keyboard.press("Tab")
-        if page.evaluate("s => document.activeElement && document.activeElement.matches(s)", selector):
-            assert page.evaluate("document.activeElement.matches(':focus-visible')"), selector
-            return
-    pytest.fail(f"Tab never reached {selector}")
 
 
 def test_the_same_with_the_keyboard_alone_at_360_px(
