@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from sqlalchemy.orm import Session
 
 from outfitter.cli.common import JsonFlag, app, emit, fail, parse_id, progress_bar, read_limited, unit_of_work
 from outfitter.db.tenancy import bind_company
+
+if TYPE_CHECKING:
+    from outfitter.tenants.actor import Actor
 
 import_app = typer.Typer(
     help="Create a company's employees or equipment from a CSV file.", no_args_is_help=True
@@ -25,16 +28,20 @@ def _import_csv(company_id: str, file: Path, what: str, run: Any, dry_run: bool,
     from outfitter.core.schemas import counted
     from outfitter.csvio.reader import MAX_IMPORT_BYTES
     from outfitter.models import Company
+    from outfitter.outbox import SYSTEM_ACTOR
+    from outfitter.tenants.actor import Actor
 
     company = parse_id(company_id, "COMPANY_ID")
     data = read_limited(file, MAX_IMPORT_BYTES)
     try:
         with unit_of_work() as session, progress_bar() as bar:
-            if session.get(Company, company) is None:
+            found = session.get(Company, company)
+            if found is None:
                 fail(f"no company with id {company}")
             bind_company(session, company)
+            actor = Actor(found.id, found.name, frozenset({"read", "write"}), SYSTEM_ACTOR)
             task = bar.add_task(f"Checking {file.name}", total=data.count(b"\n") or None)
-            result = run(session, data, lambda rows: bar.advance(task, rows))
+            result = run(session, actor, data, lambda rows: bar.advance(task, rows))
             bar.update(task, description=f"Writing {result['count']} {what}")
     except DomainError as exc:
         if not exc.errors:
@@ -59,11 +66,10 @@ def import_employees(
     company_id: str, file: Path, dry_run: DryRunFlag = False, as_json: JsonFlag = False
 ) -> None:
     """Create employees from a CSV file (the columns of POST /client/employees), all or nothing."""
-    from outfitter.outbox import SYSTEM_ACTOR
     from outfitter.people.imports import import_employees as run_import
 
-    def run(session: Session, data: bytes, progress: Any) -> dict[str, Any]:
-        return run_import(session, SYSTEM_ACTOR, data, dry_run=dry_run, progress=progress)
+    def run(session: Session, actor: Actor, data: bytes, progress: Any) -> dict[str, Any]:
+        return run_import(session, actor, data, dry_run=dry_run, progress=progress)
 
     _import_csv(company_id, file, "employees", run, dry_run, as_json)
 
@@ -74,9 +80,8 @@ def import_equipment(
 ) -> None:
     """Register equipment from a CSV file (the columns of POST /client/equipment), all or nothing."""
     from outfitter.equipment.imports import import_equipment as run_import
-    from outfitter.outbox import SYSTEM_ACTOR
 
-    def run(session: Session, data: bytes, progress: Any) -> dict[str, Any]:
-        return run_import(session, SYSTEM_ACTOR, data, dry_run=dry_run, progress=progress)
+    def run(session: Session, actor: Actor, data: bytes, progress: Any) -> dict[str, Any]:
+        return run_import(session, actor, data, dry_run=dry_run, progress=progress)
 
     _import_csv(company_id, file, "equipment", run, dry_run, as_json)

@@ -280,7 +280,7 @@ def move_device(
             return _device(request, work, device_id, 422, "Choose a status from the list.")
         try:
             equipment_service.update_equipment(
-                work.session, work.auth, device_id, EquipmentPatch(status=EquipmentStatus(status))
+                work.session, work.actor, device_id, EquipmentPatch(status=EquipmentStatus(status))
             )
         except NotFound:
             raise

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from outfitter.config import Settings
 from outfitter.console import accounts
 from outfitter.console.accounts import SignedIn
-from outfitter.http.auth import AuthContext
+from outfitter.tenants.actor import Actor
 
 MOUNT_PATH = "/console"
 HERE = Path(__file__).parent
@@ -107,14 +107,13 @@ class ConsoleWork:
     user: SignedIn
 
     @property
-    def auth(self) -> AuthContext:
+    def actor(self) -> Actor:
         """The user as the services know an actor: changes are recorded under their name."""
-        return AuthContext(
+        return Actor(
             company_id=self.user.company_id,
             company_name=self.user.company_name,
-            token_id=self.user.user_id,
             scopes=frozenset({"read", "write"} if self.user.is_admin else {"read"}),
-            actor=self.user.actor,
+            name=self.user.actor,
         )
 
 

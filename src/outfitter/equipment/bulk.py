@@ -29,12 +29,12 @@ from outfitter.equipment import lifecycle, presenters, service
 from outfitter.equipment.events import answered_events, record_equipment_events, status_event
 from outfitter.equipment.repository import UNKNOWN_DEVICE, EquipmentRepository
 from outfitter.equipment.schemas import EquipmentBulkMove, EquipmentCreate, EquipmentOut
-from outfitter.http.auth import AuthContext
 from outfitter.models import Country, Currency, Employee, Equipment, EquipmentHistory, EquipmentStatus, Event
 from outfitter.models.events import EventType
 from outfitter.models.webhooks import WebhookDelivery
 from outfitter.outbox import delivery_rows, enabled_endpoints, event_rows
 from outfitter.people.repository import UNKNOWN_EMPLOYEE, countries_matching, offboarded
+from outfitter.tenants.actor import Actor
 
 MAX_BULK_EQUIPMENT = 1000
 
@@ -123,12 +123,12 @@ def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice
 
 
 def register_devices(
-    session: Session, auth: AuthContext, items: Sequence[tuple[str, EquipmentCreate]]
+    session: Session, actor: Actor, items: Sequence[tuple[str, EquipmentCreate]]
 ) -> list[bytes]:
     """Register every item (all or nothing) and answer the devices in order, as the single create
     does (each rendered once, for the events' data and the response both)."""
     checked = check_devices(session, items, serials_taken=False)
-    return list(write_or_report_taken(session, auth.actor, checked).values())
+    return list(write_or_report_taken(session, actor.name, checked).values())
 
 
 def write_or_report_taken(
@@ -212,7 +212,7 @@ def write_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]
     return answers
 
 
-def move_devices(session: Session, auth: AuthContext, body: EquipmentBulkMove) -> list[dict[str, Any]]:
+def move_devices(session: Session, actor: Actor, body: EquipmentBulkMove) -> list[dict[str, Any]]:
     """Move every device to `body.status` (all or nothing): 422 for what the request names wrongly,
     then 409 listing every device that cannot make the move, with its status; nothing moves unless
     all can. One read locks every device; each move writes its history entry and its event."""
@@ -260,6 +260,6 @@ def move_devices(session: Session, auth: AuthContext, body: EquipmentBulkMove) -
         )
     moved = [devices[equipment_id] for equipment_id in body.equipment_ids]
     for equipment in moved:
-        lifecycle.move(session, equipment, body.status, auth.actor, assignee=assignee)
-    record_equipment_events(session, [(status_event(body.status), device) for device in moved], auth.actor)
+        lifecycle.move(session, equipment, body.status, actor.name, assignee=assignee)
+    record_equipment_events(session, [(status_event(body.status), device) for device in moved], actor.name)
     return EquipmentRepository(session).answers(body.equipment_ids)

@@ -23,6 +23,7 @@ from outfitter.csvio.reader import (
 from outfitter.equipment import bulk
 from outfitter.equipment.schemas import EquipmentCreate, SpecsIn
 from outfitter.models import Equipment
+from outfitter.tenants.actor import Actor
 
 COLUMNS = (
     *(name for name in EquipmentCreate.model_fields if name != "specs"),
@@ -59,10 +60,10 @@ def _other_details(fields: dict[str, Any]) -> str | None:
 
 
 def import_equipment(
-    session: Session, actor: str, data: bytes, *, dry_run: bool, progress: Progress | None = None
+    session: Session, actor: Actor, data: bytes, *, dry_run: bool, progress: Progress | None = None
 ) -> dict[str, Any]:
     """Register the file's devices, or with `dry_run` only check them: what was (would be) created."""
-    return _import(session, actor, data, dry_run=dry_run, progress=progress)
+    return _import(session, actor.name, data, dry_run=dry_run, progress=progress)
 
 
 def _import(

@@ -143,7 +143,7 @@ async def list_equipment_in_storage(reads: ReadOnlyAccess, pagination: Listing) 
 def create_equipment(client: WriteAccess, body: EquipmentCreate) -> Rendered:
     """Register a device the company already owns (source External) with status Unassigned, In_Storage or
     Assigned (Assigned needs `assignee_id`). A serial number already in the company is 409."""
-    equipment = service.create_equipment(client.session, client.auth, body)
+    equipment = service.create_equipment(client.session, client.actor, body)
     return rendered_ok(equipment, "Equipment created successfully.")
 
 
@@ -158,7 +158,7 @@ def create_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkCreate) -> 
     """Register up to 1,000 devices in one request, all or nothing: every item is checked first and every
     problem is reported at its path (`equipment.3.serial_number`). Answers the devices in the order given."""
     items = [(f"equipment.{index}", item) for index, item in enumerate(body.equipment)]
-    devices = bulk.register_devices(client.session, client.auth, items)
+    devices = bulk.register_devices(client.session, client.actor, items)
     return rendered_ok(devices, f"{len(devices)} equipment created successfully.")
 
 
@@ -172,7 +172,7 @@ def move_equipment_in_bulk(client: WriteAccess, body: EquipmentBulkMove) -> dict
     """Move up to 1,000 devices to one status, all or nothing. 422 for ids that are unknown or given twice;
     409 listing every device that cannot make the move (the status table of docs/equipment.md, or a device
     a pending transaction reserves, naming its tx_ref)."""
-    devices = bulk.move_devices(client.session, client.auth, body)
+    devices = bulk.move_devices(client.session, client.actor, body)
     return ok(devices, f"{len(devices)} equipment moved to {body.status} successfully.")
 
 
@@ -199,7 +199,7 @@ def update_equipment(equipmentId: EquipmentId, client: WriteAccess, body: Equipm
     """Edit a device's fields, move its status or change its assignee. A move the status table refuses is
     409, and so is any move of a device a pending transaction (storage onboarding or offboarding)
     reserves, naming its tx_ref. Archived devices cannot change (409)."""
-    equipment = service.update_equipment(client.session, client.auth, equipmentId, body)
+    equipment = service.update_equipment(client.session, client.actor, equipmentId, body)
     return ok(equipment, "Equipment updated successfully.")
 
 
@@ -212,7 +212,7 @@ def update_equipment(equipmentId: EquipmentId, client: WriteAccess, body: Equipm
 def delete_equipment(equipmentId: EquipmentId, client: WriteAccess) -> dict[str, Any]:
     """Archive a device (it stays readable with GET). A second delete is 404; a device a pending transaction
     reserves is 409 naming its tx_ref."""
-    equipment = service.archive_equipment(client.session, client.auth, equipmentId)
+    equipment = service.archive_equipment(client.session, client.actor, equipmentId)
     return ok(equipment, "Equipment deleted successfully.")
 
 
@@ -227,5 +227,5 @@ def import_equipment(client: WriteAccess, data: CsvBody, dry_run: DryRun = False
     """Register devices from a CSV file whose header names the create body's fields (up to 10 MiB and 10,000
     rows), all or nothing; every problem is reported at its row (`rows.12.serial_number`). `dry_run=true`
     checks without writing."""
-    result = imports.import_equipment(client.session, client.auth.actor, data, dry_run=dry_run)
+    result = imports.import_equipment(client.session, client.actor, data, dry_run=dry_run)
     return ok(result, import_message(result, "equipment", "equipment"))

@@ -36,7 +36,6 @@ from outfitter.equipment.schemas import (
     EquipmentOut,
     EquipmentPatch,
 )
-from outfitter.http.auth import AuthContext
 from outfitter.models import (
     Currency,
     Employee,
@@ -49,6 +48,7 @@ from outfitter.models import (
 from outfitter.models.events import EventType
 from outfitter.outbox import event_rows
 from outfitter.people.repository import UNKNOWN_EMPLOYEE, offboarded
+from outfitter.tenants.actor import Actor
 
 MAX_SERIAL_FILTER = 100
 # Plain columns a client edits as given (title, references and specs have their own rules).
@@ -131,7 +131,7 @@ def detail_plan(equipment_id: uuid.UUID | str) -> ReadPlan[dict[str, Any]]:
     return presenters.detail(row, history)
 
 
-def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate) -> bytes:
+def create_equipment(session: Session, actor: Actor, body: EquipmentCreate) -> bytes:
     """Register a device the company already owns: `equipment_added`, then the move to its status.
     Answers the device as GET /client/equipment/{id} renders it (EquipmentOut's JSON).
 
@@ -149,7 +149,7 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
         assignee = _assignable(_employee(repository, body.assignee_id))
     references = {"country_id": country and country.id, "currency_id": currency and currency.id}
     device = new_equipment_row(body, references, company_of(session), utcnow())
-    history = lifecycle.registered(device, body.status, auth.actor, assignee)
+    history = lifecycle.registered(device, body.status, actor.name, assignee)
     assignee_fields = repository.assignee_fields({assignee.id}) if assignee is not None else {}
     answer = render_as(
         EquipmentOut,
@@ -160,7 +160,7 @@ def create_equipment(session: Session, auth: AuthContext, body: EquipmentCreate)
     changes = [(EventType.EQUIPMENT_ADDED, device["id"])]
     if body.status != EquipmentStatus.UNASSIGNED:
         changes.append((status_event(body.status), device["id"]))
-    events = event_rows(session, answered_events(changes, {device["id"]: answer}), actor=auth.actor)
+    events = event_rows(session, answered_events(changes, {device["id"]: answer}), actor=actor.name)
     if not repository.insert_created(device, history, events):
         serial = body.serial_number or ""
         raise Conflict(serial_taken_message(serial, repository.serial_holder(serial)))
@@ -218,7 +218,7 @@ def new_equipment_row(
 
 
 def update_equipment(
-    session: Session, auth: AuthContext, equipment_id: str, body: EquipmentPatch
+    session: Session, actor: Actor, equipment_id: str, body: EquipmentPatch
 ) -> dict[str, Any]:
     """Edit fields, and move status or assignee through the lifecycle; all checked before any write."""
     repository = EquipmentRepository(session)
@@ -238,26 +238,26 @@ def update_equipment(
     if target is not None:
         refuse_reserved(repository, [equipment])
         to_status, assignee = target
-        lifecycle.move(session, equipment, to_status, auth.actor, assignee=assignee)
+        lifecycle.move(session, equipment, to_status, actor.name, assignee=assignee)
         changes.append((status_event(to_status), equipment))
     before = _edited_values(equipment)
     _apply_fields(equipment, body, fields, references)
     if _edited_values(equipment) != before:  # fields sent with the values they had change nothing
         changes.append((EventType.EQUIPMENT_UPDATED, equipment))
     _flush(session, serial)
-    record_equipment_events(session, changes, auth.actor)
+    record_equipment_events(session, changes, actor.name)
     return _detail(repository, equipment.id)
 
 
-def archive_equipment(session: Session, auth: AuthContext, equipment_id: str) -> dict[str, Any]:
+def archive_equipment(session: Session, actor: Actor, equipment_id: str) -> dict[str, Any]:
     """DELETE: move to Archived (writing `archived`); an archived device is gone for DELETE (404)."""
     repository = EquipmentRepository(session)
     equipment = repository.get(equipment_id, for_update=True)
     if equipment.status == EquipmentStatus.ARCHIVED:
         raise NotFound.record("Equipment")
     refuse_reserved(repository, [equipment])
-    lifecycle.move(session, equipment, EquipmentStatus.ARCHIVED, auth.actor)
-    record_equipment_events(session, [(EventType.EQUIPMENT_ARCHIVED, equipment)], auth.actor)
+    lifecycle.move(session, equipment, EquipmentStatus.ARCHIVED, actor.name)
+    record_equipment_events(session, [(EventType.EQUIPMENT_ARCHIVED, equipment)], actor.name)
     return _detail(repository, equipment.id)
 
 

@@ -8,9 +8,7 @@ stamps `last_used_at` at most once a minute. The request pipeline (`http.unit_of
 from __future__ import annotations
 
 import hmac
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -20,18 +18,10 @@ from sqlalchemy.orm import Session
 from outfitter.core.errors import Forbidden, Unauthorized
 from outfitter.db.base import utcnow
 from outfitter.models import ApiToken, Company
+from outfitter.tenants.actor import Actor
 from outfitter.tenants.tokens import TOKEN_PREFIX, hash_token, token_is_live
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-
-
-@dataclass(frozen=True)
-class AuthContext:
-    company_id: uuid.UUID
-    company_name: str
-    token_id: uuid.UUID
-    scopes: frozenset[str]
-    actor: str  # the name history entries record for changes made with this token
 
 
 def bearer_token(authorization: str | None) -> str:
@@ -81,7 +71,7 @@ STAMP_LAST_USED = (
 )
 
 
-def authenticate(session: Session, token: str, scope: str) -> AuthContext:
+def authenticate(session: Session, token: str, scope: str) -> Actor:
     """The token's company and rights, or 401 (unknown, revoked, expired) / 403 (scope)."""
     context, stamp = _looked_up(session, token, scope)
     if stamp is not None:
@@ -105,7 +95,7 @@ def refuse_unless_allowed(state: Any, request_state: dict[str, Any], token: str,
     check_access(state.sessionmaker, token, scope)
 
 
-def _looked_up(session: Session, token: str, scope: str) -> tuple[AuthContext, dict[str, Any] | None]:
+def _looked_up(session: Session, token: str, scope: str) -> tuple[Actor, dict[str, Any] | None]:
     """`check_token` on the token's row, read in `session`."""
     statement, parameters, digest = token_lookup(token)
     row = session.connection().execute(statement, parameters).first()
@@ -119,7 +109,7 @@ def token_lookup(token: str) -> tuple[Executable, dict[str, str], str]:
     return _TOKEN_WITH_COMPANY, {"digest": digest}, digest
 
 
-def check_token(row: Any, digest: str, scope: str) -> tuple[AuthContext, dict[str, Any] | None]:
+def check_token(row: Any, digest: str, scope: str) -> tuple[Actor, dict[str, Any] | None]:
     """Decide on a token's row (None when no row matched): its context, and the parameters of the
     `last_used_at` stamp when it is due (at most once a minute), else None. 401 / 403 otherwise."""
     # The index found the row; the comparison that decides is constant-time.
@@ -133,11 +123,11 @@ def check_token(row: Any, digest: str, scope: str) -> tuple[AuthContext, dict[st
     if scope not in scopes:
         raise Forbidden(f"This token lacks the '{scope}' scope needed for this request.")
     stale = row.last_used_at is None or now - row.last_used_at > LAST_USED_RESOLUTION
-    context = AuthContext(
+    context = Actor(
         company_id=row.company_id,
         company_name=row.company_name,
         token_id=row.id,
         scopes=scopes,
-        actor=row.name,
+        name=row.name,
     )
     return context, ({"token_id": row.id, "now": now} if stale else None)

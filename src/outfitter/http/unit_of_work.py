@@ -39,7 +39,6 @@ from outfitter.db.tenancy import TenantSession, across_companies, bind_company, 
 from outfitter.http import idempotency
 from outfitter.http.auth import (
     STAMP_LAST_USED,
-    AuthContext,
     authenticate,
     bearer_token,
     check_token,
@@ -48,6 +47,7 @@ from outfitter.http.auth import (
 )
 from outfitter.http.idempotency import IDEMPOTENCY_STATE, KeyedRequest
 from outfitter.http.ratelimit import RateLimiter
+from outfitter.tenants.actor import Actor
 from outfitter.tenants.tokens import hash_token
 
 T = TypeVar("T")
@@ -118,19 +118,19 @@ class ClientWork(UnitOfWork):
         self._scope = scope
         self._limiter = limiter
         self._request_state = request_state
-        self._auth: AuthContext | None = None
+        self._actor: Actor | None = None
         self._keyed: KeyedRequest | None = request_state.get(IDEMPOTENCY_STATE)
 
     @property
-    def auth(self) -> AuthContext:
-        if self._auth is None:
+    def actor(self) -> Actor:
+        if self._actor is None:
             raise RuntimeError("the unit of work is opened by UnitOfWorkRoute, in the endpoint's thread")
-        return self._auth
+        return self._actor
 
     def sessions_after(self) -> Callable[[], Session]:
         """Sessions for reads after this unit of work has ended (a streamed answer reads while
         it is sent): each bound to the token's company, as the request's is, and closed by its user."""
-        sessions, company_id = self._sessions, self.auth.company_id
+        sessions, company_id = self._sessions, self.actor.company_id
 
         def open_session() -> Session:
             session = reads_only(sessions())
@@ -145,8 +145,8 @@ class ClientWork(UnitOfWork):
         super().open()
         if self._scope == "read":  # a GET's: an open one never holds the updated_since feed
             reads_only(self.session)
-        self._auth = authenticate(self.session, self._token, self._scope)
-        bind_company(self.session, self._auth.company_id)
+        self._actor = authenticate(self.session, self._token, self._scope)
+        bind_company(self.session, self._actor.company_id)
         if self._keyed is not None:
             idempotency.claim(self.session, self._keyed)  # may raise Answered: run nothing
         self.session.info[_WROTE] = False  # neither the stamp nor the claim is the endpoint's write
@@ -181,10 +181,10 @@ class ClientReads:
         await self._hit_rate_limit(digest)  # before acquiring a connection, as ClientWork.open
         async with reads.connection() as connection:
             rows = await connection.fetch(Read(statement, parameters, scoped=False))
-            auth, stamp = check_token(rows[0] if rows else None, digest, self._scope)
+            actor, stamp = check_token(rows[0] if rows else None, digest, self._scope)
             if stamp is not None:
                 await connection.execute(STAMP_LAST_USED, stamp)
-            return await connection.run(plan, auth.company_id)
+            return await connection.run(plan, actor.company_id)
 
     async def _hit_rate_limit(self, key: str) -> None:
         limiter: RateLimiter = self._state.rate_limiter

@@ -28,7 +28,6 @@ from outfitter.db.base import new_id
 from outfitter.db.clock import change_time
 from outfitter.db.tenancy import parse_uuid
 from outfitter.equipment.repository import UNKNOWN_DEVICE, EquipmentRepository
-from outfitter.http.auth import AuthContext
 from outfitter.models import (
     Country,
     Currency,
@@ -50,6 +49,7 @@ from outfitter.payments.gateways import GatewayRegistry
 from outfitter.payments.gateways.base import CheckoutRequest, GatewayError, GatewayPayment
 from outfitter.payments.wallet import debit_wallet
 from outfitter.people.repository import UNKNOWN_EMPLOYEE, EmployeeRepository, offboarded
+from outfitter.tenants.actor import Actor
 
 MAX_DEVICES = 1000
 
@@ -186,7 +186,7 @@ def reserved_message(devices: dict[uuid.UUID, Equipment], reserving: Mapping[uui
 
 
 # What writes a checked draft (`initiate.complete_catalog`...), once any checkout is open.
-Complete = Callable[[Session, AuthContext, Draft, GatewayRegistry], Transaction]
+Complete = Callable[[Session, Actor, Draft, GatewayRegistry], Transaction]
 
 
 def checked(draft: Draft) -> Draft:
@@ -202,7 +202,7 @@ def checked(draft: Draft) -> Draft:
     return draft
 
 
-def open_checkout(draft: Draft, gateways: GatewayRegistry, actor: AuthContext) -> None:
+def open_checkout(draft: Draft, gateways: GatewayRegistry, actor: Actor) -> None:
     """Register a Card payment with the gateway and keep its checkout link on the draft. Called
     with no database transaction open (the route ended the reads): it waits on the network."""
     gateway = gateways.get(gateways.default_name)
@@ -225,9 +225,7 @@ def open_checkout(draft: Draft, gateways: GatewayRegistry, actor: AuthContext) -
     draft.gateway = gateway.name
 
 
-def write_transaction(
-    session: Session, actor: AuthContext, draft: Draft, gateways: GatewayRegistry
-) -> Transaction:
+def write_transaction(session: Session, actor: Actor, draft: Draft, gateways: GatewayRegistry) -> Transaction:
     """The draft as a Pending transaction with its items, after holding its employees again when
     the reads that held them ended for a checkout."""
     if draft.link is not None:
@@ -235,7 +233,7 @@ def write_transaction(
     return _write(session, actor, draft, transaction_ttl(gateways))
 
 
-def _write(session: Session, auth: AuthContext, draft: Draft, ttl: timedelta) -> Transaction:
+def _write(session: Session, actor: Actor, draft: Draft, ttl: timedelta) -> Transaction:
     now = change_time(session)  # a Card initiate's reads ended before the gateway was called
     charges = draft.charges
     transaction = Transaction(
@@ -260,7 +258,7 @@ def _write(session: Session, auth: AuthContext, draft: Draft, ttl: timedelta) ->
         total_amount=charges.total_amount,
         redirect_url=draft.redirect_url,
         expires_at=now + ttl,
-        actor=auth.actor,
+        actor=actor.name,
         created_at=now,
         updated_at=now,
     )
@@ -269,7 +267,7 @@ def _write(session: Session, auth: AuthContext, draft: Draft, ttl: timedelta) ->
         row.transaction_id = transaction.id
     session.add_all(draft.rows)
     session.flush()
-    record_transaction_event(session, EventType.TRANSACTION_INITIATED, transaction, auth.actor)
+    record_transaction_event(session, EventType.TRANSACTION_INITIATED, transaction, actor.name)
     return transaction
 
 
@@ -287,7 +285,7 @@ def hold_employees(session: Session, draft: Draft) -> None:
         raise ValidationFailed.fields(gone)
 
 
-def pay(session: Session, actor: AuthContext, transaction: Transaction) -> Transaction:
+def pay(session: Session, actor: Actor, transaction: Transaction) -> Transaction:
     """Credit: the wallet pays now and the transaction is fulfilled. Card: it waits for the payer,
     unless there is nothing to pay (an offboarding where the currency's fees are 0): then it is
     fulfilled now, with no checkout and no gateway, as a Credit one of 0 is."""
@@ -301,7 +299,7 @@ def pay(session: Session, actor: AuthContext, transaction: Transaction) -> Trans
             transaction.total_amount,
             f"Payment of {transaction.tx_ref}",
             transaction.id,
-            actor=actor.actor,
+            actor=actor.name,
         )
         reference = f"wallet:{entry.id}"
     paid = GatewayPayment(
@@ -311,4 +309,4 @@ def pay(session: Session, actor: AuthContext, transaction: Transaction) -> Trans
         transaction.currency_code,
         reference,
     )
-    return settle(session, transaction.id, paid, actor=actor.actor)
+    return settle(session, transaction.id, paid, actor=actor.name)

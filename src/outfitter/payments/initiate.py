@@ -14,7 +14,6 @@ from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.money import round_money
 from outfitter.db.tenancy import parse_uuid
 from outfitter.equipment.repository import EquipmentRepository
-from outfitter.http.auth import AuthContext
 from outfitter.models import (
     AssetStatus,
     Currency,
@@ -40,6 +39,7 @@ from outfitter.payments.drafts import (
 from outfitter.payments.fees import compute_charges, schedule_for
 from outfitter.payments.gateways import GatewayRegistry
 from outfitter.payments.schemas import InitiateRequest, StorageInitiateRequest
+from outfitter.tenants.actor import Actor
 
 
 def draft_catalog(session: Session, body: InitiateRequest) -> Draft:
@@ -118,9 +118,7 @@ def draft_catalog(session: Session, body: InitiateRequest) -> Draft:
     return checked(draft)
 
 
-def complete_catalog(
-    session: Session, actor: AuthContext, draft: Draft, gateways: GatewayRegistry
-) -> Transaction:
+def complete_catalog(session: Session, actor: Actor, draft: Draft, gateways: GatewayRegistry) -> Transaction:
     return pay(session, actor, write_transaction(session, actor, draft, gateways))
 
 
@@ -167,9 +165,7 @@ def draft_storage(session: Session, body: StorageInitiateRequest) -> Draft:
     return checked(draft)
 
 
-def complete_storage(
-    session: Session, actor: AuthContext, draft: Draft, gateways: GatewayRegistry
-) -> Transaction:
+def complete_storage(session: Session, actor: Actor, draft: Draft, gateways: GatewayRegistry) -> Transaction:
     # Locked in id order, so two initiates naming the same devices queue instead of deadlocking;
     # checked again, since the gateway call gave others time to move or reserve them.
     _check_storage_devices(session, storage_devices(session, set(draft.devices), lock=True))

@@ -17,7 +17,6 @@ from sqlalchemy.orm import Session
 from outfitter.catalog.reference import resolve_country
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.equipment.repository import EquipmentRepository
-from outfitter.http.auth import AuthContext
 from outfitter.models import (
     Employee,
     Equipment,
@@ -43,6 +42,7 @@ from outfitter.payments.fees import compute_offboard_charges, schedule_for
 from outfitter.payments.gateways import GatewayRegistry
 from outfitter.payments.repository import open_retrieval_equipment_ids
 from outfitter.payments.schemas import OffboardInitiateRequest
+from outfitter.tenants.actor import Actor
 
 
 def draft_offboard(session: Session, body: OffboardInitiateRequest) -> Draft:
@@ -91,9 +91,7 @@ def draft_offboard(session: Session, body: OffboardInitiateRequest) -> Draft:
     return checked(draft)
 
 
-def complete_offboard(
-    session: Session, actor: AuthContext, draft: Draft, gateways: GatewayRegistry
-) -> Transaction:
+def complete_offboard(session: Session, actor: Actor, draft: Draft, gateways: GatewayRegistry) -> Transaction:
     # Locked in id order and checked again: the gateway call gave others time to move or reserve them.
     locked = storage_devices(session, set(draft.devices), lock=True)
     _check_held_devices(session, locked, _holders(draft))

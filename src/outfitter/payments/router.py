@@ -72,8 +72,8 @@ def _initiated(
     then `complete` writes."""
     if draft.needs_checkout:
         work.end_reads()
-        open_checkout(draft, gateways, work.auth)
-    transaction = complete(work.session, work.auth, draft, gateways)
+        open_checkout(draft, gateways, work.actor)
+    transaction = complete(work.session, work.actor, draft, gateways)
     return ok(service.initiated(work.session, transaction), INITIATED)
 
 
@@ -172,7 +172,7 @@ def verify_transaction(tx_ref: str, request: Request, client: ReadAccess) -> dic
         client.end_reads()  # the gateway is asked with no database transaction open
         word = service.gateway_word(transaction, registry_of(request.app.state))
         if word is not None:
-            transaction = settle(session, transaction.id, word.payment, actor=client.auth.actor)
+            transaction = settle(session, transaction.id, word.payment, actor=client.actor.name)
     return ok(service.transaction_out(session, transaction), "Transaction verified successfully.")
 
 

@@ -21,6 +21,7 @@ from outfitter.people.identities import email_taken, user_name_taken
 from outfitter.people.repository import EmployeeRepository, countries_matching
 from outfitter.people.schemas import EmployeeCreate, EmployeeOut
 from outfitter.people.service import employee_out
+from outfitter.tenants.actor import Actor
 
 MAX_BULK_EMPLOYEES = 1000
 _ITEM = TypeAdapter(EmployeeCreate)
@@ -41,9 +42,7 @@ def _positions(employees: list[Any]) -> Iterator[tuple[str, Any]]:
         yield f"employees.{position}", item
 
 
-def create_employees(
-    session: Session, employees: list[Any], actor: str | None = None
-) -> tuple[list[Any], int]:
+def create_employees(session: Session, actor: Actor, employees: list[Any]) -> tuple[list[Any], int]:
     """Validate every item first, then insert them all; the answer mirrors the input's nesting."""
     positions = list(_positions(employees))
     if not positions:
@@ -63,7 +62,7 @@ def create_employees(
             for detail in error.errors():
                 key = ".".join([path, *(str(part) for part in detail["loc"])])
                 errors.setdefault(key, []).append(validation_message(detail))
-    created = create_validated(session, valid, errors, actor=actor)
+    created = create_validated(session, valid, errors, actor=actor.name)
     return _mirror(employees, created), len(created)
 
 

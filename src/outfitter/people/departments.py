@@ -13,7 +13,6 @@ from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.db.base import utcnow
 from outfitter.db.keyset import CursorParams, ListParams, ListResult, list_order, list_page, syncing
 from outfitter.db.tenancy import parse_uuid
-from outfitter.http.auth import AuthContext
 from outfitter.models import Department, Employee, UserDepartment
 from outfitter.models.events import EventType
 from outfitter.outbox import as_event_data, record_event
@@ -28,6 +27,7 @@ from outfitter.people.schemas import (
     MemberOut,
     UserDepartmentOut,
 )
+from outfitter.tenants.actor import Actor
 
 
 def name_taken(name: str) -> str:
@@ -35,13 +35,13 @@ def name_taken(name: str) -> str:
 
 
 def present(
-    repository: DepartmentRepository, auth: AuthContext, departments: Sequence[Department]
+    repository: DepartmentRepository, actor: Actor, departments: Sequence[Department]
 ) -> list[DepartmentOut]:
     """Departments with members and counts: two statements for any number of departments."""
     ids = [department.id for department in departments]
     memberships = repository.memberships(ids)
     asset_counts = repository.asset_counts(ids)
-    company = CompanyBrief(id=auth.company_id, name=auth.company_name)
+    company = CompanyBrief(id=actor.company_id, name=actor.company_name)
     return [
         _department_out(
             department, company, memberships.get(department.id, []), asset_counts.get(department.id, 0)
@@ -100,8 +100,8 @@ def _members(session: Session, member_ids: Sequence[str]) -> list[uuid.UUID]:
     return list(dict.fromkeys(value for value in parsed if value is not None))
 
 
-def _record(session: Session, auth: AuthContext, type: EventType, department: DepartmentOut) -> DepartmentOut:
-    record_event(session, type, department.id, as_event_data(DepartmentOut, department), actor=auth.actor)
+def _record(session: Session, actor: Actor, type: EventType, department: DepartmentOut) -> DepartmentOut:
+    record_event(session, type, department.id, as_event_data(DepartmentOut, department), actor=actor.name)
     return department
 
 
@@ -115,14 +115,14 @@ def _flush_name(session: Session, name: str) -> None:
 
 
 def list_departments(
-    session: Session, auth: AuthContext, params: ListParams
+    session: Session, actor: Actor, params: ListParams
 ) -> tuple[list[DepartmentOut], ListResult[Department]]:
     """A page of either mode. With `updated_since`, deleted departments too (`deleted: true`)."""
     repository = DepartmentRepository(session)
     statement = repository.live() if syncing(params) is None else repository.every()
     order = list_order(session, Department, params)
     page = list_page(session, statement.where(*order.conditions), order.keyset, params)
-    records = present(repository, auth, page.items)
+    records = present(repository, actor, page.items)
     if isinstance(params, CursorParams):
         deleted = {department.id for department in page.items if department.deleted_at is not None}
         records = [
@@ -131,9 +131,9 @@ def list_departments(
     return records, page
 
 
-def get_department(session: Session, auth: AuthContext, department_id: str) -> DepartmentOut:
+def get_department(session: Session, actor: Actor, department_id: str) -> DepartmentOut:
     repository = DepartmentRepository(session)
-    return present(repository, auth, [_live(repository, department_id)])[0]
+    return present(repository, actor, [_live(repository, department_id)])[0]
 
 
 def _live(repository: DepartmentRepository, department_id: str, for_update: bool = False) -> Department:
@@ -143,7 +143,7 @@ def _live(repository: DepartmentRepository, department_id: str, for_update: bool
     return department
 
 
-def create_department(session: Session, auth: AuthContext, body: DepartmentCreate) -> DepartmentOut:
+def create_department(session: Session, actor: Actor, body: DepartmentCreate) -> DepartmentOut:
     repository = DepartmentRepository(session)
     head = _head(session, body.head_id)
     members = _members(session, body.member_ids)
@@ -152,11 +152,11 @@ def create_department(session: Session, auth: AuthContext, body: DepartmentCreat
     department = repository.add(Department(name=body.name, active_name=body.name.lower(), head=head))
     _flush_name(session, body.name)
     repository.add_members(department, members, utcnow())
-    return _record(session, auth, EventType.DEPARTMENT_CREATED, present(repository, auth, [department])[0])
+    return _record(session, actor, EventType.DEPARTMENT_CREATED, present(repository, actor, [department])[0])
 
 
 def update_department(
-    session: Session, auth: AuthContext, department_id: str, body: DepartmentPatch
+    session: Session, actor: Actor, department_id: str, body: DepartmentPatch
 ) -> DepartmentOut:
     repository = DepartmentRepository(session)
     _live(repository, department_id)  # an unknown department is 404 before anything else
@@ -183,7 +183,7 @@ def update_department(
     leaving = current - set(members) if members is not None else set()
     renamed = body.name is not None and body.name != department.name
     if not (renamed or head is not department.head or joining or leaving):
-        return present(repository, auth, [department])[0]  # a PATCH that changes nothing writes nothing
+        return present(repository, actor, [department])[0]  # a PATCH that changes nothing writes nothing
 
     now = utcnow()
     if body.name is not None:
@@ -197,18 +197,18 @@ def update_department(
     session.flush()
     session.expire_all()  # memberships changed by bulk statements: read them afresh
     return _record(
-        session, auth, EventType.DEPARTMENT_UPDATED, get_department(session, auth, str(department.id))
+        session, actor, EventType.DEPARTMENT_UPDATED, get_department(session, actor, str(department.id))
     )
 
 
-def delete_department(session: Session, auth: AuthContext, department_id: str) -> DepartmentOut:
+def delete_department(session: Session, actor: Actor, department_id: str) -> DepartmentOut:
     """Soft delete; answers the department as it was just before, members included."""
     repository = DepartmentRepository(session)
     department = _live(repository, department_id, for_update=True)
-    answer = present(repository, auth, [department])[0]
+    answer = present(repository, actor, [department])[0]
     now = utcnow()
     repository.end_memberships(department.id, now)
     department.deleted_at = now
     department.active_name = None
     session.flush()
-    return _record(session, auth, EventType.DEPARTMENT_DELETED, answer)
+    return _record(session, actor, EventType.DEPARTMENT_DELETED, answer)

@@ -13,6 +13,7 @@ from outfitter.csvio.reader import Progress, analyze_if_many, merged, read_rows,
 from outfitter.models import Employee
 from outfitter.people import bulk
 from outfitter.people.schemas import EmployeeCreate
+from outfitter.tenants.actor import Actor
 
 COLUMNS = tuple(EmployeeCreate.model_fields)
 _ROW = TypeAdapter(EmployeeCreate)
@@ -26,13 +27,13 @@ EXAMPLE = (
 
 
 def import_employees(
-    session: Session, actor: str, data: bytes, *, dry_run: bool, progress: Progress | None = None
+    session: Session, actor: Actor, data: bytes, *, dry_run: bool, progress: Progress | None = None
 ) -> dict[str, Any]:
     """Create the file's employees, or with `dry_run` only check them: what was (would be) created."""
     rows = read_rows(data, COLUMNS, progress, required=REQUIRED)
     valid, errors = validate_rows(rows, _ROW, COLUMNS)
     try:
-        created = bulk.create_validated(session, valid, errors, write=not dry_run, actor=actor)
+        created = bulk.create_validated(session, valid, errors, write=not dry_run, actor=actor.name)
     except ValidationFailed as failure:
         raise ValidationFailed.fields(merged({}, failure)) from None
     if dry_run:

@@ -88,7 +88,7 @@ def export_employees(client: ReadAccess, query: ListQuery) -> StreamingResponse:
 def create_employee(body: EmployeeCreate, client: WriteAccess) -> dict[str, object]:
     """Create an employee. `country_id` takes a country's id, name or code; an email already used in the
     company is 409."""
-    employee = service.create_employee(client.session, body, client.auth.actor)
+    employee = service.create_employee(client.session, client.actor, body)
     return ok(employee, "Employee created successfully.")
 
 
@@ -103,7 +103,7 @@ def create_employees_in_bulk(body: EmployeeBulkCreate, client: WriteAccess) -> d
     """Create up to 1,000 employees in one request, all or nothing: an array of arrays of employees, or a
     flat array. Every item is checked first and every problem is reported at its path
     (`employees.0.3.email`)."""
-    created, count = bulk.create_employees(client.session, body.employees, client.auth.actor)
+    created, count = bulk.create_employees(client.session, client.actor, body.employees)
     return ok(created, f"{counted(count, 'employee', 'employees')} created successfully.")
 
 
@@ -126,7 +126,7 @@ def get_employee(user_id: UserId, client: ReadAccess) -> dict[str, object]:
 )
 def update_employee(user_id: UserId, body: EmployeePatch, client: WriteAccess) -> dict[str, object]:
     """Change an employee's fields; null clears a nullable one. Another company's employee is 404."""
-    employee = service.update_employee(client.session, user_id, body, client.auth.actor)
+    employee = service.update_employee(client.session, client.actor, user_id, body)
     return ok(employee, "Employee updated successfully.")
 
 
@@ -139,7 +139,7 @@ def update_employee(user_id: UserId, body: EmployeePatch, client: WriteAccess) -
 def delete_employee(user_id: UserId, client: WriteAccess) -> dict[str, object]:
     """Offboard an employee: refused with 409 while they hold Assigned equipment (offboard the devices
     first). Answers the record as it was."""
-    employee = service.delete_employee(client.session, user_id, client.auth.actor)
+    employee = service.delete_employee(client.session, client.actor, user_id)
     return ok(employee, "Employee deleted successfully.")
 
 
@@ -152,7 +152,7 @@ def delete_employee(user_id: UserId, client: WriteAccess) -> dict[str, object]:
 def list_departments(client: ReadAccess, pagination: SyncListing) -> dict[str, object]:
     """A page of the company's departments, newest first, with their heads, members and member and device
     counts."""
-    records, page = departments.list_departments(client.session, client.auth, pagination)
+    records, page = departments.list_departments(client.session, client.actor, pagination)
     return ok(page.body(records), "Departments fetched successfully.")
 
 
@@ -166,7 +166,7 @@ def list_departments(client: ReadAccess, pagination: SyncListing) -> dict[str, o
 def create_department(body: DepartmentCreate, client: WriteAccess) -> dict[str, object]:
     """Create a department with an optional head and members (employees of the company). A name already used
     is 409."""
-    department = departments.create_department(client.session, client.auth, body)
+    department = departments.create_department(client.session, client.actor, body)
     return ok(department, "Department created successfully.")
 
 
@@ -178,7 +178,7 @@ def create_department(body: DepartmentCreate, client: WriteAccess) -> dict[str, 
 )
 def get_department(department_id: DepartmentId, client: ReadAccess) -> dict[str, object]:
     """One department with its head and its members."""
-    department = departments.get_department(client.session, client.auth, department_id)
+    department = departments.get_department(client.session, client.actor, department_id)
     return ok(department, "Department fetched successfully.")
 
 
@@ -192,7 +192,7 @@ def update_department(
     department_id: DepartmentId, body: DepartmentPatch, client: WriteAccess
 ) -> dict[str, Any]:
     """Rename a department, change its head, or replace its members (`member_ids` is the whole new set)."""
-    department = departments.update_department(client.session, client.auth, department_id, body)
+    department = departments.update_department(client.session, client.actor, department_id, body)
     return ok(department, "Department updated successfully.")
 
 
@@ -204,7 +204,7 @@ def update_department(
 )
 def delete_department(department_id: DepartmentId, client: WriteAccess) -> dict[str, object]:
     """Delete a department; its memberships end, the employees stay."""
-    department = departments.delete_department(client.session, client.auth, department_id)
+    department = departments.delete_department(client.session, client.actor, department_id)
     return ok(department, "Department deleted successfully.")
 
 
@@ -218,5 +218,5 @@ def delete_department(department_id: DepartmentId, client: WriteAccess) -> dict[
 def import_employees(client: WriteAccess, data: CsvBody, dry_run: DryRun = False) -> dict[str, Any]:
     """Create employees from a CSV file whose header names the create body's fields (up to 10 MiB and 10,000
     rows), all or nothing; every problem is reported at its row. `dry_run=true` checks without writing."""
-    result = imports.import_employees(client.session, client.auth.actor, data, dry_run=dry_run)
+    result = imports.import_employees(client.session, client.actor, data, dry_run=dry_run)
     return ok(result, import_message(result, "employee", "employees"))

@@ -45,6 +45,7 @@ from outfitter.people.schemas import (
     OpenRetrieval,
     OrderBrief,
 )
+from outfitter.tenants.actor import Actor
 
 
 def employee_out(
@@ -129,7 +130,7 @@ def record_employee_event(
     record_event(session, type, employee.id, as_event_data(EmployeeOut, employee), actor=actor)
 
 
-def create_employee(session: Session, body: EmployeeCreate, actor: str | None = None) -> EmployeeOut:
+def create_employee(session: Session, actor: Actor, body: EmployeeCreate) -> EmployeeOut:
     """One INSERT for the employee and its event (a unique index answers a taken email, another one
     an email that is another employee's SCIM userName: migration 0015), the country from the
     process's copy, and the answer (and the event's data) from the row to write."""
@@ -146,7 +147,9 @@ def create_employee(session: Session, body: EmployeeCreate, actor: str | None = 
     answer = employee_out(SimpleNamespace(**row, last_login=None, level=None, status=None), country)
     created = NewEvent(EventType.EMPLOYEE_CREATED, answer.id, as_event_data(EmployeeOut, answer))
     try:
-        written = EmployeeRepository(session).insert_created(row, event_rows(session, [created], actor=actor))
+        written = EmployeeRepository(session).insert_created(
+            row, event_rows(session, [created], actor=actor.name)
+        )
     except IntegrityError as error:
         if SCIM_IDENTITY not in str(error.orig):
             raise
@@ -248,9 +251,7 @@ def get_employee(session: Session, user_id: str) -> EmployeeOut:
     return present(repository, [repository.get_with_country(user_id)])[0]
 
 
-def update_employee(
-    session: Session, user_id: str, body: EmployeePatch, actor: str | None = None
-) -> EmployeeOut:
+def update_employee(session: Session, actor: Actor, user_id: str, body: EmployeePatch) -> EmployeeOut:
     repository = EmployeeRepository(session)
     employee = repository.get_with_country(user_id, for_update=True)  # a racing delete: 404
     changes = {name: getattr(body, name) for name in body.model_fields_set}
@@ -271,11 +272,11 @@ def update_employee(
     session.flush()
     answer = present(repository, [employee])[0]
     if changed:
-        record_employee_event(session, EventType.EMPLOYEE_UPDATED, answer, actor)
+        record_employee_event(session, EventType.EMPLOYEE_UPDATED, answer, actor.name)
     return answer
 
 
-def delete_employee(session: Session, user_id: str, actor: str | None = None) -> EmployeeOut:
+def delete_employee(session: Session, actor: Actor, user_id: str) -> EmployeeOut:
     """Offboard: refused while the employee holds Assigned equipment; answers the record as it was."""
     repository = EmployeeRepository(session)
     employee = repository.get_with_country(user_id, for_update=True)
@@ -290,5 +291,5 @@ def delete_employee(session: Session, user_id: str, actor: str | None = None) ->
     DepartmentRepository(session).touch_departments_of(employee.id, utcnow(), headed=True)
     session.delete(employee)
     session.flush()
-    record_employee_event(session, EventType.EMPLOYEE_OFFBOARDED, answer, actor)
+    record_employee_event(session, EventType.EMPLOYEE_OFFBOARDED, answer, actor.name)
     return answer

@@ -16,7 +16,6 @@ from sqlalchemy.orm import Session
 
 from outfitter.core.errors import DomainError
 from outfitter.equipment.repository import EquipmentRepository
-from outfitter.http.auth import AuthContext
 from outfitter.models import Employee, PaymentMethod
 from outfitter.models.events import EventType
 from outfitter.payments.gateways import GatewayRegistry
@@ -26,16 +25,16 @@ from outfitter.payments.schemas import OffboardInitiateRequest
 from outfitter.people.provisioning import record_change
 from outfitter.people.repository import EmployeeRepository
 from outfitter.scim.settings import settings_of
+from outfitter.tenants.actor import Actor
 
 
-def offboard(session: Session, auth: AuthContext, employee: Employee, gateways: GatewayRegistry) -> None:
+def offboard(session: Session, actor: Actor, employee: Employee, gateways: GatewayRegistry) -> None:
     """Record the offboarding of `employee` (already marked), retrieving their devices if opted in.
     The retrieval is paid from credit, so no gateway is called: it is written in the request's
     transaction, or not at all."""
-    actor = auth.actor
     devices = _retrievable_devices(session, employee.id)
-    if not devices or not settings_of(session, auth.company_id).offboard_retrieval:
-        record_change(session, employee, EventType.EMPLOYEE_OFFBOARDED, actor)
+    if not devices or not settings_of(session, actor.company_id).offboard_retrieval:
+        record_change(session, employee, EventType.EMPLOYEE_OFFBOARDED, actor.name)
         return
     body = OffboardInitiateRequest(
         payment_method=PaymentMethod.CREDIT,
@@ -44,19 +43,19 @@ def offboard(session: Session, auth: AuthContext, employee: Employee, gateways: 
     )
     savepoint = session.begin_nested()
     try:
-        complete_offboard(session, auth, draft_offboard(session, body), gateways)
+        complete_offboard(session, actor, draft_offboard(session, body), gateways)
     except DomainError as exc:
         savepoint.rollback()
         record_change(
             session,
             employee,
             EventType.EMPLOYEE_OFFBOARDING_REQUIRED,
-            actor,
+            actor.name,
             {"offboarding": {"equipment_ids": [str(device) for device in devices], "reason": exc.message}},
         )
         return
     savepoint.commit()
-    record_change(session, employee, EventType.EMPLOYEE_OFFBOARDED, actor)  # its open_retrievals show it
+    record_change(session, employee, EventType.EMPLOYEE_OFFBOARDED, actor.name)  # its open_retrievals show it
 
 
 def _retrievable_devices(session: Session, employee_id: uuid.UUID) -> list[uuid.UUID]:

@@ -192,7 +192,7 @@ def search_users(work: ScimAccess, links: BaseLinks, body: JsonBody) -> Response
 
 @router.post("/Users", response_model=None)
 def create_user(work: ScimAccess, links: BaseLinks, body: JsonBody) -> Response:
-    return resource_response(service.create_user(work.session, work.auth, body, links), 201)
+    return resource_response(service.create_user(work.session, work.actor, body, links), 201)
 
 
 @router.get("/Users/{user_id}", response_model=None)
@@ -217,7 +217,7 @@ def replace_user(
     if_match: IfMatch = None,
 ) -> Response:
     return resource_response(
-        service.replace_user(work.session, work.auth, user_id, body, if_match, links, gateways)
+        service.replace_user(work.session, work.actor, user_id, body, if_match, links, gateways)
     )
 
 
@@ -231,7 +231,7 @@ def patch_user(
     if_match: IfMatch = None,
 ) -> Response:
     return resource_response(
-        service.patch_user(work.session, work.auth, user_id, body, if_match, links, gateways)
+        service.patch_user(work.session, work.actor, user_id, body, if_match, links, gateways)
     )
 
 
@@ -239,7 +239,7 @@ def patch_user(
 def delete_user(
     user_id: str, work: ScimAccess, links: BaseLinks, gateways: Gateways, if_match: IfMatch = None
 ) -> Response:
-    service.delete_user(work.session, work.auth, user_id, if_match, links, gateways)
+    service.delete_user(work.session, work.actor, user_id, if_match, links, gateways)
     return Response(status_code=204)
 
 
@@ -259,7 +259,7 @@ def search_groups(work: ScimAccess, links: BaseLinks, body: JsonBody) -> Respons
 
 @router.post("/Groups", response_model=None)
 def create_group(work: ScimAccess, links: BaseLinks, body: JsonBody) -> Response:
-    return resource_response(service.create_group(work.session, work.auth, body, links), 201)
+    return resource_response(service.create_group(work.session, work.actor, body, links), 201)
 
 
 @router.get("/Groups/{group_id}", response_model=None)
@@ -278,17 +278,17 @@ def get_group(
 def replace_group(
     group_id: str, work: ScimAccess, links: BaseLinks, body: JsonBody, if_match: IfMatch = None
 ) -> Response:
-    return resource_response(service.replace_group(work.session, work.auth, group_id, body, if_match, links))
+    return resource_response(service.replace_group(work.session, work.actor, group_id, body, if_match, links))
 
 
 @router.patch("/Groups/{group_id}", response_model=None)
 def patch_group(
     group_id: str, work: ScimAccess, links: BaseLinks, body: JsonBody, if_match: IfMatch = None
 ) -> Response:
-    return resource_response(service.patch_group(work.session, work.auth, group_id, body, if_match, links))
+    return resource_response(service.patch_group(work.session, work.actor, group_id, body, if_match, links))
 
 
 @router.delete("/Groups/{group_id}", response_model=None)
 def delete_group(group_id: str, work: ScimAccess, links: BaseLinks, if_match: IfMatch = None) -> Response:
-    service.delete_group(work.session, work.auth, group_id, if_match, links)
+    service.delete_group(work.session, work.actor, group_id, if_match, links)
     return Response(status_code=204)

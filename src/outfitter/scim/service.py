@@ -17,7 +17,6 @@ from sqlalchemy.orm.attributes import flag_modified
 
 from outfitter.core.errors import NotFound
 from outfitter.db.tenancy import parse_uuid
-from outfitter.http.auth import AuthContext
 from outfitter.models import Department, Employee
 from outfitter.models.events import EventType
 from outfitter.payments.gateways import GatewayRegistry
@@ -30,6 +29,7 @@ from outfitter.scim.discovery import MAX_RESULTS
 from outfitter.scim.responses import check_version
 from outfitter.scim.settings import settings_of
 from outfitter.scim.users import Links
+from outfitter.tenants.actor import Actor
 
 MAX_MEMBERS = 1000  # as the department endpoints (DepartmentPatch.member_ids)
 _DEPARTMENT_NAME: TypeAdapter[str] = TypeAdapter(DepartmentName)
@@ -84,18 +84,18 @@ def get_user(session: Session, user_id: str, links: Links) -> dict[str, Any]:
     return users.render(provisioning.get_provisioned(session, user_id), links)
 
 
-def create_user(session: Session, auth: AuthContext, body: Any, links: Links) -> dict[str, Any]:
+def create_user(session: Session, actor: Actor, body: Any, links: Links) -> dict[str, Any]:
     user = users.parse(body, Context.RESOURCE_CREATION_REQUEST)
     employee = provisioning.create(
-        session, users.to_provisioned(session, user, None, _default_country(session, auth))
+        session, users.to_provisioned(session, user, None, _default_country(session, actor))
     )
-    provisioning.record_change(session, employee, EventType.EMPLOYEE_CREATED, auth.actor)
+    provisioning.record_change(session, employee, EventType.EMPLOYEE_CREATED, actor.name)
     return users.render(employee, links)
 
 
 def replace_user(
     session: Session,
-    auth: AuthContext,
+    actor: Actor,
     user_id: str,
     body: Any,
     if_match: str | None,
@@ -104,12 +104,12 @@ def replace_user(
 ) -> dict[str, Any]:
     employee = _locked_user(session, user_id, if_match, links)
     user = users.parse(body, Context.RESOURCE_REPLACEMENT_REQUEST)
-    return _write_user(session, auth, employee, user, links, gateways)
+    return _write_user(session, actor, employee, user, links, gateways)
 
 
 def patch_user(
     session: Session,
-    auth: AuthContext,
+    actor: Actor,
     user_id: str,
     body: Any,
     if_match: str | None,
@@ -125,12 +125,12 @@ def patch_user(
     locked = users.render(employee, links)
     if locked["meta"]["version"] != read["meta"]["version"]:
         patched = patching.apply(users.parse(_without_meta(locked), Context.DEFAULT), operations)
-    return _write_user(session, auth, employee, patched, links, gateways)
+    return _write_user(session, actor, employee, patched, links, gateways)
 
 
 def delete_user(
     session: Session,
-    auth: AuthContext,
+    actor: Actor,
     user_id: str,
     if_match: str | None,
     links: Links,
@@ -138,7 +138,7 @@ def delete_user(
 ) -> None:
     employee = _locked_user(session, user_id, if_match, links)
     if provisioning.deprovision(session, employee) == Change.OFFBOARDED:
-        offboarding.offboard(session, auth, employee, gateways)
+        offboarding.offboard(session, actor, employee, gateways)
 
 
 def _locked_user(session: Session, user_id: str, if_match: str | None, links: Links) -> Employee:
@@ -150,24 +150,24 @@ def _locked_user(session: Session, user_id: str, if_match: str | None, links: Li
 
 def _write_user(
     session: Session,
-    auth: AuthContext,
+    actor: Actor,
     employee: Employee,
     user: users.ScimUser,
     links: Links,
     gateways: GatewayRegistry,
 ) -> dict[str, Any]:
-    wanted = users.to_provisioned(session, user, employee, _default_country(session, auth))
+    wanted = users.to_provisioned(session, user, employee, _default_country(session, actor))
     change = provisioning.update(session, employee, wanted)
     if change == Change.UPDATED:
-        provisioning.record_change(session, employee, EventType.EMPLOYEE_UPDATED, auth.actor)
+        provisioning.record_change(session, employee, EventType.EMPLOYEE_UPDATED, actor.name)
     elif change == Change.OFFBOARDED:
-        offboarding.offboard(session, auth, employee, gateways)
+        offboarding.offboard(session, actor, employee, gateways)
     return users.render(employee, links)
 
 
-def _default_country(session: Session, auth: AuthContext) -> Callable[[], str | None]:
+def _default_country(session: Session, actor: Actor) -> Callable[[], str | None]:
     """The company's default country for users sent without one, read only if one is needed."""
-    return lambda: settings_of(session, auth.company_id).default_country
+    return lambda: settings_of(session, actor.company_id).default_country
 
 
 def _without_meta(resource: Mapping[str, Any]) -> dict[str, Any]:
@@ -191,11 +191,11 @@ def get_group(session: Session, group_id: str, links: Links) -> dict[str, Any]:
     return groups.render(department, groups.members_of(session, [department.id])[department.id], links)
 
 
-def create_group(session: Session, auth: AuthContext, body: Any, links: Links) -> dict[str, Any]:
+def create_group(session: Session, actor: Actor, body: Any, links: Links) -> dict[str, Any]:
     group = groups.parse(body, Context.RESOURCE_CREATION_REQUEST)
     _check_group_external_id(session, group, None)
     created = departments.create_department(
-        session, auth, DepartmentCreate(name=_display_name(group), member_ids=_members(session, group))
+        session, actor, DepartmentCreate(name=_display_name(group), member_ids=_members(session, group))
     )
     department = _live_group(session, str(created.id))
     if group.external_id:  # part of the creation: lastModified stays `created`, the UPDATE
@@ -205,16 +205,16 @@ def create_group(session: Session, auth: AuthContext, body: Any, links: Links) -
 
 
 def replace_group(
-    session: Session, auth: AuthContext, group_id: str, body: Any, if_match: str | None, links: Links
+    session: Session, actor: Actor, group_id: str, body: Any, if_match: str | None, links: Links
 ) -> dict[str, Any]:
     department = _locked_group(session, group_id, if_match, links)
     return _write_group(
-        session, auth, department, groups.parse(body, Context.RESOURCE_REPLACEMENT_REQUEST), links
+        session, actor, department, groups.parse(body, Context.RESOURCE_REPLACEMENT_REQUEST), links
     )
 
 
 def patch_group(
-    session: Session, auth: AuthContext, group_id: str, body: Any, if_match: str | None, links: Links
+    session: Session, actor: Actor, group_id: str, body: Any, if_match: str | None, links: Links
 ) -> dict[str, Any]:
     """The operations applied to the Group as read, then the row locked for the write only (a
     REST change of the department waits for no PATCH's work); if the Group changed in between,
@@ -229,15 +229,13 @@ def patch_group(
     check_version(if_match, locked)
     if locked["meta"]["version"] != read["meta"]["version"]:
         patched = patching.apply_to_group(groups.parse(_without_meta(locked), Context.DEFAULT), operations)
-    return _write_group(session, auth, department, patched, links)
+    return _write_group(session, actor, department, patched, links)
 
 
-def delete_group(
-    session: Session, auth: AuthContext, group_id: str, if_match: str | None, links: Links
-) -> None:
+def delete_group(session: Session, actor: Actor, group_id: str, if_match: str | None, links: Links) -> None:
     department = _locked_group(session, group_id, if_match, links)
     department.external_id = None  # free for a Group made later
-    departments.delete_department(session, auth, group_id)
+    departments.delete_department(session, actor, group_id)
 
 
 def _live_group(session: Session, group_id: str, for_update: bool = False) -> Department:
@@ -255,7 +253,7 @@ def _locked_group(session: Session, group_id: str, if_match: str | None, links: 
 
 
 def _write_group(
-    session: Session, auth: AuthContext, department: Department, group: Group, links: Links
+    session: Session, actor: Actor, department: Department, group: Group, links: Links
 ) -> dict[str, Any]:
     """Write the name, members and externalId `group` asks for; the department event when the name
     or members change (externalId is not part of the department the API shows)."""
@@ -269,7 +267,7 @@ def _write_group(
     if set(members) != set(current):
         changes["member_ids"] = members
     if changes:
-        departments.update_department(session, auth, str(department.id), DepartmentPatch(**changes))
+        departments.update_department(session, actor, str(department.id), DepartmentPatch(**changes))
     _set_external_id(session, department, group.external_id)
     return get_group(session, str(department.id), links)
 
