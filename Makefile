@@ -36,13 +36,14 @@ run: install
 ## required in CI). One process: make test PYTEST_ARGS=
 PYTEST_ARGS ?= -n 2 --dist worksteal
 test: install-dev lint
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest $(PYTEST_ARGS) --ignore=tests/architecture
 
 lint: install-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/pytest -q -p no:cacheprovider -n 0 --noconftest tests/architecture  # no circle, no private API
 
 clean:
 	rm -rf $(VENV) outfitter.db .pytest_cache .mypy_cache .ruff_cache
