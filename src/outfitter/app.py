@@ -48,6 +48,8 @@ from outfitter.webhooks.router import router as webhooks_router
 API_PREFIX = "/api/v2"
 # The only paths whose body is a CSV file (text/csv, up to MAX_IMPORT_BYTES), not JSON.
 CSV_IMPORT_PATHS = ("/client/employees/import", "/client/equipment/import")
+# The console's uploads of the same files (multipart forms), held to the same size.
+CONSOLE_CSV_IMPORT_PATHS = ("/console/employees/import",)
 
 logger = logging.getLogger("outfitter")
 
@@ -107,7 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         BodyLimitMiddleware,
         max_bytes=settings.max_body_bytes,
-        csv_paths=frozenset(API_PREFIX + path for path in CSV_IMPORT_PATHS),
+        csv_paths=frozenset((*(API_PREFIX + path for path in CSV_IMPORT_PATHS), *CONSOLE_CSV_IMPORT_PATHS)),
         csv_max_bytes=MAX_IMPORT_BYTES,
     )
     app.add_middleware(HeadAsGetMiddleware)
