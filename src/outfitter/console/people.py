@@ -271,7 +271,7 @@ def import_employees(
             problem = f"The file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB: split it in parts."
             return _import_page(request, work, ImportOutcome(checking, problem=problem), 413)
         try:
-            result = imports.import_employees(work.session, work.auth.actor, data, dry_run=checking)
+            result = imports.import_employees(work.session, work.actor, data, dry_run=checking)
         except (ValidationFailed, Conflict) as exc:
             work.session.rollback()  # all or nothing: not one employee of the file stays
             outcome = ImportOutcome(checking, errors=_row_errors(exc.errors or {}), problem=exc.message)
@@ -343,7 +343,7 @@ def create_employee(request: Request, values: Fields) -> Response:
         if errors:
             return _employee_form(request, work, values, errors, 422)
         try:
-            employee = employee_service.create_employee(work.session, created, work.auth.actor)
+            employee = employee_service.create_employee(work.session, work.actor, created)
         except (ValidationFailed, Conflict) as exc:
             work.session.rollback()  # nothing of the refused create stays
             return _employee_form(request, work, values, _domain_errors(exc, "email"), exc.status_code)
@@ -399,7 +399,7 @@ def update_employee(request: Request, employee_id: str, values: Fields) -> Respo
         if errors:
             return _employee_form(request, work, shown, errors, 422, employee)
         try:
-            employee_service.update_employee(work.session, employee_id, patch, work.auth.actor)
+            employee_service.update_employee(work.session, work.actor, employee_id, patch)
         except NotFound:
             raise
         except (ValidationFailed, Conflict) as exc:
@@ -418,7 +418,7 @@ def delete_employee(request: Request, employee_id: str, csrf_token: FormText = "
         if refused:
             return refused
         try:
-            employee_service.delete_employee(work.session, employee_id, work.auth.actor)
+            employee_service.delete_employee(work.session, work.actor, employee_id)
         except Conflict as exc:  # they still hold devices: the API's reason, nothing changed
             work.session.rollback()
             return _employee(request, work, employee_id, 409, exc.message)
@@ -437,7 +437,7 @@ def _departments(
 ) -> Response:
     number = _whole(request.query_params.get("page"), 1)
     records, result = department_service.list_departments(
-        work.session, work.auth, PageParams(page=number, per_page=PER_PAGE_CHOICES[0])
+        work.session, work.actor, PageParams(page=number, per_page=PER_PAGE_CHOICES[0])
     )
     return render(
         request,
@@ -493,7 +493,7 @@ def create_department(request: Request, values: Fields) -> Response:
         if errors:
             return _departments(request, work, 422, values, errors)
         try:
-            department = department_service.create_department(work.session, work.auth, body)
+            department = department_service.create_department(work.session, work.actor, body)
         except (ValidationFailed, Conflict) as exc:
             work.session.rollback()
             return _departments(request, work, exc.status_code, values, _domain_errors(exc, "name"))
@@ -508,7 +508,7 @@ def _department(
     values: Mapping[str, str] | None = None,
     errors: Mapping[str, str] | None = None,
 ) -> Response:
-    department = department_service.get_department(work.session, work.auth, department_id)
+    department = department_service.get_department(work.session, work.actor, department_id)
     head_email = next((member.email for member in department.members if member.id == department.head.id), "")
     if department.head.id is not None and not head_email:
         head = employee_service.get_employee(work.session, str(department.head.id))
@@ -543,13 +543,13 @@ def _change_department(
 ) -> Response | None:
     """Apply `patch` through the department service; the page again (with the reasons beside the
     fields, nothing changed) when refused, None when done."""
-    current = department_service.get_department(work.session, work.auth, department_id)  # 404 first
+    current = department_service.get_department(work.session, work.actor, department_id)  # 404 first
     body, invalid = _validated(DepartmentPatch, patch)
     errors = {**invalid, **(errors or {})}
     status = 422
     if not errors:
         try:
-            department_service.update_department(work.session, work.auth, department_id, body)
+            department_service.update_department(work.session, work.actor, department_id, body)
             return None
         except NotFound:
             raise
@@ -566,7 +566,7 @@ def update_department(request: Request, department_id: str, values: Fields) -> R
         refused = _refused(request, work)
         if refused:
             return refused
-        department_service.get_department(work.session, work.auth, department_id)  # 404 before anything
+        department_service.get_department(work.session, work.actor, department_id)  # 404 before anything
         head_id, errors = _head_id(work.session, values.get("head", ""))
         patch = {"name": values.get("name", ""), "head_id": head_id}
         shown = _change_department(request, work, department_id, patch, values, errors)
@@ -576,7 +576,7 @@ def update_department(request: Request, department_id: str, values: Fields) -> R
 
 
 def _member_ids(work: ConsoleWork, department_id: str) -> list[str]:
-    department = department_service.get_department(work.session, work.auth, department_id)
+    department = department_service.get_department(work.session, work.actor, department_id)
     return [str(member.id) for member in department.members]
 
 
@@ -627,5 +627,5 @@ def delete_department(request: Request, department_id: str, csrf_token: FormText
         refused = _refused(request, work)
         if refused:
             return refused
-        department_service.delete_department(work.session, work.auth, department_id)
+        department_service.delete_department(work.session, work.actor, department_id)
     return redirect(f"{MOUNT_PATH}/departments?deleted=1")
