@@ -415,3 +415,19 @@ def test_names_like_scripts_show_as_text(app: FastAPI, engine: Engine, api: Api)
         text = ada.get(path).text
         assert name not in text, path
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text or "\\u003cscript\\u003e" in text, path
+
+
+@pytest.mark.one_database  # the body limit is the middleware's, the same on either database
+def test_the_import_form_takes_files_over_the_pages_1_mib(app: FastAPI, engine: Engine, api: Api) -> None:
+    ada = sign_up(app, engine, api.company_id, "ada@example.com")
+    header = "first_name,last_name,email,country_id,phone,address\n"
+    rows = "".join(
+        f"Person,N{n},p{n}@acme.example,NG,+234 801 234 5678,1 Marina Road Lagos\n" for n in range(20_000)
+    )
+    assert len(header + rows) > 1024 * 1024
+    files = {"file": ("people.csv", (header + rows).encode(), "text/csv")}
+    checked = ada.post(
+        "/employees/import", {"csrf_token": ada.csrf("/employees/import"), "dry_run": "1"}, files=files
+    )
+    assert checked.status_code == 422 and "10,000" in checked.text  # the importer's own limit, not a 413
+    assert employee_count(api) == 0
