@@ -24,6 +24,7 @@ SUBJECT_ANSWERS = {
     "transaction": "TransactionOut",
     "order": "OrderOut",
     "wallet": "WalletOut",
+    "console_user": "ConsoleUserOut",
 }
 
 

@@ -25,7 +25,9 @@ from sqlalchemy.orm import Session
 from outfitter.core.errors import Conflict, NotFound
 from outfitter.db.base import utcnow
 from outfitter.db.tenancy import bind_company, parse_uuid
-from outfitter.models import Company, ConsoleRole, ConsoleSession, ConsoleUser
+from outfitter.events.schemas import ConsoleUserOut
+from outfitter.models import Company, ConsoleRole, ConsoleSession, ConsoleSettings, ConsoleUser, EventType
+from outfitter.outbox import as_event_data, record_event
 
 INVITE_VALID_FOR = timedelta(hours=72)
 IDLE_TIMEOUT = timedelta(hours=2)
@@ -35,11 +37,37 @@ SEEN_RESOLUTION = timedelta(minutes=1)
 MIN_PASSWORD_LENGTH = 12
 MAX_PASSWORD_LENGTH = 256
 MAX_EMAIL_LENGTH = 320
+MAX_USER_AGENT_LENGTH = 300
+# The second step of a sign-in (the TOTP code) must come this soon after the password.
+CODE_WAIT = timedelta(minutes=5)
+OPERATOR_ACTOR = "operator"  # an invite made by the CLI
 
 # argon2-cffi's defaults are RFC 9106's second recommendation (argon2id, 64 MiB, 3 passes).
 _hasher = PasswordHasher()
 # Verified when no user has the email, so a wrong email costs what a wrong password does.
 _UNUSED_HASH = _hasher.hash(secrets.token_urlsafe(16))
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def password_matches(stored: str | None, password: str) -> bool:
+    """Whether `password` is the one `stored` hashes; a user without a password is checked against a
+    dummy hash, so that the answer takes the same time."""
+    try:
+        matched: bool = _hasher.verify(stored or _UNUSED_HASH, password[:MAX_PASSWORD_LENGTH])
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return False
+    return matched and stored is not None
+
+
+def record_user_event(session: Session, type: EventType, user: ConsoleUser, actor: str) -> None:
+    """A `console_user.*` event in the change's own transaction (it reaches webhooks like any):
+    the user as `ConsoleUserOut` shows them, which holds no secret."""
+    session.flush()
+    data = as_event_data(ConsoleUserOut, user)
+    record_event(session, type, user.id, data, actor=actor, company_id=user.company_id)
 
 
 def digest(secret: str) -> str:
@@ -88,9 +116,12 @@ class Invite:
     expires_at: datetime
 
 
-def invite(session: Session, company_id: uuid.UUID, email: str, role: ConsoleRole) -> Invite:
+def invite(
+    session: Session, company_id: uuid.UUID, email: str, role: ConsoleRole, actor: str = OPERATOR_ACTOR
+) -> Invite:
     """Invite `email` to `company_id`'s console (or invite again one who has not signed up: the
-    earlier link stops working). `session` is bound to the company, or across companies."""
+    earlier link stops working), recorded as `console_user.invited` by `actor`. `session` is bound
+    to the company, or across companies."""
     problem = email_problem(email)
     if problem:
         raise InviteRefused(problem)
@@ -128,6 +159,9 @@ def invite(session: Session, company_id: uuid.UUID, email: str, role: ConsoleRol
             .where(ConsoleUser.id == user_id)
             .values(role=role, invite_hash=digest(token), invite_expires_at=expires_at, deactivated_at=None)
         )
+    invited_user = session.get(ConsoleUser, user_id, populate_existing=True)
+    assert invited_user is not None
+    record_user_event(session, EventType.CONSOLE_USER_INVITED, invited_user, actor)
     return Invite(user_id, email, role, token, expires_at)
 
 
@@ -168,7 +202,7 @@ def accept_invite(session: Session, who: Invited, password: str) -> None:
     session.execute(
         update(ConsoleUser)
         .where(ConsoleUser.id == who.user_id)
-        .values(password_hash=_hasher.hash(password), invite_hash=None, invite_expires_at=None)
+        .values(password_hash=hash_password(password), invite_hash=None, invite_expires_at=None)
     )
 
 
@@ -183,10 +217,17 @@ class SignedIn:
     role: ConsoleRole
     session_hash: str
     csrf_token: str
+    totp_enabled: bool = False
+    totp_required: bool = False  # by the company's console settings
 
     @property
     def is_admin(self) -> bool:
         return self.role == ConsoleRole.ADMIN
+
+    @property
+    def must_enrol(self) -> bool:
+        """The company requires a second factor and this user has none yet."""
+        return self.totp_required and not self.totp_enabled
 
     @property
     def actor(self) -> str:
@@ -206,20 +247,23 @@ def check_password(session: Session, email: str, password: str) -> tuple[uuid.UU
         )
         .first()
     )
-    stored = row.password_hash if row is not None and row.password_hash else _UNUSED_HASH
-    matched: bool
-    try:
-        matched = _hasher.verify(stored, password[:MAX_PASSWORD_LENGTH])
-    except (VerifyMismatchError, VerificationError, InvalidHashError):
-        matched = False
-    if not matched or row is None or row.password_hash is None or row.deactivated_at is not None:
+    matched = password_matches(row.password_hash if row is not None else None, password)
+    if not matched or row is None or row.deactivated_at is not None:
         return None
     return row.id, row.company_id
 
 
-def open_session(session: Session, user_id: uuid.UUID, company_id: uuid.UUID) -> str:
+def open_session(
+    session: Session,
+    user_id: uuid.UUID,
+    company_id: uuid.UUID,
+    user_agent: str | None = None,
+    awaiting_code: bool = False,
+) -> str:
     """A new session for the user (binding `session` to their company); the cookie's value. A new
-    id at every sign-in, whatever the browser sent: a planted id never becomes a signed-in one."""
+    id at every sign-in, whatever the browser sent: a planted id never becomes a signed-in one.
+    `awaiting_code`: the password was right and the TOTP code is still to come (for CODE_WAIT);
+    such a session signs no one in (`resume` refuses it)."""
     bind_company(session, company_id)
     session_id = secrets.token_urlsafe(32)
     now = utcnow()
@@ -230,8 +274,10 @@ def open_session(session: Session, user_id: uuid.UUID, company_id: uuid.UUID) ->
             csrf_token=secrets.token_urlsafe(32),
             created_at=now,
             last_seen_at=now,
-            idle_expires_at=now + IDLE_TIMEOUT,
-            expires_at=now + ABSOLUTE_TIMEOUT,
+            idle_expires_at=now + (CODE_WAIT if awaiting_code else IDLE_TIMEOUT),
+            expires_at=now + (CODE_WAIT if awaiting_code else ABSOLUTE_TIMEOUT),
+            user_agent=(user_agent or None) and user_agent[:MAX_USER_AGENT_LENGTH],
+            awaiting_code=awaiting_code,
         )
     )
     session.flush()
@@ -245,22 +291,27 @@ _SESSION_WITH_USER = (
         ConsoleSession.last_seen_at,
         ConsoleSession.idle_expires_at,
         ConsoleSession.expires_at,
+        ConsoleSession.awaiting_code,
         ConsoleUser.id.label("user_id"),
         ConsoleUser.email,
         ConsoleUser.role,
         ConsoleUser.deactivated_at,
+        ConsoleUser.totp_enabled_at,
         Company.id.label("company_id"),
         Company.name.label("company_name"),
+        ConsoleSettings.require_totp,
     )
     .join(ConsoleUser, ConsoleUser.id == ConsoleSession.user_id)
     .join(Company, Company.id == ConsoleSession.company_id)
+    .outerjoin(ConsoleSettings, ConsoleSettings.company_id == ConsoleSession.company_id)
     .where(ConsoleSession.id_hash == bindparam("id_hash"))
 )
 
 
 def resume(session: Session, session_id: str | None) -> SignedIn | None:
     """The signed-in user of the cookie's session, with `session` bound to their company; None for
-    no cookie, an unknown session, an expired one or a deactivated user."""
+    no cookie, an unknown session, an expired one, one still awaiting its TOTP code, or a
+    deactivated user."""
     if not session_id or len(session_id) > 100:
         return None
     id_hash = digest(session_id)
@@ -269,6 +320,8 @@ def resume(session: Session, session_id: str | None) -> SignedIn | None:
         return None
     now = utcnow()
     if row.deactivated_at is not None or row.idle_expires_at <= now or row.expires_at <= now:
+        return None
+    if row.awaiting_code:
         return None
     bind_company(session, row.company_id)
     if now - row.last_seen_at >= SEEN_RESOLUTION:
@@ -285,6 +338,8 @@ def resume(session: Session, session_id: str | None) -> SignedIn | None:
         ConsoleRole(row.role),
         id_hash,
         row.csrf_token,
+        totp_enabled=row.totp_enabled_at is not None,
+        totp_required=bool(row.require_totp),
     )
 
 
@@ -321,10 +376,12 @@ def change_user(
     if role is not None and role != user.role:
         user.role = role
         end_sessions_of(session, user.id)  # their pages must not keep the old rights
+        record_user_event(session, EventType.CONSOLE_USER_ROLE_CHANGED, user, actor.actor)
     if deactivate and user.deactivated_at is None:
         user.deactivated_at = utcnow()
         user.invite_hash = None
         user.invite_expires_at = None
         end_sessions_of(session, user.id)
+        record_user_event(session, EventType.CONSOLE_USER_DEACTIVATED, user, actor.actor)
     session.flush()
     return user

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
-from outfitter.console import accounts, dashboard
+from outfitter.console import accounts, dashboard, security
 from outfitter.console.devices import (
     PER_PAGE_CHOICES,
     SORT_LABELS,
@@ -26,6 +26,7 @@ from outfitter.console.web import (
     ConsoleWork,
     CookiePolicy,
     CsrfRefused,
+    EnrolmentNeeded,
     SignInNeeded,
     anonymous_work,
     check_origin,
@@ -62,6 +63,11 @@ def page(endpoint: Callable[..., Response]) -> Callable[..., Response]:
             return endpoint(request, *args, **kwargs)
         except SignInNeeded:
             target = sign_in_url(request)
+            if request.headers.get("hx-request"):
+                return Response(status_code=204, headers={"HX-Redirect": target})
+            return redirect(target)
+        except EnrolmentNeeded:
+            target = f"{MOUNT_PATH}/profile?enrol=required"
             if request.headers.get("hx-request"):
                 return Response(status_code=204, headers={"HX-Redirect": target})
             return redirect(target)
@@ -131,10 +137,15 @@ def sign_in(
         old = accounts.resume(session, request.cookies.get(cookies.session_name))
         if old is not None:
             accounts.end_session(session, old)
-        session_id = accounts.open_session(session, *found)
-    response = redirect(safe_next(next))
+        # With TOTP on, this session only waits for the code (console/profile.py).
+        awaiting = security.has_totp(session, found[0])
+        session_id = accounts.open_session(session, *found, request.headers.get("user-agent"), awaiting)
+    if awaiting:
+        response = redirect(f"{MOUNT_PATH}/sign-in/code?{urlencode({'next': safe_next(next)})}")
+    else:
+        response = redirect(safe_next(next))
+        cookies.clear(response, PRE_SESSION_COOKIE)
     cookies.set(response, cookies.session_name, session_id)
-    cookies.clear(response, PRE_SESSION_COOKIE)
     return response
 
 
@@ -205,7 +216,9 @@ def accept_invite(
         if problem:
             return _invite_form(request, token, who, 422, problem)
         accounts.accept_invite(session, who, password)
-        session_id = accounts.open_session(session, who.user_id, who.company_id)
+        session_id = accounts.open_session(
+            session, who.user_id, who.company_id, request.headers.get("user-agent")
+        )
     response = redirect(f"{MOUNT_PATH}/")
     cookies.set(response, cookies.session_name, session_id)
     cookies.clear(response, PRE_SESSION_COOKIE)
@@ -308,6 +321,7 @@ def _users(
         user=work.user,
         nav="users",
         users=accounts.company_users(work.session),
+        require_totp=security.require_totp(work.session),
         roles=list(ConsoleRole),
         error=error,
         invited=invited,
@@ -341,7 +355,9 @@ def invite_user(
         if role not in set(ConsoleRole):
             return _users(request, work, 422, "Choose a role from the list.", email=email)
         try:
-            invite = accounts.invite(work.session, work.user.company_id, email, ConsoleRole(role))
+            invite = accounts.invite(
+                work.session, work.user.company_id, email, ConsoleRole(role), work.user.actor
+            )
         except accounts.InviteRefused as exc:
             return _users(request, work, 422, str(exc), email=email)
         link = accounts.sign_in_link(request.app.state.settings.public_url, invite.token)

@@ -50,6 +50,9 @@ SECURITY_HEADERS = {
 SIGN_IN_PER_ACCOUNT = "10/15minutes"
 SIGN_IN_PER_ADDRESS = "100/15minutes"
 PRE_SESSION_COOKIE = "outfitter_form"  # the sign-in and invite forms' token (no session yet)
+PROFILE_PATH = f"{MOUNT_PATH}/profile"
+# What a user whose company requires TOTP may reach before enrolling: their profile, and signing out.
+BEFORE_ENROLMENT = (PROFILE_PATH, f"{MOUNT_PATH}/sign-out")
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,10 @@ class CsrfRefused(Exception):
     """An unsafe request that failed the origin or token check."""
 
 
+class EnrolmentNeeded(Exception):
+    """The company requires a second factor and the user has none: the page sends them to enrol."""
+
+
 @dataclass
 class ConsoleWork:
     session: Session
@@ -147,6 +154,8 @@ def console_work(request: Request, form: dict[str, str] | None = None) -> Iterat
         user = accounts.resume(session, request.cookies.get(cookies.session_name))
         if user is None:
             raise SignInNeeded
+        if user.must_enrol and not request.url.path.startswith(BEFORE_ENROLMENT):
+            raise EnrolmentNeeded
         if unsafe:
             given = (form or {}).get("csrf_token") or request.headers.get("x-csrf-token")
             check_token(user.csrf_token, given)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from outfitter.core.schemas import Schema, Timestamp
+from outfitter.models.console import ConsoleRole
 from outfitter.models.events import EventType
 
 
@@ -19,3 +20,16 @@ class EventOut(Schema):
     actor: str | None
     created_at: Timestamp
     data: dict[str, Any]
+
+
+class ConsoleUserOut(Schema):
+    """The `data` of the `console_user.*` events: a console user as their company's admins see them.
+    No API answers console users; no secret (password hash, TOTP secret, invite) is ever in it."""
+
+    id: uuid.UUID
+    email: str
+    role: ConsoleRole
+    status: Literal["invited", "active", "deactivated"]
+    totp_enabled: bool
+    created_at: Timestamp
+    updated_at: Timestamp

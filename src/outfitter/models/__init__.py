@@ -17,7 +17,7 @@ from outfitter.models.catalog import (
     Currency,
     CurrencyStatus,
 )
-from outfitter.models.console import ConsoleRole, ConsoleSession, ConsoleUser
+from outfitter.models.console import ConsoleRole, ConsoleSession, ConsoleSettings, ConsoleUser
 from outfitter.models.equipment import (
     Equipment,
     EquipmentEvent,
@@ -95,6 +95,7 @@ __all__ = [
     "Company",
     "ConsoleRole",
     "ConsoleSession",
+    "ConsoleSettings",
     "ConsoleUser",
     "Country",
     "Currency",

@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import Index, String
+from sqlalchemy import BigInteger, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from outfitter.db.base import (
@@ -18,6 +18,7 @@ from outfitter.db.base import (
     company_key,
     company_reference,
     str_enum,
+    utcnow,
 )
 
 
@@ -41,6 +42,23 @@ class ConsoleUser(IdMixin, CompanyOwned, TimestampMixin, Base):
     invite_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
     invite_expires_at: Mapped[datetime | None]
     deactivated_at: Mapped[datetime | None]
+    # The TOTP second factor (RFC 6238): the shared secret (base32), set when enrolment starts and
+    # kept once a code confirms it (`totp_enabled_at`); the time step of the last code accepted, so
+    # that a code is used once.
+    totp_secret: Mapped[str | None] = mapped_column(String(64))
+    totp_enabled_at: Mapped[datetime | None]
+    totp_last_step: Mapped[int | None] = mapped_column(BigInteger)
+
+    @property
+    def totp_enabled(self) -> bool:
+        return self.totp_enabled_at is not None
+
+    @property
+    def status(self) -> str:
+        """`invited` (no password yet), `active` or `deactivated`."""
+        if self.deactivated_at is not None:
+            return "deactivated"
+        return "active" if self.password_hash else "invited"
 
 
 class ConsoleSession(CompanyOwned, Base):
@@ -61,3 +79,20 @@ class ConsoleSession(CompanyOwned, Base):
     last_seen_at: Mapped[datetime]
     idle_expires_at: Mapped[datetime]
     expires_at: Mapped[datetime]  # absolute: whatever the activity
+    user_agent: Mapped[str | None] = mapped_column(String(300))  # as the browser named itself
+    # The password was right and the second factor is still to come: this row signs no one in.
+    awaiting_code: Mapped[bool] = mapped_column(default=False)
+
+
+class ConsoleSettings(CompanyOwned, Base):
+    """A company's console settings, set by its admins on the Users page; no row means the
+    defaults. The company is its key (as `ScimSettings`)."""
+
+    __tablename__ = "console_settings"
+
+    company_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("companies.id", ondelete="CASCADE"), primary_key=True
+    )
+    # Every user must have a TOTP second factor: one without is sent to enrol before any page.
+    require_totp: Mapped[bool] = mapped_column(default=False)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

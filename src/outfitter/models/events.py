@@ -40,6 +40,13 @@ class EventType(StrEnum):
     ORDER_COMPLETED = "order.completed"
     WALLET_CREDITED = "wallet.credited"
     WALLET_DEBITED = "wallet.debited"
+    # The console's own users (docs/events.md): changes to who may sign in and how.
+    CONSOLE_USER_INVITED = "console_user.invited"
+    CONSOLE_USER_ROLE_CHANGED = "console_user.role_changed"
+    CONSOLE_USER_DEACTIVATED = "console_user.deactivated"
+    CONSOLE_USER_PASSWORD_CHANGED = "console_user.password_changed"
+    CONSOLE_USER_TOTP_ENABLED = "console_user.totp_enabled"
+    CONSOLE_USER_TOTP_DISABLED = "console_user.totp_disabled"
 
     @property
     def subject_type(self) -> str:

@@ -8,13 +8,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from decimal import Decimal
 
-from sqlalchemy import Select, delete, select
+from sqlalchemy import ColumnElement, Select, delete, exists, func, select
 from sqlalchemy.orm import Session, joinedload, selectinload
 
 from outfitter.core.errors import NotFound
 from outfitter.db.tenancy import CompanyRepository, parse_uuid
 from outfitter.models import (
+    STAGES,
     Equipment,
     EquipmentReservation,
     EquipmentStatus,
@@ -52,12 +54,25 @@ class TransactionRepository(CompanyRepository[Transaction]):
             statement = statement.where(Transaction.status == status)
         return statement
 
+    def fulfilled_since(self, since: datetime) -> Sequence[tuple[datetime, str, Decimal]]:
+        """(settled_at, currency, total_amount) of each transaction fulfilled since `since`."""
+        return self.session.execute(
+            select(Transaction.settled_at, Transaction.currency_code, Transaction.total_amount).where(
+                Transaction.status == TransactionStatus.FULFILLED, Transaction.settled_at >= since
+            )
+        ).all()  # type: ignore[return-value]  # settled_at is set on every fulfilled one
+
 
 class OrderRepository(CompanyRepository[Order]):
     model = Order
     label = "Order"
 
-    def listing(self, kind: OrderKind | None = None, status: OrderStatus | None = None) -> Select[Order]:
+    def listing(
+        self,
+        kind: OrderKind | None = None,
+        status: OrderStatus | None = None,
+        stage: OrderStage | None = None,
+    ) -> Select[Order]:
         statement = self.select(joinedload(Order.country), selectinload(Order.items)).order_by(
             Order.created_at.desc(), Order.id.desc()
         )
@@ -65,7 +80,23 @@ class OrderRepository(CompanyRepository[Order]):
             statement = statement.where(Order.kind == kind)
         if status is not None:
             statement = statement.where(Order.status == status)
+        if stage is not None:
+            statement = statement.where(*at_stage(stage))
         return statement
+
+    def awaiting_retrieval(self) -> int:
+        """How many devices retrievals in progress have still to collect (not yet `received`)."""
+        count = self.session.scalar(
+            select(func.count())
+            .select_from(OrderItem)
+            .join(Order, Order.id == OrderItem.order_id)
+            .where(
+                Order.kind == OrderKind.RETRIEVAL,
+                Order.status == OrderStatus.IN_PROGRESS,
+                OrderItem.stage.in_(PENDING_RETRIEVAL_STAGES),
+            )
+        )
+        return count or 0
 
     def get_full(self, order_id: str) -> Order:
         return self.get(order_id, joinedload(Order.country), selectinload(Order.items))
@@ -77,6 +108,25 @@ class OrderRepository(CompanyRepository[Order]):
             select(Order.transaction_id, Order.id).where(Order.transaction_id.in_(transaction_ids))
         ).all()
         return {transaction_id: order_id for transaction_id, order_id in rows}
+
+
+def order_stage(kind: OrderKind, item_stages: Iterable[OrderStage]) -> OrderStage | None:
+    """An order's stage: its least advanced item's (what it still waits for); `at_stage` is the
+    same rule as a query."""
+    path = STAGES[kind]
+    return min(item_stages, key=path.index, default=None)
+
+
+def at_stage(stage: OrderStage) -> tuple[ColumnElement[bool], ...]:
+    """The orders whose least advanced item is at `stage`: an item there, and none behind it."""
+    path = next(path for path in STAGES.values() if stage in path)
+    behind = path[: path.index(stage)]
+    conditions: list[ColumnElement[bool]] = [
+        exists().where(OrderItem.order_id == Order.id, OrderItem.stage == stage)
+    ]
+    if behind:
+        conditions.append(~exists().where(OrderItem.order_id == Order.id, OrderItem.stage.in_(behind)))
+    return tuple(conditions)
 
 
 def find_by_ref(session: Session, tx_ref: str) -> Transaction | None:

@@ -10,7 +10,7 @@ from outfitter.core.schemas import Envelope, ErrorEnvelope, error_responses, lis
 from outfitter.http.openapi import id_path
 from outfitter.http.pagination import SyncListing
 from outfitter.http.unit_of_work import AcrossCompanies, ClientWork, ReadAccess, UnitOfWorkRoute, WriteAccess
-from outfitter.models import OrderKind, OrderStatus, TransactionStatus, WebhookOutcome
+from outfitter.models import OrderKind, OrderStage, OrderStatus, TransactionStatus, WebhookOutcome
 from outfitter.payments import initiate, offboard, service
 from outfitter.payments.drafts import Complete, Draft, open_checkout
 from outfitter.payments.fulfilment import settle
@@ -62,6 +62,9 @@ _DEPRECATED_INITIATE = (
 StatusFilter = Annotated[TransactionStatus | None, Query(description="Only transactions in this status")]
 OrderKindFilter = Annotated[OrderKind | None, Query(description="Only orders of this kind")]
 OrderStatusFilter = Annotated[OrderStatus | None, Query(description="Only orders in this status")]
+OrderStageFilter = Annotated[
+    OrderStage | None, Query(description="Only orders whose least advanced item is at this stage")
+]
 
 
 def _initiated(
@@ -187,9 +190,12 @@ def list_orders(
     pagination: SyncListing,
     kind: OrderKindFilter = None,
     status: OrderStatusFilter = None,
+    stage: OrderStageFilter = None,
 ) -> dict[str, object]:
-    """A page of the company's orders, newest first, filtered by kind and status."""
-    return ok(service.list_orders(client.session, pagination, kind, status), "Orders fetched successfully.")
+    """A page of the company's orders, newest first, filtered by kind, status and stage."""
+    return ok(
+        service.list_orders(client.session, pagination, kind, status, stage), "Orders fetched successfully."
+    )
 
 
 @router.get(

@@ -8,6 +8,8 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import update
@@ -21,6 +23,7 @@ from outfitter.db.tenancy import bind_company
 from outfitter.models import (
     Order,
     OrderKind,
+    OrderStage,
     OrderStatus,
     Transaction,
     TransactionStatus,
@@ -179,12 +182,44 @@ def list_transactions(
 
 
 def list_orders(
-    session: Session, params: ListParams, kind: OrderKind | None = None, status: OrderStatus | None = None
+    session: Session,
+    params: ListParams,
+    kind: OrderKind | None = None,
+    status: OrderStatus | None = None,
+    stage: OrderStage | None = None,
 ) -> dict[str, Any]:
     order = list_order(session, Order, params)
-    statement = OrderRepository(session).listing(kind, status).where(*order.conditions)
+    statement = OrderRepository(session).listing(kind, status, stage).where(*order.conditions)
     page = list_page(session, statement, order.keyset, params)
     return page.body([order_out(order) for order in page.items])
+
+
+def last_months(count: int, now: datetime) -> list[datetime]:
+    """The first instant (UTC) of each of the last `count` months, the current one last."""
+    now = now.astimezone(UTC)
+    index = now.year * 12 + now.month - 1
+    return [datetime(i // 12, i % 12 + 1, 1, tzinfo=UTC) for i in range(index - count + 1, index + 1)]
+
+
+def spend_by_month(session: Session, months: int, now: datetime) -> dict[str, list[tuple[datetime, Decimal]]]:
+    """Per currency, the total of the transactions fulfilled in each of the last `months` months
+    (by when they were paid), the oldest month first: the sums of `GET /client/transactions`'
+    `total_amount`s, exact (Decimal)."""
+    starts = last_months(months, now)
+    sums: dict[str, dict[datetime, Decimal]] = {}
+    for settled_at, currency, total in TransactionRepository(session).fulfilled_since(starts[0]):
+        settled = settled_at.astimezone(UTC)
+        month = datetime(settled.year, settled.month, 1, tzinfo=UTC)
+        per_month = sums.setdefault(currency, {})
+        per_month[month] = per_month.get(month, Decimal(0)) + total
+    return {
+        currency: [(start, per_month.get(start, Decimal(0))) for start in starts]
+        for currency, per_month in sorted(sums.items())
+    }
+
+
+def awaiting_retrieval(session: Session) -> int:
+    return OrderRepository(session).awaiting_retrieval()
 
 
 def get_order(session: Session, order_id: str) -> OrderOut:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from outfitter.equipment.schemas import EquipmentOut
+from outfitter.events.schemas import ConsoleUserOut
 from outfitter.http.openapi import example_of
 from outfitter.models import PING_EVENT_TYPE, EventType
 from outfitter.payments.schemas import OrderOut, TransactionOut, WalletOut
@@ -28,7 +29,10 @@ SUBJECT_SCHEMAS: dict[str, type[BaseModel]] = {
     "transaction": TransactionOut,
     "order": OrderOut,
     "wallet": WalletOut,
+    "console_user": ConsoleUserOut,
 }
+# Subjects no API operation answers (the console's users): their components are added here.
+EVENT_ONLY_SCHEMAS: tuple[type[BaseModel], ...] = (ConsoleUserOut,)
 _PING_DATA = {
     "type": "object",
     "properties": {"endpoint_id": {"type": "string", "format": "uuid"}, "url": {"type": "string"}},
@@ -78,6 +82,10 @@ def add_webhooks(document: dict[str, Any], timeout_seconds: float) -> None:
     """Add the payload components and the `webhooks` section to a completed document; a receiver
     has `timeout_seconds` (the operator's OUTFITTER_WEBHOOK_TIMEOUT_SECONDS) to answer."""
     schemas: dict[str, Any] = document["components"]["schemas"]
+    for model in EVENT_ONLY_SCHEMAS:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}", mode="serialization")
+        schemas.update(schema.pop("$defs", {}))
+        schemas.setdefault(model.__name__, schema)
     webhooks: dict[str, Any] = {}
     for event_type in [*(str(member) for member in EventType), PING_EVENT_TYPE]:
         if event_type == PING_EVENT_TYPE:
