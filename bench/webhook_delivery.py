@@ -9,6 +9,10 @@
    delivery received) and the lag of each delivery (its event's created_at -> received by the
    receiver), p50 and p99. Then the lag at a steady rate (default 200 events/s, one event per
    commit, on a fixed schedule) with `--steady-workers` workers (what a receiver sees day to day).
+   The two cases also run as a backlog (unless `--no-backlog`): every event is committed before
+   the workers start, and deliveries per second count from the first one received, so that the
+   rate is the workers' own, not bounded by how fast this script commits on a busy machine. Each
+   line also gives the workers' CPU time per delivery (user + system), which load moves less.
 2. Write cost: the latency of POST /client/employees with no endpoint registered and with one,
    so the fan-out's share of a write request shows (one indexed SELECT, plus one INSERT when an
    endpoint wants the event). Before the events branch is merged, employee create records no event;
@@ -17,7 +21,7 @@
 
     .venv/bin/python bench/webhook_delivery.py [--events 10000] [--rounds 3] [--companies 20]
         [--workers 1,2] [--requests 300] [--rate 200 --paced-events 2000 --steady-workers 1]
-        [--concurrency 32] [--receiver-port 0] [--no-write-cost]
+        [--concurrency 32] [--receiver-port 0] [--no-write-cost] [--no-backlog]
         [--postgres postgresql://127.0.0.1:5432/postgres]
 
 The endpoints keep their default concurrency (16 sends in flight at most), the workers theirs (32).
@@ -139,11 +143,13 @@ def deliver(
     port: int,
     rate: float | None = None,
     companies: int = 1,
+    backlog: bool = False,
 ) -> dict[str, float]:
     """`rate` None: the events are committed as fast as possible, in batches of 100 (a burst: the
     lag is mostly queueing). A rate: one event per commit, the n-th at start + n / `rate` (the lag
     of workers that keep up). `companies`: each with an endpoint of its own, the commits dealt
-    among them in turn."""
+    among them in turn. `backlog`: the workers start once every event is committed, and the
+    deliveries per second count from the first received (the workers' own pace, not the commits')."""
     engine = make_engine(database_url)
     log = run / f"received-{uuid.uuid4().hex[:8]}.log"
     env = {
@@ -156,7 +162,7 @@ def deliver(
     with receiver(port or free_port(), log) as url:
         with Session(engine) as session, session.begin():
             company_ids = [company_with_endpoint(session, f"{url}/{n}")[0] for n in range(companies)]
-        processes = [start_worker(env) for _ in range(workers)]
+        processes = [] if backlog else [start_worker(env) for _ in range(workers)]
         created: dict[str, datetime] = {}
         began = time.monotonic()
         start = 0
@@ -172,6 +178,8 @@ def deliver(
                 record_events(session, batch)
             start += size
         committing = time.monotonic() - began
+        if backlog:  # every event committed: the workers start now
+            processes = [start_worker(env) for _ in range(workers)]
         with Session(engine) as session:
             for event_id, at in session.execute(select(Event.id, Event.created_at)):
                 created[str(event_id)] = at
@@ -202,7 +210,8 @@ def deliver(
         )
     engine.dispose()
     lags = sorted(received[key] - created[key].timestamp() for key in received)
-    first = min(at.timestamp() for at in created.values())
+    # A backlog counts from its first delivery received: a worker's start-up is no part of its rate.
+    first = min(received.values()) if backlog else min(at.timestamp() for at in created.values())
     return {
         "received": len(received),
         "committed_per_second": events / committing,
@@ -314,17 +323,27 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32, help="OUTFITTER_WORKER_CONCURRENCY")
     parser.add_argument("--receiver-port", type=int, default=0, help="0: any free port")
     parser.add_argument("--no-write-cost", action="store_true", help="skip part 2")
+    parser.add_argument("--no-backlog", action="store_true", help="only the burst cases")
     parser.add_argument("--postgres", default="postgresql://127.0.0.1:5432/postgres")
     args = parser.parse_args()
     port = args.receiver_port
-    cases = {"1 company, 1 endpoint": 1, f"{args.companies} companies, 1 endpoint each": args.companies}
+    cases = {
+        (kind, label): (companies, kind == "backlog")
+        for kind in ("burst", "backlog")
+        for label, companies in (
+            ("1 company, 1 endpoint", 1),
+            (f"{args.companies} companies, 1 endpoint each", args.companies),
+        )
+        if kind == "burst" or not args.no_backlog
+    }
     with scratch_postgres(args.postgres) as database_url, tempfile.TemporaryDirectory() as scratch:
         upgrade(make_engine(Settings(database_url=database_url).database_url))
         database_url = Settings(database_url=database_url).database_url
         for workers in (int(count) for count in args.workers.split(",")):
-            rates: dict[str, list[float]] = {label: [] for label in cases}
+            rates: dict[tuple[str, str], list[float]] = {case: [] for case in cases}
+            cpu: dict[tuple[str, str], list[float]] = {case: [] for case in cases}
             for round_ in range(1, args.rounds + 1):
-                for label, companies in cases.items():
+                for (kind, label), (companies, backlog) in cases.items():
                     figures = deliver(
                         database_url,
                         args.events,
@@ -333,18 +352,21 @@ def main() -> None:
                         args.concurrency,
                         port,
                         companies=companies,
+                        backlog=backlog,
                     )
-                    rates[label].append(figures["per_second"])
+                    rates[kind, label].append(figures["per_second"])
+                    cpu[kind, label].append(figures["worker_cpu_ms"])
                     print(
-                        f"burst, {workers} worker(s), {label}, round {round_}: "
+                        f"{kind}, {workers} worker(s), {label}, round {round_}: "
                         + burst_line(figures, args.events),
                         flush=True,
                     )
-            for label, values in rates.items():
+            for (kind, label), values in rates.items():
                 rounds = " ".join(f"{value:.0f}" for value in values)
                 print(
-                    f"burst, {workers} worker(s), {label}: median {statistics.median(values):.0f} "
-                    f"deliveries/s (rounds: {rounds})",
+                    f"{kind}, {workers} worker(s), {label}: median {statistics.median(values):.0f} "
+                    f"deliveries/s (rounds: {rounds}), worker CPU "
+                    f"{statistics.median(cpu[kind, label]):.2f} ms a delivery",
                     flush=True,
                 )
         paced = deliver(

@@ -23,11 +23,11 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, insert, or_, select, text, update
+from sqlalchemy import Select, Table, bindparam, insert, or_, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
-from outfitter.db.base import utcnow
+from outfitter.db.base import new_id, utcnow
 from outfitter.db.tenancy import across_companies
 from outfitter.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from outfitter.webhooks.sender import Outcome, Outgoing
@@ -220,9 +220,10 @@ def record_outcomes(
                 states[outgoing.delivery_id], outcome, worker, outgoing.endpoint_id in disabled, settings, now
             )
         session.execute(
-            insert(WebhookAttempt),
+            _INSERT_ATTEMPT,
             [
                 {
+                    "id": new_id(),
                     "company_id": outgoing.company_id,
                     "delivery_id": outgoing.delivery_id,
                     "attempted_at": outcome.attempted_at,
@@ -234,7 +235,10 @@ def record_outcomes(
                 for outgoing, outcome in results
             ],
         )
-        session.execute(update(WebhookDelivery), list(states.values()))  # by primary key, batched
+        session.execute(
+            _UPDATE_STATE,
+            [{f"new_{key}": value for key, value in state.items()} for state in states.values()],
+        )
 
 
 # The columns of a delivery that recording reads and writes.
@@ -251,6 +255,16 @@ _STATE = (
     WebhookDelivery.claimed_by,
     WebhookDelivery.claimed_until,
 )
+# Recording's writes as Core statements on the tables, one executemany each: the ORM's bulk
+# UPDATE and INSERT built each row through its persistence machinery, most of a batch's cost.
+_deliveries: Table = getattr(WebhookDelivery, "__table__")  # noqa: B009 (typed as a Table)
+_UPDATE_STATE = (
+    update(_deliveries)
+    .where(_deliveries.c.id == bindparam("new_id"))
+    .values({column.key: bindparam(f"new_{column.key}") for column in _STATE if column.key != "id"})
+)
+_attempts: Table = getattr(WebhookAttempt, "__table__")  # noqa: B009
+_INSERT_ATTEMPT = insert(_attempts)
 
 
 def _apply(
@@ -323,23 +337,27 @@ def _note_on_endpoints(
         if outcome.gone:
             gone.add(outgoing.endpoint_id)
     disabled: set[uuid.UUID] = set()
+    succeeded: list[uuid.UUID] = []
     for endpoint_id in sorted(last):
         if endpoint_id in gone:
             reason = f"The endpoint answered 410 Gone on {now:%Y-%m-%d %H:%M} UTC."
             _disable(session, endpoint_id, reason, WebhookEndpoint.enabled.is_(True))
             disabled.add(endpoint_id)
         elif last[endpoint_id].delivered:
-            _endpoint_succeeded(session, endpoint_id)
+            succeeded.append(endpoint_id)
         elif _endpoint_failed(session, endpoint_id, now):
             disabled.add(endpoint_id)
+    if succeeded:
+        _endpoints_succeeded(session, succeeded)
     return disabled
 
 
-def _endpoint_succeeded(session: Session, endpoint_id: uuid.UUID) -> None:
-    # Matches no row (and so locks none) unless the endpoint had been failing.
+def _endpoints_succeeded(session: Session, endpoint_ids: Sequence[uuid.UUID]) -> None:
+    """End the failing spells of these endpoints, in one statement. It matches (and so locks) only
+    the endpoints that had been failing, which `_hold_endpoints_to_note` holds already."""
     session.execute(
         update(WebhookEndpoint)
-        .where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.failing_since.is_not(None))
+        .where(WebhookEndpoint.id.in_(endpoint_ids), WebhookEndpoint.failing_since.is_not(None))
         .values(failing_since=None)
         .execution_options(synchronize_session=False)
     )

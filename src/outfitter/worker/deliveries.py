@@ -38,6 +38,10 @@ from outfitter.worker.scheduling import Claim, Scheduler
 logger = logging.getLogger("outfitter.worker")
 # How often what waits here is checked against its endpoint (deleted or disabled since the claim).
 WITHDRAWN_CHECK = 0.5
+# How long a finished send's outcome may wait for others to be recorded with it in one transaction
+# (unless half the worker's places' worth are waiting already): a transaction costs the worker
+# more than the rows it writes, and at the receiver's pace the outcomes came one or two a batch.
+RECORD_LINGER = 0.02
 T = TypeVar("T")
 
 
@@ -84,6 +88,8 @@ class DeliveryRun:
         self.withdrawn_checked = time.monotonic()
         self.outcomes: list[tuple[Outgoing, Outcome]] = []
         self.recording: asyncio.Task[None] | None = None
+        self.record_timer: asyncio.TimerHandle | None = None
+        self.record_batch = max(1, worker.concurrency // 2)
         self.batches_recorded = 0
         self.attempted = 0
         self.send_finished = asyncio.Event()  # also set by stop()
@@ -239,12 +245,25 @@ class DeliveryRun:
         self.policy.ended(outgoing, outcome, time.monotonic())
         self.send_finished.set()
 
-    def record_soon(self) -> None:
-        """Record what has finished, in one batch, unless a batch is being written: then the next
-        batch (all that finished meanwhile) follows it."""
-        if self.outcomes and (self.recording is None or self.recording.done()):
-            batch, self.outcomes = self.outcomes, []
-            self.recording = asyncio.create_task(self.record(batch))
+    def record_soon(self, *, now: bool = False) -> None:
+        """Record what has finished, in one batch, once `record_batch` outcomes wait or the first
+        has waited RECORD_LINGER (at once with `now`), unless a batch is being written: then the
+        next batch (all that finished meanwhile) follows it."""
+        if not self.outcomes or (self.recording is not None and not self.recording.done()):
+            return
+        if not now and len(self.outcomes) < self.record_batch:
+            if self.record_timer is None:
+                self.record_timer = self.loop.call_later(RECORD_LINGER, self._linger_over)
+            return
+        if self.record_timer is not None:
+            self.record_timer.cancel()
+            self.record_timer = None
+        batch, self.outcomes = self.outcomes, []
+        self.recording = asyncio.create_task(self.record(batch))
+
+    def _linger_over(self) -> None:
+        self.record_timer = None
+        self.record_soon(now=True)
 
     async def record(self, batch: list[tuple[Outgoing, Outcome]]) -> None:
         try:
@@ -268,7 +287,7 @@ class DeliveryRun:
         while self.recording_pending():
             if self.recording is not None and not self.recording.done():
                 await asyncio.wait([self.recording])
-            self.record_soon()
+            self.record_soon(now=True)
 
     async def shut_down(self) -> None:
         """Finish or release what this worker holds."""

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from outfitter.webhooks.sender import Outcome, Outgoing
@@ -220,17 +220,21 @@ class Scheduler:
             left_out=True,
         )
 
-    def take(self, claim: Claim, claimed: Iterable[Outgoing], claimed_at: float) -> None:
+    def take(self, claim: Claim, claimed: Sequence[Outgoing], claimed_at: float) -> None:
         """Hold what a claim brought; what it brought beyond a company's or endpoint's room (or for
-        an endpoint answering 410 or paused meanwhile) goes back."""
+        an endpoint answering 410 or paused meanwhile) goes back. A first claim that came back
+        short found nothing else due: what it brought beyond the shares is lent, as a lending
+        claim's would be, to an endpoint that may borrow, rather than sent back and claimed again."""
         supply = self._supply_by_company()
         slow_waiting = self._slow_waiting_by_company()
+        short = len(claimed) < claim.limit
         for outgoing in claimed:
             endpoint = outgoing.endpoint_id
             limit = self._limit_of(outgoing)
+            lent = claim.lending or (short and self._may_borrow_more(endpoint, claimed_at))
             too_many = (
                 self._endpoint_full(endpoint, slow_waiting, limit.most)
-                if claim.lending
+                if lent
                 else self._company_full(outgoing.company_id, supply)
                 or self._endpoint_full(endpoint, slow_waiting, self._fair_most(endpoint))
             )
@@ -255,11 +259,13 @@ class Scheduler:
         # A claim that began after a 410 was recorded could not bring that endpoint's deliveries.
         self.gone -= set(gone_recorded)
         self.gone_recorded -= set(gone_recorded)
-        found = sum(count for _claim, count in claims)
+        first, first_count = claims[0]
         last, count = claims[-1]
-        if found == 0 and any(claim.left_out for claim, _ in claims):
-            left_out = {*claims[0][0].exclude_endpoints, *claims[0][0].exclude_companies}
-            self._fruitless = (now, frozenset(left_out))
+        if first_count == 0 and first.left_out:
+            # Nothing but what it left out was due (a lending claim may have brought some of that):
+            # the next claim waits until what it left out frees half its room, or the poll passes,
+            # so that a lone endpoint's claims come in batches, not one at each send's end.
+            self._fruitless = (now, frozenset({*first.exclude_endpoints, *first.exclude_companies}))
         else:
             self._fruitless = None
         return count < last.limit and not any(claim.left_out for claim, _ in claims)
