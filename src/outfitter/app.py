@@ -14,6 +14,7 @@ import swagger_ui
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -146,7 +147,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     for domain_router in domain_routers:
         app.include_router(domain_router, prefix=API_PREFIX)
-        route_templates.update({id(route): API_PREFIX + route.path for route in domain_router.routes})
+        route_templates.update(
+            {
+                id(route): API_PREFIX + route.path
+                for route in domain_router.routes
+                if isinstance(route, APIRoute)
+            }
+        )
     app.state.route_methods = route_methods(API_PREFIX, domain_routers)
     install_fixed_path_guard(app, app.state.route_methods)
     if settings.sandbox_gateway_served:
