@@ -68,7 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_overflow=settings.db_pool_max_overflow,
         pool_timeout=settings.db_pool_timeout,
     )
-    watch_pool(engine)
+    watch_pool(engine, settings.db_pool_max_overflow)
 
     # PostgreSQL's read-only hot paths run on the event loop through asyncpg (db.reads).
     reads = _asyncpg_reads(settings) if engine.dialect.name == "postgresql" else None

@@ -91,7 +91,7 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
     return create_engine(database_url, **kwargs)
 
 
-def watch_pool(engine: Engine) -> None:
+def watch_pool(engine: Engine, max_overflow: int = 0) -> None:
     """Count the pool's connections in use, and each checkout that takes its last free one, in the
     metrics (core.metrics) when they are on: two listeners, one write each per checkout and checkin."""
     from sqlalchemy.pool import QueuePool
@@ -102,7 +102,7 @@ def watch_pool(engine: Engine) -> None:
     if not isinstance(pool, QueuePool) or metrics.active is None:
         return
     recorder = metrics.active
-    capacity = pool.size() + max(0, getattr(pool, "_max_overflow", 0))
+    capacity = pool.size() + max_overflow  # the pool has no public accessor of its overflow
     recorder.pool_capacity.inc(capacity)
 
     @event.listens_for(pool, "checkout")

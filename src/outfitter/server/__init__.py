@@ -103,6 +103,7 @@ def serve(host: str, port: int, workers: int) -> None:
     if workers < 1:
         raise ServeError(f"--workers must be at least 1, got {workers}")
     sock = bind_socket(host, port)
+    _configure_logging()  # uvicorn does it again for each server: lines written before are alike
     warn_of_limits_per_process(workers)
     with metrics_directory():
         background = _start_embedded_worker()
@@ -234,6 +235,14 @@ JSON_LOG_CONFIG: dict[str, Any] = {
         name: {"()": "outfitter.core.logs.JsonFormatter"} for name in ("default", "access", "outfitter")
     },
 }
+
+
+def _configure_logging() -> None:
+    import logging.config
+
+    from outfitter.config import get_settings
+
+    logging.config.dictConfig(JSON_LOG_CONFIG if get_settings().log_format == "json" else LOG_CONFIG)
 
 
 def _config(app: str, host: str, port: int, workers: int, factory: bool = False) -> Config:
