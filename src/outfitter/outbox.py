@@ -44,12 +44,15 @@ from sqlalchemy import (
     select,
     true,
 )
+from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import Select
 
+from outfitter.core import metrics
 from outfitter.core.schemas import adapter_of
 from outfitter.core.timestamps import format_timestamp
+from outfitter.core.tracing import current_trace_id
 from outfitter.db.base import new_id, time_ordered_uuid, utcnow
 from outfitter.db.bulk_rows import insert_rows
 from outfitter.db.session import JsonText
@@ -58,6 +61,8 @@ from outfitter.models.events import Event, EventType
 from outfitter.models.webhooks import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 
 SYSTEM_ACTOR = "system"
+# session.info: the events this transaction wrote, by type, counted (core.metrics) once it commits.
+_TO_COUNT = "outfitter.events_to_count"
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,11 @@ def event_rows(
     deliveries: `enabled_endpoints`, `delivery_rows`)."""
     company = company_named(session, company_id)
     now = utcnow()
+    trace_id = current_trace_id.get()
+    if metrics.active is not None:
+        counted: dict[str, int] = session.info.setdefault(_TO_COUNT, {})
+        for event in events:
+            counted[event.type] = counted.get(event.type, 0) + 1
     return [
         {
             "id": new_id(),
@@ -148,9 +158,22 @@ def event_rows(
             "created_at": now + timedelta(microseconds=position),
             # not copied: the events of one subject share their data, written once (db.bulk_rows)
             "data": event.data if isinstance(event.data, dict | JsonText) else dict(event.data),
+            "trace_id": trace_id,  # the request's (core.tracing); its deliveries carry it too
         }
         for position, event in enumerate(events)
     ]
+
+
+@sqlalchemy_event.listens_for(Session, "after_commit")
+def _count_committed_events(session: Session) -> None:
+    counted = session.info.pop(_TO_COUNT, None)
+    if counted and metrics.active is not None:
+        metrics.active.events_written(counted.items())
+
+
+@sqlalchemy_event.listens_for(Session, "after_soft_rollback")
+def _forget_rolled_back_events(session: Session, _previous: Any) -> None:
+    session.info.pop(_TO_COUNT, None)
 
 
 # Held FOR KEY SHARE (PostgreSQL) until the write commits, as in `_deliveries_select`.
@@ -207,6 +230,7 @@ def delivery_rows(
             "round_attempts": 0,
             "next_attempt_at": event["created_at"],
             "created_at": event["created_at"],
+            "trace_id": event.get("trace_id"),
         }
         for event in events
         for endpoint_id, wanted in endpoints
@@ -281,6 +305,7 @@ def _delivery_values(company: uuid.UUID, event: Mapping[str, Any]) -> dict[str, 
         "event_type": type,
         "payload": webhook_payload(event["id"], type, event["created_at"], event["data"]),
         "created_at": event["created_at"],
+        "trace_id": event.get("trace_id"),
     }
 
 
@@ -313,6 +338,7 @@ _DELIVERY_COLUMNS = (
     "round_attempts",
     "next_attempt_at",
     "created_at",
+    "trace_id",
 )
 
 
@@ -323,8 +349,8 @@ def _delivery_table() -> Table:
 
 def _deliveries_select(prefix: str, dialect: str, gate: CTE | None) -> Select[Any]:
     """The delivery rows of one event (parameters `<prefix>event_id`, `<prefix>event_type`,
-    `<prefix>payload`, `<prefix>created_at`, and `company`): one per enabled endpoint of the company
-    that wants its type; none unless `gate`, if given, wrote its row."""
+    `<prefix>payload`, `<prefix>created_at`, `<prefix>trace_id` and `company`): one per enabled
+    endpoint of the company that wants its type; none unless `gate`, if given, wrote its row."""
     endpoint: Table = getattr(WebhookEndpoint, "__table__")  # noqa: B009 (typed as a Table)
     delivery = _delivery_table()
     created_at = bindparam(f"{prefix}created_at", type_=delivery.c.created_at.type)
@@ -342,6 +368,7 @@ def _deliveries_select(prefix: str, dialect: str, gate: CTE | None) -> Select[An
         literal(0),
         created_at,
         created_at,
+        bindparam(f"{prefix}trace_id", type_=delivery.c.trace_id.type),
     ).where(
         endpoint.c.company_id == bindparam("company", type_=endpoint.c.company_id.type),
         endpoint.c.enabled.is_(True),

@@ -293,7 +293,7 @@ def test_health_and_readiness_use_the_envelope(client: TestClient, api: Api) -> 
     assert ready.status_code == 200 and ready.json() == {
         "success": True,
         "message": "Service is ready.",
-        "data": {"database": "ok", "redis": "not configured"},
+        "data": {"database": "ok", "migrations": "current", "redis": "not configured", "worker": "ok"},
     }
 
 

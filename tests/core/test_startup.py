@@ -407,7 +407,12 @@ def test_uvicorn_on_the_asgi_module_serves_a_migrated_database(tmp_path: Path) -
         with httpx.Client(base_url=address) as client:
             response = client.get("/readyz")
         assert response.status_code == 200, response.text
-        assert response.json()["data"] == {"database": "ok", "redis": "not configured"}
+        assert response.json()["data"] == {
+            "database": "ok",
+            "migrations": "current",
+            "redis": "not configured",
+            "worker": "ok",
+        }
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -422,7 +427,7 @@ def test_readyz_is_503_while_the_schema_is_behind(tmp_path: Path) -> None:
     assert response.json() == {
         "success": False,
         "message": "The database schema is behind this release: run 'outfitter db upgrade'.",
-        "data": {"database": "schema behind", "redis": "not configured"},
+        "data": {"database": "ok", "migrations": "behind", "redis": "not configured", "worker": "unknown"},
     }
 
 
@@ -476,7 +481,7 @@ def test_readyz_says_the_schema_is_ahead_of_this_release(
     assert response.json() == {
         "success": False,
         "message": "The database schema is newer than this release: run the release that migrated it.",
-        "data": {"database": "schema ahead", "redis": "not configured"},
+        "data": {"database": "ok", "migrations": "ahead", "redis": "not configured", "worker": "unknown"},
     }
 
 

@@ -65,14 +65,24 @@ def test_readyz_answers_503_with_each_dependency_when_the_database_is_unreachabl
     assert response.status_code == 503 and response.headers["Retry-After"] == "2"
     body = response.json()
     assert body["success"] is False and body["message"] == "The database is unreachable."
-    assert body["data"] == {"database": "unreachable", "redis": "not configured"}
+    assert body["data"] == {
+        "database": "unreachable",
+        "migrations": "unknown",
+        "redis": "not configured",
+        "worker": "unknown",
+    }
     assert all(record.exc_info is None for record in caplog.records)  # a probe logs no stack trace
 
 
 def test_readyz_reports_each_dependency(client: TestClient) -> None:
     response = client.get("/readyz")
     assert response.status_code == 200
-    assert response.json()["data"] == {"database": "ok", "redis": "not configured"}
+    assert response.json()["data"] == {
+        "database": "ok",
+        "migrations": "current",
+        "redis": "not configured",
+        "worker": "ok",
+    }
 
 
 def test_an_idempotent_post_answers_503_too(unreachable_client: TestClient) -> None:

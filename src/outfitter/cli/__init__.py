@@ -12,7 +12,7 @@ import typer
 from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 
 # Not sorted: `outfitter --help` lists commands, then groups, in the order they were registered.
-from outfitter.cli import catalog, imports, orders, payments, setup, tenants, users  # noqa: F401
+from outfitter.cli import catalog, imports, orders, payments, setup, status, tenants, users  # noqa: F401
 from outfitter.cli.common import app
 
 __all__ = ["app", "main"]

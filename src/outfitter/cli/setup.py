@@ -147,10 +147,21 @@ def worker(
     try:
         require_current_schema(engine)
         # The worker's own log (what it sent, released, expired), not the libraries' chatter.
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        logging.getLogger("outfitter").addHandler(handler)
-        logging.getLogger("outfitter").setLevel(logging.INFO)
+        if settings.log_format == "json":
+            from outfitter.core.logs import log_as_json
+
+            log_as_json("outfitter")
+        else:
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+            logging.getLogger("outfitter").addHandler(handler)
+            logging.getLogger("outfitter").setLevel(logging.INFO)
+        if settings.metrics_token:  # counted where the servers' scrape sees them: docs/operations.md
+            from outfitter.core import metrics
+            from outfitter.db.session import watch_pool
+
+            metrics.enable(settings.metrics_dir)
+            watch_pool(engine)
         runner = Worker(make_sessionmaker(engine, TenantSession), settings, concurrency=concurrency)
         if once:
             attempted = runner.run_once()

@@ -25,6 +25,7 @@ SECRET_SETTINGS = frozenset(
         "sandbox_webhook_secret",
         "flutterwave_secret_key",
         "flutterwave_webhook_hash",
+        "metrics_token",
     }
 )
 
@@ -107,6 +108,16 @@ class Settings(BaseSettings):
     embedded_worker: bool = True
     # Browser origins allowed to call the API (CORS), separated by commas; none by default.
     cors_origins: Annotated[list[str], NoDecode] = []
+
+    # Operations (docs/operations.md): /metrics is served, and metrics kept, only with a token, which
+    # the scraper sends as a bearer token; the directory the processes share their counts in
+    # (prometheus-client's multiprocess mode; `serve` makes a temporary one when unset).
+    metrics_token: str | None = Field(default=None, min_length=16)
+    metrics_dir: str | None = None
+    # `json`: one JSON object per log line, and one line per request (core.logs).
+    log_format: Literal["text", "json"] = "text"
+    # /readyz and `outfitter status` say the worker is behind when a due delivery has waited longer.
+    worker_lag_threshold_seconds: float = Field(default=120.0, gt=0)
 
     @field_validator("database_url")
     @classmethod
@@ -282,6 +293,7 @@ _ACCEPTED = {
     "greater_than_equal": "expected a number of at least {ge:g}",
     "less_than": "expected a number less than {lt:g}",
     "less_than_equal": "expected a number of at most {le:g}",
+    "string_too_short": "expected at least {min_length} characters",
 }
 
 

@@ -44,8 +44,8 @@ def create_console_app(state: State) -> FastAPI:
     settings: Settings = state.settings
     state.console_cookies = CookiePolicy.of(settings)
     state.console_sign_in_limits = (
-        RateLimiter(SIGN_IN_PER_ACCOUNT, settings.redis_url),
-        RateLimiter(SIGN_IN_PER_ADDRESS, settings.redis_url),
+        RateLimiter(SIGN_IN_PER_ACCOUNT, settings.redis_url, "console"),
+        RateLimiter(SIGN_IN_PER_ADDRESS, settings.redis_url, "console"),
     )
     app.mount("/static", StaticFiles(directory=HERE / "static", packages=None), name="static")
     app.include_router(router)

@@ -91,6 +91,31 @@ def make_engine(database_url: str, **kwargs: Any) -> Engine:
     return create_engine(database_url, **kwargs)
 
 
+def watch_pool(engine: Engine, max_overflow: int = 0) -> None:
+    """Count the pool's connections in use, and each checkout that takes its last free one, in the
+    metrics (core.metrics) when they are on: two listeners, one write each per checkout and checkin."""
+    from sqlalchemy.pool import QueuePool
+
+    from outfitter.core import metrics
+
+    pool = engine.pool
+    if not isinstance(pool, QueuePool) or metrics.active is None:
+        return
+    recorder = metrics.active
+    capacity = pool.size() + max_overflow  # the pool has no public accessor of its overflow
+    recorder.pool_capacity.inc(capacity)
+
+    @event.listens_for(pool, "checkout")
+    def _checked_out(*_args: Any) -> None:
+        recorder.pool_in_use.inc()
+        if pool.checkedout() >= capacity:
+            recorder.pool_exhausted.inc()
+
+    @event.listens_for(pool, "checkin")
+    def _checked_in(*_args: Any) -> None:
+        recorder.pool_in_use.dec()
+
+
 def make_sessionmaker(engine: Engine, session_class: type[Session] = Session) -> sessionmaker[Session]:
     return sessionmaker(engine, class_=session_class, expire_on_commit=False, autoflush=True)
 

@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match, NoMatchFound, compile_path
 from starlette.types import Receive, Scope, Send
 
+from outfitter.core import metrics
 from outfitter.core.errors import (
     DATABASE_UNAVAILABLE,
     POOL_EXHAUSTED,
@@ -225,6 +226,8 @@ def outage_message(exc: BaseException) -> str | None:
     backend was killed). Every other database error (IntegrityError, ProgrammingError,
     DataError...) is a bug or a conflict, not an outage."""
     if isinstance(exc, sa_exc.TimeoutError):
+        if metrics.active is not None:
+            metrics.active.pool_timeouts.inc()
         return POOL_EXHAUSTED
     if getattr(getattr(exc, "orig", None), "sqlstate", None) in _TRANSIENT_SQLSTATES:
         return WRITES_CROSSED  # the database is fine: a retry succeeds

@@ -1,12 +1,13 @@
-"""Pure ASGI middleware: request ids and the access log's context, HEAD as GET, and body limits
-(size and media type). The guard against input no endpoint can handle is `http.input_guard`."""
+"""Pure ASGI middleware: request ids, trace context, the request's metrics and log line, HEAD as
+GET, and body limits (size and media type). The guard against input no endpoint can handle is
+`http.input_guard`."""
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import logging
 import re
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -14,14 +15,15 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from outfitter.core import metrics
 from outfitter.core.errors import error_body
+from outfitter.core.logs import ACCESS_LOGGER
+from outfitter.core.tracing import current_request_id, current_trace_id, new_trace_id, trace_id_of
 from outfitter.http.handlers import methods_of_path
 
 logger = logging.getLogger("outfitter")
-
-# The request id of the request this task serves: the access line (outfitter.server) is written
-# from within the response's `send`, where only this tells it which request it is.
-current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+access_logger = logging.getLogger(ACCESS_LOGGER)
+SCIM_PREFIX = "/scim/"
 
 _SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 BODY_METHODS = {"POST", "PUT", "PATCH"}
@@ -72,33 +74,59 @@ def header_value(scope: Scope, name: bytes) -> str | None:
 
 
 class RequestContextMiddleware:
-    """Gives every request an id (the client's when sane) and echoes it, with rate-limit headers.
+    """Gives every request an id (the client's when sane) and echoes it, with rate-limit headers;
+    sets its trace (`core.tracing`); once it is answered, counts it (`core.metrics`, when on) and,
+    with `access_log`, writes its line on the `outfitter.access` logger (`OUTFITTER_LOG_FORMAT=json`).
     Outermost, so that it also renders the 500 for anything unexpected, without internals. A path
     under one of `error_formats`' prefixes is refused in that format, by every middleware."""
 
-    def __init__(self, app: ASGIApp, error_formats: Mapping[str, ErrorFormat] | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        error_formats: Mapping[str, ErrorFormat] | None = None,
+        access_log: bool = False,
+        route_templates: Mapping[int, str] | None = None,
+        mounts: Sequence[str] = (),
+    ) -> None:
         self.app = app
         self.error_formats = dict(error_formats or {})
+        self.access_log = access_log
+        # The full template of each route included under a prefix, by the route's id (FastAPI puts
+        # the route itself, whose path lacks the prefix, in the scope); the apps mounted at `mounts`
+        # give their routes' paths below the mount.
+        self.route_templates = route_templates if route_templates is not None else {}
+        self.mounts = tuple(mounts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        offered = header_value(scope, b"x-request-id")
-        request_id = offered if offered and _SANE_REQUEST_ID.match(offered) else uuid.uuid4().hex
+        started = time.perf_counter()
+        offered: bytes | None = None
+        traceparent: bytes | None = None
+        for key, value in scope["headers"]:  # one pass for both
+            if key == b"x-request-id":
+                offered = value
+            elif key == b"traceparent":
+                traceparent = value
+        given = offered.decode("latin-1") if offered else None
+        request_id = given if given and _SANE_REQUEST_ID.match(given) else uuid.uuid4().hex
         state: dict[str, Any] = scope.setdefault("state", {})
         state["request_id"] = request_id
         current_request_id.set(request_id)  # each request is a task of its own: nothing to reset
+        current_trace_id.set(trace_id_of(traceparent) or new_trace_id())
         for prefix, error_format in self.error_formats.items():
             if scope["path"].startswith(prefix):
                 state["error_format"] = error_format
 
         response_started = False
+        status = 500
 
         async def send_with_headers(message: Message) -> None:
-            nonlocal response_started
+            nonlocal response_started, status
             if message["type"] == "http.response.start":
                 response_started = True
+                status = message["status"]
                 headers = list(message.get("headers", []))
                 headers.append((b"x-request-id", request_id.encode()))
                 for name, value in state.get("rate_limit_headers", {}).items():
@@ -121,6 +149,51 @@ class RequestContextMiddleware:
                 f"Internal error. Quote request id {request_id} when reporting it.",
                 [],
             )
+        finally:
+            recorder = metrics.active
+            if recorder is not None or self.access_log:
+                seconds = time.perf_counter() - started
+                route = self.route_template(scope)
+                if recorder is not None:
+                    recorder.request(scope["method"], route, status, seconds)
+                    if scope["path"].startswith(SCIM_PREFIX):
+                        recorder.count(recorder.scim_requests, scope["method"], str(status))
+                if self.access_log:
+                    _log_request(scope, state, route, status, seconds)
+
+    def route_template(self, scope: Scope) -> str:
+        """The template of the route that answered (`/api/v2/client/equipment/{equipmentId}`),
+        never the path itself (ids and all: a metric label or a log field per device);
+        "(unmatched)" when no route did (a 404)."""
+        route = scope.get("route")
+        if route is None:
+            return metrics.UNMATCHED_ROUTE
+        template = self.route_templates.get(id(route))
+        if template is not None:
+            return template
+        path = str(getattr(route, "path", metrics.UNMATCHED_ROUTE))
+        for mount in self.mounts:
+            if scope["path"].startswith(mount) and not path.startswith(mount):
+                return mount + path
+        return path
+
+
+def _log_request(scope: Scope, state: dict[str, Any], route: str, status: int, seconds: float) -> None:
+    """The request's one line: what an operator follows a request by, none of what it carried."""
+    access_logger.info(
+        "%s %s %d",
+        scope["method"],
+        route,
+        status,
+        extra={
+            "method": scope["method"],
+            "route": route,
+            "status": status,
+            "duration_ms": round(seconds * 1000, 2),
+            "company_id": state.get("company_id"),
+            "token_id": state.get("token_id"),
+        },
+    )
 
 
 class _HeadAnswered(BaseException):

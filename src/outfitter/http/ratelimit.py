@@ -24,6 +24,7 @@ from limits.errors import StorageError
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
+from outfitter.core import metrics
 from outfitter.core.errors import RateLimited
 
 REDIS_TIMEOUT_SECONDS = 0.25
@@ -34,7 +35,8 @@ logger = logging.getLogger("outfitter")
 
 
 class RateLimiter:
-    def __init__(self, rule: str, redis_url: str | None) -> None:
+    def __init__(self, rule: str, redis_url: str | None, budget: str = "api") -> None:
+        self.budget = budget  # the metrics' label of its refusals
         self.items: list[RateLimitItem] = [] if rule.strip().lower() == "off" else parse_many(rule)
         self.policy = ", ".join(f"{item.amount};w={item.get_expiry()}" for item in self.items)
         self.shared = redis_url is not None
@@ -89,6 +91,8 @@ class RateLimiter:
             "RateLimit-Policy": self.policy,
         }
         if not allowed:
+            if metrics.active is not None:
+                metrics.active.count(metrics.active.rate_limited, self.budget)
             retry_after = str(max(1, reset_in))
             raise RateLimited(
                 f"Rate limit of {item.amount} requests per {_period(item)} exceeded; retry in "

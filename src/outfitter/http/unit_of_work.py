@@ -146,6 +146,7 @@ class ClientWork(UnitOfWork):
         if self._scope == "read":  # a GET's: an open one never holds the updated_since feed
             reads_only(self.session)
         self._actor = authenticate(self.session, self._token, self._scope)
+        note_client(self._request_state, self._actor)
         bind_company(self.session, self._actor.company_id)
         if self._keyed is not None:
             idempotency.claim(self.session, self._keyed)  # may raise Answered: run nothing
@@ -182,6 +183,7 @@ class ClientReads:
         async with reads.connection() as connection:
             rows = await connection.fetch(Read(statement, parameters, scoped=False))
             actor, stamp = check_token(rows[0] if rows else None, digest, self._scope)
+            note_client(self._request_state, actor)
             if stamp is not None:
                 await connection.execute(STAMP_LAST_USED, stamp)
             return await connection.run(plan, actor.company_id)
@@ -204,6 +206,12 @@ class ClientReads:
             return result
         finally:
             work.close()
+
+
+def note_client(request_state: dict[str, Any], actor: Actor) -> None:
+    """The company and token a request acts for, for its log line (http.middleware)."""
+    request_state["company_id"] = actor.company_id
+    request_state["token_id"] = actor.token_id
 
 
 class CrossCompanyWork(UnitOfWork):

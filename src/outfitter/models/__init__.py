@@ -72,6 +72,7 @@ from outfitter.models.webhooks import (
     WebhookAttempt,
     WebhookDelivery,
     WebhookEndpoint,
+    WorkerHeartbeat,
     WorkerJob,
 )
 
@@ -143,6 +144,7 @@ __all__ = [
     "WebhookEndpoint",
     "WebhookEvent",
     "WebhookOutcome",
+    "WorkerHeartbeat",
     "WorkerJob",
     "fold_spec",
     "metadata",

@@ -79,6 +79,8 @@ class Event(IdMixin, CompanyOwned, Base):
     actor: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # The W3C trace of the request that recorded it (core.tracing), which its deliveries carry too.
+    trace_id: Mapped[str | None] = mapped_column(String(32))
 
 
 class EventCount(CompanyOwned, Base):

@@ -1,6 +1,6 @@
 """Outgoing webhooks: the endpoints a company registers, one delivery row per (event, endpoint)
-written in the event's own transaction (an outbox), every attempt to send it, and the leases by
-which workers share the periodic jobs."""
+written in the event's own transaction (an outbox), every attempt to send it, the leases by
+which workers share the periodic jobs, and the workers' heartbeats."""
 
 from __future__ import annotations
 
@@ -107,6 +107,8 @@ class WebhookDelivery(IdMixin, CompanyOwned, Base):
     last_error: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     delivered_at: Mapped[datetime | None]
+    # The W3C trace of the request that caused it (its event's), sent as `traceparent` (core.tracing).
+    trace_id: Mapped[str | None] = mapped_column(String(32))
 
 
 class WebhookAttempt(IdMixin, CompanyOwned, Base):
@@ -137,3 +139,16 @@ class WorkerJob(Base):
     claimed_by: Mapped[str | None] = mapped_column(String(100))
     claimed_until: Mapped[datetime | None]
     last_finished_at: Mapped[datetime | None]
+
+
+class WorkerHeartbeat(Base):
+    """A running worker, as it last said (every few seconds: worker.status): `outfitter status` and
+    /readyz count the workers whose beat is recent. Operator-level, of no company."""
+
+    __tablename__ = "worker_heartbeats"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int]
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    beat_at: Mapped[datetime] = mapped_column(default=utcnow)

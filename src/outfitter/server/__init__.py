@@ -18,6 +18,10 @@ What `uvicorn.run` does not do for us:
    `lifetime.frozen_after_startup`.
 5. `uvicorn outfitter.asgi:app` starts only on a database at this release's schema, as `outfitter
    serve` does: see `lifetime.CurrentSchemaRequired`.
+6. With OUTFITTER_METRICS_TOKEN, the directory every process writes its metrics to (prometheus-
+   client's multiprocess mode), made before the workers start and emptied or removed at the end:
+   see `metrics_directory`. With OUTFITTER_LOG_FORMAT=json, every line is a JSON object and the
+   access line is the app's own (one per request, with its route, company and token).
 
 Bad input (port, worker count, an address that cannot be bound) raises `ServeError`, one line
 that the CLI prints as `error: ...`.
@@ -28,7 +32,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -97,17 +103,48 @@ def serve(host: str, port: int, workers: int) -> None:
     if workers < 1:
         raise ServeError(f"--workers must be at least 1, got {workers}")
     sock = bind_socket(host, port)
+    _configure_logging()  # uvicorn does it again for each server: lines written before are alike
     warn_of_limits_per_process(workers)
-    background = _start_embedded_worker()
-    stop_worker = background.stop if background is not None else _nothing
+    with metrics_directory():
+        background = _start_embedded_worker()
+        stop_worker = background.stop if background is not None else _nothing
+        try:
+            if workers == 1:
+                _serve_one(sock, host, port, stop_worker)
+            else:
+                _serve_workers(sock, host, port, workers)
+        finally:
+            sock.close()
+            stop_worker()
+
+
+@contextlib.contextmanager
+def metrics_directory() -> Iterator[str | None]:
+    """With OUTFITTER_METRICS_TOKEN: the directory the server processes (which inherit it through
+    PROMETHEUS_MULTIPROC_DIR) and the embedded worker write their metrics to. OUTFITTER_METRICS_DIR
+    is emptied of a previous run's files first and kept; without it a temporary one is made, and
+    removed when the server stops. Metrics are on in this process too (the embedded worker's)."""
+    from outfitter.config import get_settings
+    from outfitter.core import metrics
+
+    settings = get_settings()
+    if not settings.metrics_token:
+        yield None
+        return
+    made = settings.metrics_dir is None
+    directory = tempfile.mkdtemp(prefix="outfitter-metrics-") if made else str(settings.metrics_dir)
     try:
-        if workers == 1:
-            _serve_one(sock, host, port, stop_worker)
-        else:
-            _serve_workers(sock, host, port, workers)
+        os.makedirs(directory, exist_ok=True)
+        metrics.clear_directory(directory)
+    except OSError as exc:
+        raise ServeError(f"cannot use OUTFITTER_METRICS_DIR {directory}: {exc.strerror or exc}") from None
+    os.environ[metrics.DIRECTORY_VARIABLE] = directory
+    metrics.enable(directory)
+    try:
+        yield directory
     finally:
-        sock.close()
-        stop_worker()
+        if made:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def _nothing() -> None:
@@ -147,7 +184,7 @@ class AccessFormatter(uvicorn.logging.AccessFormatter):
     id (the `X-Request-ID` answered), which the line of an unexpected error quotes too."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        from outfitter.http.middleware import current_request_id
+        from outfitter.core.tracing import current_request_id
 
         record.request_id = current_request_id.get()
         if isinstance(record.args, tuple) and len(record.args) == 5:
@@ -191,8 +228,28 @@ LOG_CONFIG: dict[str, Any] = {
 }
 
 
+# The same, every line one JSON object (core.logs); the access line is the app's (`outfitter.access`).
+JSON_LOG_CONFIG: dict[str, Any] = {
+    **LOG_CONFIG,
+    "formatters": {
+        name: {"()": "outfitter.core.logs.JsonFormatter"} for name in ("default", "access", "outfitter")
+    },
+}
+
+
+def _configure_logging() -> None:
+    import logging.config
+
+    from outfitter.config import get_settings
+
+    logging.config.dictConfig(JSON_LOG_CONFIG if get_settings().log_format == "json" else LOG_CONFIG)
+
+
 def _config(app: str, host: str, port: int, workers: int, factory: bool = False) -> Config:
     # Proxy headers as uvicorn's defaults; its logging with the time, and no query strings (above).
+    from outfitter.config import get_settings
+
+    as_json = get_settings().log_format == "json"
     return Config(
         app,
         host=host,
@@ -203,7 +260,8 @@ def _config(app: str, host: str, port: int, workers: int, factory: bool = False)
         http=http_protocol(),
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         proxy_headers=True,
-        log_config=LOG_CONFIG,
+        log_config=JSON_LOG_CONFIG if as_json else LOG_CONFIG,
+        access_log=not as_json,  # the app writes its own, with what uvicorn does not know
     )
 
 

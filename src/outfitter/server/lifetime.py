@@ -40,8 +40,9 @@ def frozen_after_startup(app: FastAPI) -> FastAPI:
     event loop meanwhile, which every request in flight waited out (docs/architecture.md has the
     figures). Frozen, a full collection walks only what came after. Also tunes the serving
     process once, at its start: anyio's thread limiter to the pool's size (in its event loop), and
-    the switch interval. Only a serving process does this: frozen objects are never collected,
-    and a process that builds many apps (the tests) would keep them all."""
+    the switch interval; and at its end marks its metrics' live gauges dead. Only a serving
+    process does this: frozen objects are never collected, and a process that builds many apps
+    (the tests) would keep them all."""
     startup = app.router.lifespan_context
     settings = app.state.settings
 
@@ -60,7 +61,13 @@ def frozen_after_startup(app: FastAPI) -> FastAPI:
         async with startup(started) as state:
             gc.collect()  # what start-up left as garbage is freed, not kept for good
             gc.freeze()
-            yield state
+            try:
+                yield state
+            finally:
+                from outfitter.core import metrics
+
+                if metrics.active is not None:  # its pool's gauges go; its counts stay in the sums
+                    metrics.active.process_ended()
 
     app.router.lifespan_context = lifespan
     return app

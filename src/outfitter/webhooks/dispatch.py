@@ -79,6 +79,7 @@ def claim_deliveries(
                 WebhookDelivery.endpoint_id,
                 WebhookDelivery.event_id,
                 WebhookDelivery.payload,
+                WebhookDelivery.trace_id,
                 WebhookEndpoint.url,
                 WebhookEndpoint.secret,
                 WebhookEndpoint.previous_secret,
@@ -99,6 +100,7 @@ def claim_deliveries(
             payload=row.payload,
             secrets=signing_secrets(row.secret, row.previous_secret, row.previous_secret_expires_at, now),
             concurrency=row.concurrency,
+            trace_id=row.trace_id,
         )
         for row in rows
     ]

@@ -21,6 +21,7 @@ import aiohttp
 from standardwebhooks import Webhook
 
 from outfitter.config import Settings
+from outfitter.core.tracing import traceparent
 from outfitter.db.base import utcnow
 from outfitter.models import ENDPOINT_CONCURRENCY_DEFAULT
 from outfitter.webhooks.urls import Unresolvable, UnsafeUrl, pinned_target
@@ -44,6 +45,8 @@ class Outgoing:
     secrets: tuple[str, ...]  # the current secret first, then the previous one during a rotation
     # The most sends to its endpoint at once, as its company set it (the worker may send fewer).
     concurrency: int = ENDPOINT_CONCURRENCY_DEFAULT
+    # The trace of the request that caused it, sent as `traceparent` (core.tracing).
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,8 @@ async def _attempt(
     }
     if target.host_header:
         headers["host"] = target.host_header
+    if outgoing.trace_id:
+        headers["traceparent"] = traceparent(outgoing.trace_id)
     try:
         async with client.post(
             target.url,

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.config import Settings
 from outfitter.core.errors import Conflict, ValidationFailed
+from outfitter.core.tracing import current_trace_id
 from outfitter.db.base import new_id, utcnow
 from outfitter.db.keyset import (
     ListParams,
@@ -177,6 +178,7 @@ def ping(session: Session, endpoint_id: str) -> WebhookDeliveryOut:
         round_attempts=0,
         next_attempt_at=now,
         created_at=now,
+        trace_id=current_trace_id.get(),
     )
     DeliveryRepository(session).add(delivery)
     session.flush()

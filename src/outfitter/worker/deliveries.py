@@ -23,6 +23,7 @@ from typing import Protocol, TypeVar
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
+from outfitter.core import metrics
 from outfitter.db.base import utcnow
 from outfitter.webhooks.dispatch import (
     claim_deliveries,
@@ -233,6 +234,9 @@ class DeliveryRun:
                 outcome.error or f"HTTP {outcome.status_code}",
             )
         self.attempted += 1
+        if metrics.active is not None:
+            result = "succeeded" if outcome.delivered else "gone" if outcome.gone else "failed"
+            metrics.active.delivery(result, str(outgoing.endpoint_id))
         self._ended(outgoing, outcome)
         self.outcomes.append((outgoing, outcome))
         self.record_soon()

@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,6 +30,7 @@ from outfitter.payments.gateways import GatewayRegistry
 from outfitter.worker.deliveries import DeliveryRun
 from outfitter.worker.jobs import JOBS, Job, claim_job, finish_job
 from outfitter.worker.outages import FailureLog
+from outfitter.worker.status import HEARTBEAT_SECONDS, beat, forget
 
 logger = logging.getLogger("outfitter.worker")
 JOB_CHECK_SECONDS = 5.0
@@ -63,6 +65,9 @@ class Worker:
         self._job_future: Future[None] | None = None
         self._next_job_check = 0.0
         self._stopping = threading.Event()
+        self.started_at = utcnow()
+        self._next_beat = 0.0
+        self._beat_future: Future[None] | None = None
         self.failures = FailureLog()
         self._run: DeliveryRun | None = None
 
@@ -114,6 +119,10 @@ class Worker:
             logger.exception("worker %s stops on an unexpected error", self.name)
             raise
         finally:
+            try:
+                forget(self.sessions, self.name)
+            except Exception:
+                logger.warning("worker %s could not remove its heartbeat; it ages out", self.name)
             if self._job_future is not None:
                 self._job_future.cancel()
             self._job_runner.shutdown(wait=False, cancel_futures=True)
@@ -140,11 +149,27 @@ class Worker:
             await run.serve()
 
     def start_jobs_if_due(self) -> None:
+        """The periodic work of the loop: this worker's heartbeat (`worker.status`) and its jobs."""
+        self._beat_if_due()
         now = utcnow().timestamp()
         if now < self._next_job_check or (self._job_future is not None and not self._job_future.done()):
             return
         self._next_job_check = now + min(JOB_CHECK_SECONDS, self.settings.worker_poll_seconds * 5)
         self._job_future = self._job_runner.submit(self._guarded(self.run_due_jobs))
+
+    def _beat_if_due(self) -> None:
+        now = time.monotonic()
+        if now < self._next_beat or (self._beat_future is not None and not self._beat_future.done()):
+            return
+        self._next_beat = now + HEARTBEAT_SECONDS
+
+        def heartbeat() -> None:
+            try:
+                beat(self.sessions, self.name, self.started_at)
+            except Exception:
+                self.failures.failed("the worker's heartbeat failed; it beats again shortly")
+
+        self._beat_future = self.database.submit(heartbeat)
 
     def _guarded(self, function: Callable[[], None]) -> Callable[[], None]:
         def run() -> None:

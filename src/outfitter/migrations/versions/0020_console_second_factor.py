@@ -9,7 +9,7 @@ Numbered 0020 after 0018 in its own branch: 0019 is another change's, made at th
 merge orders the chain).
 
 Revision ID: 0020
-Revises: 0018
+Revises: 0019
 Create Date: 2026-12-08 10:00:00.000000
 """
 
@@ -21,7 +21,7 @@ from alembic import op
 import outfitter.db.base
 
 revision: str = "0020"
-down_revision: str | None = "0018"
+down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
