@@ -4,21 +4,19 @@ error helpers, and the unit of work a command runs in."""
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from sqlalchemy import Engine
-from sqlalchemy.orm import Session
 
-from outfitter.config import get_settings, setting_errors
-from outfitter.config.database_url import DataDirectoryUnusable
-from outfitter.db.session import make_engine
-from outfitter.db.tenancy import TenantSession, across_companies
+if TYPE_CHECKING:  # imported by the commands that use them, when they run
+    from sqlalchemy import Engine
+    from sqlalchemy.orm import Session
 
 app = typer.Typer(
     help="Operate Outfitter: database, companies, tokens, catalog, wallets.",
@@ -68,6 +66,10 @@ def iso_or_none(value: datetime | None) -> str | None:
 @contextmanager
 def unit_of_work() -> Iterator[Session]:
     """One committed transaction against the configured database, which must be migrated."""
+    from outfitter.config import get_settings
+    from outfitter.db.session import make_engine
+    from outfitter.db.tenancy import TenantSession, across_companies
+
     engine = make_engine(get_settings().database_url)
     try:
         require_current_schema(engine)
@@ -92,8 +94,14 @@ def progress_bar() -> Any:
 @app.callback()
 def check_settings() -> None:
     """Every OUTFITTER_* setting is checked before any command runs: one line per bad setting, not
-    a traceback (and not one in every worker of `serve`)."""
+    a traceback (and not one in every worker of `serve`). Not for a command's `--help`, which
+    reads no setting."""
+    if "--help" in sys.argv[1:]:  # the group's arguments are not parsed yet when this runs
+        return
     from pydantic import ValidationError
+
+    from outfitter.config import get_settings, setting_errors
+    from outfitter.config.database_url import DataDirectoryUnusable
 
     try:
         get_settings()

@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from sqlalchemy.orm import Session
 
 from outfitter.cli.common import JsonFlag, app, emit, fail, parse_id, progress_bar, read_limited, unit_of_work
-from outfitter.db.tenancy import bind_company
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 if TYPE_CHECKING:
     from outfitter.tenants.actor import Actor
@@ -27,6 +28,7 @@ def _import_csv(company_id: str, file: Path, what: str, run: Any, dry_run: bool,
     from outfitter.core.errors import DomainError
     from outfitter.core.schemas import counted
     from outfitter.csvio.reader import MAX_IMPORT_BYTES
+    from outfitter.db.tenancy import bind_company
     from outfitter.models import Company
     from outfitter.outbox import SYSTEM_ACTOR
     from outfitter.tenants.actor import Actor

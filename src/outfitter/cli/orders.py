@@ -1,18 +1,18 @@
-"""Orders tracked to the door: `orders advance` and `orders cancel`."""
+"""Orders tracked to the door: `orders list`, `orders advance` and `orders cancel`."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy import select
 
 from outfitter.cli.common import JsonFlag, app, emit, fail, parse_id, unit_of_work
-from outfitter.db.tenancy import bind_company
 
 # Orders: operators move their stages (docs/orders.md). The session works across companies until
 # the order is found, then acts as its company (events and tenancy need one).
-orders_app = typer.Typer(help="Orders tracked to the door: stages and cancellation.", no_args_is_help=True)
+orders_app = typer.Typer(
+    help="Orders tracked to the door: list, stages and cancellation.", no_args_is_help=True
+)
 app.add_typer(orders_app, name="orders")
 
 
@@ -23,7 +23,10 @@ def _order_payload(order: Any) -> dict[str, Any]:
 
 
 def _operate_on_order(order_id: str, action: Any) -> dict[str, Any]:
+    from sqlalchemy import select
+
     from outfitter.core.errors import DomainError
+    from outfitter.db.tenancy import bind_company
     from outfitter.models import Order
 
     order_uuid = parse_id(order_id, "ORDER_ID")
@@ -42,6 +45,46 @@ def _operate_on_order(order_id: str, action: Any) -> dict[str, Any]:
 def _order_line(payload: dict[str, Any]) -> str:
     stages = ", ".join(f"{item['id']}: {item['stage']}" for item in payload["items"])
     return f"order {payload['id']} ({payload['kind']}) is {payload['status']}; items {stages}"
+
+
+@orders_app.command("list")
+def orders_list(
+    kind: Annotated[
+        str | None, typer.Option("--kind", help="purchase, storage_onboarding or retrieval")
+    ] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="in_progress, completed or cancelled")
+    ] = None,
+    company: Annotated[str | None, typer.Option("--company", help="Only this company's (its id)")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first", min=1)] = 50,
+    as_json: JsonFlag = False,
+) -> None:
+    """List orders, newest first, with each item's stage: every company's, or one's."""
+    from outfitter.models import Company, OrderKind, OrderStatus
+    from outfitter.payments.repository import OrderRepository
+
+    kinds, statuses = {str(each) for each in OrderKind}, {str(each) for each in OrderStatus}
+    if kind is not None and kind not in kinds:
+        fail(f"--kind takes one of {', '.join(sorted(kinds))}, got {kind!r}")
+    if status is not None and status not in statuses:
+        fail(f"--status takes one of {', '.join(sorted(statuses))}, got {status!r}")
+    company_uuid = parse_id(company, "--company") if company is not None else None
+    with unit_of_work() as session:
+        statement = OrderRepository(session).listing(
+            OrderKind(kind) if kind else None, OrderStatus(status) if status else None
+        )
+        if company_uuid is not None:
+            if session.get(Company, company_uuid) is None:
+                fail(f"no company with id {company}")
+            from outfitter.models import Order
+
+            statement = statement.where(Order.company_id == company_uuid)
+        orders = [
+            {**_order_payload(order), "company_id": str(order.company_id)}
+            for order in session.scalars(statement.limit(limit)).unique()
+        ]
+    lines = [f"{_order_line(order)} (company {order['company_id']})" for order in orders]
+    emit(as_json, {"orders": orders}, "\n".join(lines) or "no orders")
 
 
 @orders_app.command("advance")

@@ -1,4 +1,4 @@
-"""Payments: `wallet credit`, `fees show/set` and `payments anomalies/resolve/reconcile`."""
+"""Payments: `wallet credit/show`, `fees show/set` and `payments anomalies/resolve/reconcile`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from decimal import Decimal
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy import select
 
 from outfitter.cli.common import (
     JsonFlag,
@@ -19,11 +18,6 @@ from outfitter.cli.common import (
     require_current_schema,
     unit_of_work,
 )
-from outfitter.config import get_settings
-from outfitter.core.money import MAX_AMOUNT, decimal_text, round_money, storable
-from outfitter.db.base import utcnow
-from outfitter.db.session import make_engine
-from outfitter.db.tenancy import TenantSession, bind_company
 
 wallet_app = typer.Typer(help="Company credit wallets.", no_args_is_help=True)
 fees_app = typer.Typer(help="The fee schedule, per currency.", no_args_is_help=True)
@@ -34,6 +28,8 @@ app.add_typer(payments_app, name="payments")
 
 
 def parse_amount(value: str) -> Decimal:
+    from outfitter.core.money import MAX_AMOUNT, decimal_text, storable
+
     amount = decimal_text(value)
     if amount is None:
         fail(f"AMOUNT must be a decimal number such as 1500.00 (digits 0-9 and a point), got {value!r}")
@@ -49,6 +45,7 @@ def parse_amount(value: str) -> Decimal:
 def wallet_credit(company_id: str, currency: str, amount: str, as_json: JsonFlag = False) -> None:
     """Add credit to a company's wallet in CURRENCY (written to its ledger)."""
     from outfitter.core.errors import DomainError
+    from outfitter.db.tenancy import bind_company
     from outfitter.models import Company
     from outfitter.payments.fees import to_minor_units
     from outfitter.payments.wallet import credit_wallet
@@ -74,6 +71,32 @@ def wallet_credit(company_id: str, currency: str, amount: str, as_json: JsonFlag
         payload,
         f"credited {payload['credited']} {payload['currency']}; balance {payload['balance']}",
     )
+
+
+@wallet_app.command("show")
+def wallet_show(company_id: str, as_json: JsonFlag = False) -> None:
+    """Print a company's balance in each currency and its recent ledger entries, newest first."""
+    from outfitter.db.tenancy import bind_company
+    from outfitter.models import Company
+    from outfitter.payments.presenters import wallet_summary
+
+    company_uuid = parse_id(company_id, "COMPANY_ID")
+    with unit_of_work() as session:
+        if session.get(Company, company_uuid) is None:
+            fail(f"no company with id {company_id}")
+        bind_company(session, company_uuid)
+        payload = {"company_id": company_id, **wallet_summary(session).model_dump(mode="json")}
+    balances = [f"{each['currency']} {each['balance']}" for each in payload["balances"]]
+    entries = [
+        f"  {each['created_at']}  {each['kind']:<6} {each['amount']:>14} {each['currency']}"
+        f"  balance {each['balance_after']}  {each['description']}"
+        + (f" ({each['tx_ref']})" if each["tx_ref"] else "")
+        for each in payload["entries"]
+    ]
+    text = f"balances: {', '.join(balances) or 'none'}"
+    if entries:
+        text += "\nrecent entries, newest first:\n" + "\n".join(entries)
+    emit(as_json, payload, text)
 
 
 def _schedule_payload(schedule: Any) -> dict[str, str]:
@@ -123,6 +146,8 @@ def fees_show(as_json: JsonFlag = False) -> None:
 def _fee_value(value: str | None, name: str, percent: bool) -> Decimal | None:
     """A percent (0 to 100, six decimals at most, as stored) or a flat fee (0 or more, below
     MAX_AMOUNT; its decimals are checked against the currency's once it is known)."""
+    from outfitter.core.money import MAX_AMOUNT, decimal_text, storable
+
     if value is None:
         return None
     number = decimal_text(value)
@@ -204,7 +229,10 @@ def payments_anomalies(
 ) -> None:
     """Money a gateway took that no order accounts for: late payments (fulfil or refund them) and
     overpayments (refund the excess). Mark one done with `payments resolve`."""
+    from sqlalchemy import select
+
     from outfitter.catalog.reference import minor_units
+    from outfitter.core.money import round_money
     from outfitter.models import PaymentAnomaly
 
     statement = select(PaymentAnomaly).order_by(PaymentAnomaly.created_at)
@@ -236,6 +264,7 @@ def payments_anomalies(
 @payments_app.command("resolve")
 def payments_resolve(anomaly_id: str) -> None:
     """Mark a payment anomaly handled (refunded or fulfilled by hand)."""
+    from outfitter.db.base import utcnow
     from outfitter.models import PaymentAnomaly
 
     anomaly_uuid = parse_id(anomaly_id, "ANOMALY_ID")
@@ -250,7 +279,9 @@ def payments_resolve(anomaly_id: str) -> None:
 @payments_app.command("reconcile")
 def payments_reconcile(as_json: JsonFlag = False) -> None:
     """Ask the gateways about Pending transactions: fulfil the paid, fail the declined, expire the old."""
-    from outfitter.db.session import make_sessionmaker
+    from outfitter.config import get_settings
+    from outfitter.db.session import make_engine, make_sessionmaker
+    from outfitter.db.tenancy import TenantSession
     from outfitter.payments.gateways import GatewayRegistry
     from outfitter.payments.reconcile import reconcile
 

@@ -5,16 +5,14 @@ from __future__ import annotations
 import uuid
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from outfitter.cli.common import app, fail, require_current_schema, unit_of_work, upgrade_schema
-from outfitter.config import get_settings
-from outfitter.db.session import make_engine
-from outfitter.db.tenancy import TenantSession, bind_company
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -27,6 +25,8 @@ DEMO_COMPANY = "Demo Company"
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Migrate the schema to the newest revision and load reference data."""
+    from outfitter.config import get_settings
+    from outfitter.db.session import make_engine
     from outfitter.migrations import current_revisions
 
     engine = make_engine(get_settings().database_url)
@@ -49,6 +49,8 @@ def serve(
     workers: Annotated[int, typer.Option(help="Worker processes")] = 1,
 ) -> None:
     """Serve the HTTP API (uvicorn; TCP_NODELAY on every connection, workers end with this process)."""
+    from outfitter.config import get_settings
+    from outfitter.db.session import make_engine
     from outfitter.server import ServeError
     from outfitter.server import serve as run_server
 
@@ -66,7 +68,11 @@ def serve(
 @app.command("demo")
 def demo() -> None:
     """Migrate, load the demo catalog, create a demo company and print its token."""
+    from sqlalchemy import select
+
     from outfitter.catalog.importer import import_catalog, load_catalog_file
+    from outfitter.config import get_settings
+    from outfitter.db.session import make_engine
     from outfitter.models import Company
     from outfitter.tenants.tokens import create_company, issue_token
 
@@ -113,6 +119,8 @@ def _demo_console_admin(session: Session, company_id: uuid.UUID, public_url: str
 
 def _demo_wallet(session: Session, company_id: uuid.UUID) -> None:
     """Give the demo company some credit when the payments module is present."""
+    from outfitter.db.tenancy import bind_company
+
     try:
         from outfitter.payments.wallet import credit_wallet
     except ImportError:
@@ -138,7 +146,9 @@ def worker(
     import logging
     import signal
 
-    from outfitter.db.session import make_sessionmaker
+    from outfitter.config import get_settings
+    from outfitter.db.session import make_engine, make_sessionmaker
+    from outfitter.db.tenancy import TenantSession
     from outfitter.worker import Worker
 
     settings = get_settings()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy import func, or_, select
 
 from outfitter.cli.common import JsonFlag, app, emit, fail, iso_or_none, parse_id, unit_of_work
 
@@ -24,6 +23,8 @@ def company_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create a company (refused if one has the same name, in any case: a setup script run twice)."""
+    from sqlalchemy import func, select
+
     from outfitter.models import Company
     from outfitter.tenants.tokens import create_company
 
@@ -48,6 +49,8 @@ def company_create(
 @company_app.command("list")
 def company_list(as_json: JsonFlag = False) -> None:
     """List the companies, oldest first, with how many live tokens each has."""
+    from sqlalchemy import func, or_, select
+
     from outfitter.db.base import utcnow
     from outfitter.models import ApiToken, Company
 
@@ -129,6 +132,8 @@ def token_list(
 ) -> None:
     """List tokens: id, company, scopes, expiry, last use, revocation. Never the token itself,
     which only its hash stands for."""
+    from sqlalchemy import select
+
     from outfitter.db.base import utcnow
     from outfitter.models import ApiToken, Company
     from outfitter.tenants.tokens import token_is_live
