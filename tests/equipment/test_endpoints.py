@@ -111,7 +111,9 @@ def test_register_answers_every_field_with_the_extended_ones(api: Api, db: Sessi
     assert events(record) == ["equipment_added", "assigned"]
     for entry in record["history"]:
         assert set(entry) == {"id", "event_type", "event_date", "assignee", "equipment", "actor", "payload"}
-        assert entry["equipment"] == "ThinkPad X1" and entry["actor"] == "Acme Ltd API"
+        assert (
+            entry["equipment"] == "ThinkPad X1" and entry["actor"] == f"token:Acme Ltd API ({api.token_id})"
+        )
         assert TIMESTAMP.match(entry["event_date"])
     assert record["history"][1]["assignee"] == {"id": str(employee.id), "name": "Ada Obi"}
 

@@ -65,7 +65,7 @@ def test_each_allowed_move_writes_its_history(
     assert data["status"] == to_status
     assert events(data) == [*SETUP_EVENTS[from_status], event]
     last = data["history"][-1]
-    assert last["actor"] == "Acme Ltd API"
+    assert last["actor"] == f"token:Acme Ltd API ({api.token_id})"  # the token's name and id
     if to_status == "Assigned":
         assert data["assignee"]["id"] == str(employee.id)
         assert last["assignee"] == {"id": str(employee.id), "name": "Ada Obi"}

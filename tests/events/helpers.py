@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import func, select
@@ -27,12 +28,16 @@ def only(api: Api, type: str) -> dict[str, Any]:
 
 
 def assert_event(
-    event: dict[str, Any], type: str, subject_id: str, data: dict[str, Any], actor: str = "Acme Ltd API"
+    event: dict[str, Any], type: str, subject_id: str, data: dict[str, Any], actor: str | None = None
 ) -> None:
+    """`actor` by default: the test company's token, by its name and id."""
     assert event["type"] == type
     assert event["subject_type"] == type.partition(".")[0]
     assert event["subject_id"] == subject_id
-    assert event["actor"] == actor
+    if actor is None:
+        assert re.fullmatch(r"token:Acme Ltd API \([0-9a-f-]{36}\)", event["actor"]), event["actor"]
+    else:
+        assert event["actor"] == actor
     assert event["data"] == data
 
 

@@ -110,7 +110,7 @@ def test_a_card_payment_verified_by_the_client_is_fulfilled_for_its_token(
     assert_event(
         only(api, "transaction.fulfilled"), "transaction.fulfilled", initiated["subject_id"], verified
     )
-    assert only(api, "order.created")["actor"] == "Acme Ltd API"
+    assert only(api, "order.created")["actor"] == f"token:Acme Ltd API ({api.token_id})"
     _data(api.get(f"/client/transactions/{data['tx_ref']}/verify"))  # settled already: nothing new
     assert len(log(api, type="transaction.*")) == 2
 

@@ -243,19 +243,27 @@ def move_devices(session: Session, actor: Actor, body: EquipmentBulkMove) -> lis
 
     refusals: dict[str, list[str]] = {}
     reserved = repository.reserving_transactions(devices)
+    retrieving = repository.retrieving_orders(devices)  # a retrieval in progress holds them too
     for index, equipment_id in enumerate(body.equipment_ids):
         equipment = devices[equipment_id]
         if equipment_id in reserved:
             refusals[f"equipment_ids.{index}"] = [service.reserved_refusal(equipment, reserved[equipment_id])]
+            continue
+        if equipment_id in retrieving:
+            refusals[f"equipment_ids.{index}"] = [
+                service.retrieving_refusal(equipment, retrieving[equipment_id])
+            ]
             continue
         refused = lifecycle.refusal(equipment, body.status, assignee)
         if refused is not None:
             refusals[f"equipment_ids.{index}"] = [f"{equipment_id} is {equipment.status}: {refused}"]
     if refusals:
         holding = ", ".join(sorted(set(reserved.values())))
+        orders = ", ".join(sorted({str(order_id) for order_id, _ in retrieving.values()}))
         raise Conflict(
             f"{len(refusals)} of the {len(devices)} devices cannot move to {body.status}; nothing was moved."
-            + (f" Reserved by the pending transaction(s) {holding}." if holding else ""),
+            + (f" Reserved by the pending transaction(s) {holding}." if holding else "")
+            + (f" On their way back in the retrieval order(s) {orders}." if orders else ""),
             errors=refusals,
         )
     moved = [devices[equipment_id] for equipment_id in body.equipment_ids]

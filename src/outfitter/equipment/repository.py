@@ -43,6 +43,7 @@ from outfitter.equipment.reads import (
     with_references,
 )
 from outfitter.models import (
+    RETRIEVAL_STAGES_BEFORE_RECEIPT,
     Country,
     Currency,
     Employee,
@@ -50,6 +51,10 @@ from outfitter.models import (
     EquipmentHistory,
     EquipmentReservation,
     EquipmentStatus,
+    Order,
+    OrderItem,
+    OrderKind,
+    OrderStatus,
     Transaction,
 )
 from outfitter.outbox import events_written_with, events_written_with_values, record_event_rows
@@ -286,3 +291,27 @@ class EquipmentRepository(CompanyRepository[Equipment]):
             .where(EquipmentReservation.equipment_id.in_(equipment_ids))
         )
         return {equipment_id: tx_ref for equipment_id, tx_ref in self.session.execute(statement)}
+
+    def retrieving_orders(
+        self, equipment_ids: Collection[uuid.UUID]
+    ) -> dict[uuid.UUID, tuple[uuid.UUID, str]]:
+        """The id and tx_ref of the retrieval in progress bringing back each of `equipment_ids` that
+        one is bringing back (its item not yet received). A paid offboarding holds its devices as
+        a Pending one does: a move would strand the order."""
+        if not equipment_ids:
+            return {}
+        statement = (
+            select(OrderItem.equipment_id, Order.id, Order.tx_ref)
+            .join(Order, Order.id == OrderItem.order_id)
+            .where(
+                OrderItem.equipment_id.in_(equipment_ids),
+                Order.kind == OrderKind.RETRIEVAL,
+                Order.status == OrderStatus.IN_PROGRESS,
+                OrderItem.stage.in_(RETRIEVAL_STAGES_BEFORE_RECEIPT),
+            )
+        )
+        found: dict[uuid.UUID, tuple[uuid.UUID, str]] = {}
+        for equipment_id, order_id, tx_ref in self.session.execute(statement):
+            if equipment_id is not None:  # never, with the IN above
+                found[equipment_id] = (order_id, tx_ref)
+        return found

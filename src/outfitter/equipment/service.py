@@ -4,6 +4,7 @@ status change goes through `lifecycle.move`."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -268,14 +269,37 @@ def reserved_refusal(equipment: Equipment, tx_ref: str) -> str:
     )
 
 
-def refuse_reserved(repository: EquipmentRepository, devices: list[Equipment]) -> None:
-    """409 naming the transaction when a Pending one (a storage onboarding or an offboarding)
-    holds one of these devices: the payment is for the device as it is. Call with the devices
-    locked, so that no initiate can reserve one between this check and the move."""
-    reserved = repository.reserving_transactions([equipment.id for equipment in devices])
+def retrieving_refusal(equipment: Equipment, order: tuple[uuid.UUID, str]) -> str:
+    order_id, tx_ref = order
+    return (
+        f"Equipment {equipment.title} ({equipment.id}) is on its way back in the retrieval order {order_id} "
+        f"(transaction {tx_ref}): it cannot move until that order's item is received "
+        f"(POST /client/orders/{order_id}/received for a device coming back to the office) or the order "
+        "is cancelled."
+    )
+
+
+def holding_refusals(repository: EquipmentRepository, devices: Collection[Equipment]) -> dict[uuid.UUID, str]:
+    """Why each of these devices that something holds cannot move: a Pending transaction (a storage
+    onboarding or an offboarding: the payment is for the device as it is) or a retrieval in progress
+    (moving the device would strand the order). Call with the devices locked, so that no initiate
+    can reserve one, and no fulfilment open a retrieval of one, between this check and the move."""
+    ids = [equipment.id for equipment in devices]
+    reserved = repository.reserving_transactions(ids)
+    retrieving = repository.retrieving_orders(ids)
+    refusals: dict[uuid.UUID, str] = {}
     for equipment in devices:
         if equipment.id in reserved:
-            raise Conflict(reserved_refusal(equipment, reserved[equipment.id]))
+            refusals[equipment.id] = reserved_refusal(equipment, reserved[equipment.id])
+        elif equipment.id in retrieving:
+            refusals[equipment.id] = retrieving_refusal(equipment, retrieving[equipment.id])
+    return refusals
+
+
+def refuse_reserved(repository: EquipmentRepository, devices: list[Equipment]) -> None:
+    """409 naming the transaction or the order that holds one of these devices (`holding_refusals`)."""
+    for refusal in holding_refusals(repository, devices).values():
+        raise Conflict(refusal)
 
 
 def _target_move(

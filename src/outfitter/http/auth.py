@@ -8,6 +8,7 @@ stamps `last_used_at` at most once a minute. The request pipeline (`http.unit_of
 from __future__ import annotations
 
 import hmac
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -22,6 +23,14 @@ from outfitter.tenants.actor import Actor
 from outfitter.tenants.tokens import TOKEN_PREFIX, hash_token, token_is_live
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def token_actor(name: str, token_id: uuid.UUID) -> str:
+    """How history entries and events name a change made with a token: `token:<name> (<id>)`, the
+    name for a reader, the id to find the token by (`outfitter token list`) when names repeat. The
+    name is shortened to fit the actor columns (200 characters); the id is always whole."""
+    suffix = f" ({token_id})"
+    return f"token:{name[: 200 - len('token:') - len(suffix)]}{suffix}"
 
 
 def bearer_token(authorization: str | None) -> str:
@@ -128,6 +137,6 @@ def check_token(row: Any, digest: str, scope: str) -> tuple[Actor, dict[str, Any
         company_name=row.company_name,
         token_id=row.id,
         scopes=scopes,
-        name=row.name,
+        name=token_actor(row.name, row.id),
     )
     return context, ({"token_id": row.id, "now": now} if stale else None)

@@ -31,6 +31,7 @@ from outfitter.models.equipment import (
 from outfitter.models.events import Event, EventCount, EventCountDelta, EventType
 from outfitter.models.payments import (
     ORDER_KIND_OF,
+    RETRIEVAL_STAGES_BEFORE_RECEIPT,
     STAGES,
     EquipmentReservation,
     FeeSchedule,
@@ -85,6 +86,7 @@ __all__ = [
     "ENDPOINT_CONCURRENCY_MAX",
     "ORDER_KIND_OF",
     "PING_EVENT_TYPE",
+    "RETRIEVAL_STAGES_BEFORE_RECEIPT",
     "STAGES",
     "ApiToken",
     "Asset",

@@ -94,6 +94,11 @@ RETRIEVAL_STAGES: tuple[OrderStage, ...] = (
     OrderStage.RECEIVED,
     OrderStage.INSPECTED,
 )
+# A retrieval item at one of these is on its way back: its device is still with the employee but
+# held by the order (no move until it is received or the order is cancelled).
+RETRIEVAL_STAGES_BEFORE_RECEIPT: tuple[OrderStage, ...] = RETRIEVAL_STAGES[
+    : RETRIEVAL_STAGES.index(OrderStage.RECEIVED)
+]
 STAGES: dict[OrderKind, tuple[OrderStage, ...]] = {
     OrderKind.PURCHASE: DELIVERY_STAGES,
     OrderKind.STORAGE_ONBOARDING: DELIVERY_STAGES,

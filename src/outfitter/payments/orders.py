@@ -88,6 +88,68 @@ def advance(
             raise Conflict(
                 f"Item {item.id} is already at {item.stage}: stages only move forward ({' > '.join(path)})."
             )
+    return _move_items(session, order, items, target, note, actor)
+
+
+def receive(session: Session, order_id: uuid.UUID, item_ids: Sequence[uuid.UUID] | None, actor: str) -> Order:
+    """The company marks the items of a retrieval coming back to its office received (every such
+    item not yet received when `item_ids` is None): they reach `received`, the last stage of an
+    office item, and their devices leave their employees (Unassigned)."""
+    order = _open_order(session, order_id)
+    if order.kind != OrderKind.RETRIEVAL:
+        raise Conflict(f"Order {order.id} is a {order.kind} order: only a retrieval's devices are received.")
+    path = STAGES[order.kind]
+    waiting = [item for item in order.items if path.index(item.stage) < path.index(OrderStage.RECEIVED)]
+    if item_ids is None:
+        items = [item for item in waiting if item.destination == RetrievalDestination.OFFICE]
+        if not items:
+            raise Conflict(
+                f"Order {order.id} has no item coming back to the office still to receive; items going to "
+                "storage are received there, by Outfitter."
+            )
+    else:
+        by_id = {item.id: item for item in order.items}
+        unknown = {
+            f"item_ids.{index}": [f"Order {order.id} has no item {item_id}."]
+            for index, item_id in enumerate(item_ids)
+            if item_id not in by_id
+        }
+        if unknown:
+            raise ValidationFailed.fields(unknown)
+        items = list({item_id: by_id[item_id] for item_id in item_ids}.values())
+        for item in items:
+            if item.destination != RetrievalDestination.OFFICE:
+                raise Conflict(
+                    f"Item {item.id} goes to storage: Outfitter marks it received when it arrives there; "
+                    "only items coming back to the office are received by the company."
+                )
+            if item not in waiting:
+                raise Conflict(f"Item {item.id} is already at {item.stage}: it was received before.")
+    return _move_items(
+        session, order, sorted(items, key=lambda item: str(item.id)), OrderStage.RECEIVED, None, actor
+    )
+
+
+def last_stage(order: Order, item: OrderItem) -> OrderStage:
+    """Where an item's journey ends: its kind's last stage, but `received` for a retrieval item coming
+    back to the company's office (there is nothing of Outfitter's left to do with it)."""
+    if item.destination == RetrievalDestination.OFFICE:
+        return OrderStage.RECEIVED
+    return STAGES[order.kind][-1]
+
+
+def _move_items(
+    session: Session,
+    order: Order,
+    items: Sequence[OrderItem],
+    target: OrderStage,
+    note: str | None,
+    actor: str,
+) -> Order:
+    """Move `items` (each behind `target`) forward to it, recording every stage passed, receiving
+    the devices of retrieval items that pass `received`, and completing the order when every item
+    is at its last stage."""
+    path = STAGES[order.kind]
     now = utcnow()
     received: list[OrderItem] = []
     for item in items:
@@ -99,7 +161,7 @@ def advance(
         if order.kind == OrderKind.RETRIEVAL and OrderStage.RECEIVED in passed:
             received.append(item)
     _receive_devices(session, order, received, actor)
-    if all(item.stage == path[-1] for item in order.items):
+    if all(path.index(item.stage) >= path.index(last_stage(order, item)) for item in order.items):
         order.status = OrderStatus.COMPLETED
     order.updated_at = now
     record_order_event(session, EventType.ORDER_UPDATED, order, actor)

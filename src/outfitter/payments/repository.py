@@ -15,7 +15,9 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 
 from outfitter.core.errors import NotFound
 from outfitter.db.tenancy import CompanyRepository, parse_uuid
+from outfitter.equipment.repository import EquipmentRepository
 from outfitter.models import (
+    RETRIEVAL_STAGES_BEFORE_RECEIPT,
     STAGES,
     Equipment,
     EquipmentReservation,
@@ -31,9 +33,6 @@ from outfitter.models import (
     Wallet,
     WalletEntry,
 )
-
-# A retrieval item before these stages still has its device with the employee.
-PENDING_RETRIEVAL_STAGES = (OrderStage.RETRIEVAL_SCHEDULED, OrderStage.PICKED_UP, OrderStage.IN_TRANSIT)
 
 
 class TransactionRepository(CompanyRepository[Transaction]):
@@ -93,7 +92,7 @@ class OrderRepository(CompanyRepository[Order]):
             .where(
                 Order.kind == OrderKind.RETRIEVAL,
                 Order.status == OrderStatus.IN_PROGRESS,
-                OrderItem.stage.in_(PENDING_RETRIEVAL_STAGES),
+                OrderItem.stage.in_(RETRIEVAL_STAGES_BEFORE_RECEIPT),
             )
         )
         return count or 0
@@ -191,18 +190,7 @@ def load_order(session: Session, order_id: uuid.UUID) -> Order:
 
 def open_retrieval_equipment_ids(session: Session, equipment_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
     """Devices named by a retrieval still in progress and not yet received."""
-    return set(
-        session.scalars(
-            select(OrderItem.equipment_id)
-            .join(Order, Order.id == OrderItem.order_id)
-            .where(
-                OrderItem.equipment_id.in_(equipment_ids),
-                Order.kind == OrderKind.RETRIEVAL,
-                Order.status == OrderStatus.IN_PROGRESS,
-                OrderItem.stage.in_(PENDING_RETRIEVAL_STAGES),
-            )
-        )
-    )
+    return set(EquipmentRepository(session).retrieving_orders(equipment_ids))
 
 
 def order_id_of(session: Session, transaction_id: uuid.UUID) -> uuid.UUID | None:

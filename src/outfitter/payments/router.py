@@ -22,6 +22,7 @@ from outfitter.payments.schemas import (
     InitiateRequest,
     OffboardInitiateRequest,
     OrderOut,
+    OrderReceivedRequest,
     StorageInitiateRequest,
     TransactionInitiatedOut,
     TransactionOut,
@@ -207,6 +208,28 @@ def list_orders(
 def get_order(orderId: Annotated[str, id_path("The order's id")], client: ReadAccess) -> dict[str, object]:
     """One order with its items, each item's stages and the equipment it made or moved."""
     return ok(service.get_order(client.session, orderId), "Order fetched successfully.")
+
+
+@router.post(
+    "/client/orders/{orderId}/received",
+    response_model=Envelope[OrderOut],
+    responses=error_responses(404, 409, 422),
+    summary="Mark the devices of a retrieval coming back to the office received",
+)
+def receive_order_items(
+    orderId: Annotated[str, id_path("The order's id")],
+    client: WriteAccess,
+    body: OrderReceivedRequest | None = None,
+) -> dict[str, object]:
+    """The company received devices a retrieval brought back to its office (`destination: office`):
+    each item named (every such item not yet received, without `item_ids`) reaches `received`, its
+    last stage; its device leaves the employee (Unassigned, history `unassigned`). The order is
+    `completed` once every item is at its last stage. Items going to storage are Outfitter's to
+    receive (409)."""
+    order = service.receive_order_items(
+        client.session, orderId, body.item_ids if body else None, client.actor.name
+    )
+    return ok(order, "Order items received successfully.")
 
 
 @router.get(

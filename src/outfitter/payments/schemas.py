@@ -305,6 +305,20 @@ class OffboardInitiateRequest(BaseModel):
     _redirect = field_validator("redirect_url")(_check_redirect_url)
 
 
+class OrderReceivedRequest(BaseModel):
+    """Which items of a retrieval came back to the office; without `item_ids` (or with no body),
+    every item coming back to the office that is not received yet."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"item_ids": ["3f2a1b0c-9d8e-4f7a-8b6c-5d4e3f2a1b0c"]}]},
+    )
+
+    item_ids: list[uuid.UUID] | None = Field(
+        default=None, min_length=1, max_length=1000, description="Items of the order (its `items[].id`)"
+    )
+
+
 class _TransactionBase(Schema):
     tx_ref: str
     kind: TransactionKind

@@ -40,11 +40,13 @@ from outfitter.payments.gateways.base import (
     InvalidSignature,
     WebhookNotice,
 )
+from outfitter.payments.orders import receive
 from outfitter.payments.presenters import order_out, transaction_fields
 from outfitter.payments.repository import (
     OrderRepository,
     TransactionRepository,
     find_by_ref,
+    load_order,
     lock_transaction,
     order_id_of,
 )
@@ -224,3 +226,13 @@ def awaiting_retrieval(session: Session) -> int:
 
 def get_order(session: Session, order_id: str) -> OrderOut:
     return order_out(OrderRepository(session).get_full(order_id))
+
+
+def receive_order_items(
+    session: Session, order_id: str, item_ids: list[uuid.UUID] | None, actor: str
+) -> OrderOut:
+    """The company's received mark (`orders.receive`) on one of its orders: unknown or another
+    company's, 404."""
+    found = OrderRepository(session).get(order_id)
+    receive(session, found.id, item_ids, actor)
+    return order_out(load_order(session, found.id))

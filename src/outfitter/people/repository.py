@@ -20,6 +20,7 @@ from outfitter.db.bulk_rows import insert_rows, insert_unless_taken, values_take
 from outfitter.db.tenancy import CompanyRepository, company_of, parse_uuid
 from outfitter.models import (
     EMPLOYEE_OFFBOARDED,
+    RETRIEVAL_STAGES_BEFORE_RECEIPT,
     Country,
     Currency,
     Department,
@@ -30,7 +31,6 @@ from outfitter.models import (
     Order,
     OrderItem,
     OrderKind,
-    OrderStage,
     OrderStatus,
     UserDepartment,
 )
@@ -257,9 +257,7 @@ class EmployeeRepository(CompanyRepository[Employee]):
                 OrderItem.employee_id.in_(ids),
                 Order.kind == OrderKind.RETRIEVAL,
                 Order.status == OrderStatus.IN_PROGRESS,
-                OrderItem.stage.in_(
-                    (OrderStage.RETRIEVAL_SCHEDULED, OrderStage.PICKED_UP, OrderStage.IN_TRANSIT)
-                ),
+                OrderItem.stage.in_(RETRIEVAL_STAGES_BEFORE_RECEIPT),
             )
             .order_by(Order.created_at, OrderItem.id)
         )

@@ -282,6 +282,15 @@ def delete_employee(session: Session, actor: Actor, user_id: str) -> EmployeeOut
     employee = repository.get_with_country(user_id, for_update=True)
     held = repository.assigned_count(employee.id)
     if held:
+        returning = repository.open_retrievals_of([employee.id]).get(employee.id, [])
+        if returning:
+            orders = sorted({str(item.order_id) for item in returning})
+            raise Conflict(
+                f"{employee.full_name} still holds {held} Assigned equipment, {len(returning)} of it on its "
+                f"way back in the retrieval order {', '.join(orders)}: delete the employee once it is "
+                f"received (POST /client/orders/{orders[0]}/received for devices coming back to the "
+                "office)" + ("." if len(returning) == held else ", and unassign or move the rest.")
+            )
         raise Conflict(
             f"{employee.full_name} still holds {held} Assigned equipment; "
             "unassign or move it before deleting the employee."
