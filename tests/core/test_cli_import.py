@@ -241,3 +241,29 @@ def test_prices_in_a_currency_without_a_fee_schedule_are_imported_with_a_warning
     code, out, err = run("catalog", "import", str(path), "--json")
     assert code == 0 and "warning" not in err, err
     assert json.loads(out)["currencies_without_fees"] == []
+
+
+@pytest.mark.one_database
+@pytest.mark.parametrize("ending", ["\n", ""])
+def test_the_import_progress_bar_ends_at_its_total(
+    api: Api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ending: str
+) -> None:
+    """Its total is the rows, not the lines with the header (it stopped at 10000/10001)."""
+    from io import StringIO
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    shown: list[Progress] = []
+
+    def progress_bar() -> Progress:
+        shown.append(Progress(console=Console(file=StringIO(), force_terminal=True), transient=False))
+        return shown[-1]
+
+    monkeypatch.setattr("outfitter.cli.imports.progress_bar", progress_bar)
+    file = tmp_path / "people.csv"
+    file.write_text(EMPLOYEES.rstrip("\n") + ending, encoding="utf-8")
+    code, out, _ = run("import", "employees", str(api.company_id), str(file), "--dry-run")
+    assert code == 0, out
+    [task] = shown[0].tasks
+    assert (task.completed, task.total) == (2, 2) and task.finished

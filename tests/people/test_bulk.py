@@ -34,6 +34,7 @@ def test_bulk_creates_the_interface_shape_and_mirrors_it(api: Api, db: Session) 
         assert record["email"] == sent["email"].lower()
         assert record["departments"] == record["equipment"] == record["orders"] == []
         assert record["catalogs"] is None
+        assert record["status"] == "Active"  # as a single create's, never null
     assert created[1]["country_code"] == "KE" and created[1]["currency_code"] == "KES"
     listed = {item["id"]: item for item in api.get("/client/employees", per_page=100).json()["data"]["data"]}
     assert all(listed[record["id"]] == record for record in created)

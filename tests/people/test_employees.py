@@ -67,7 +67,9 @@ def test_create_answers_every_employee_field(api: Api) -> None:
     )
     for nullable in ("personal_email", "landmark", "last_login", "job_title", "tax_number"):
         assert employee[nullable] is None
-    assert employee["employment_type"] is None and employee["level"] is None and employee["status"] is None
+    assert employee["employment_type"] is None and employee["level"] is None
+    assert employee["status"] == "Active"  # never null
+    assert api.get(f"/client/employees/{employee['id']}").json()["data"]["status"] == "Active"
     assert employee["catalogs"] is None
     assert employee["departments"] == employee["equipment"] == employee["orders"] == []
     assert TIMESTAMP.match(employee["created_at"])

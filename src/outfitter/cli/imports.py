@@ -12,7 +12,6 @@ from outfitter.cli.common import JsonFlag, app, emit, fail, parse_id, progress_b
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-if TYPE_CHECKING:
     from outfitter.tenants.actor import Actor
 
 import_app = typer.Typer(
@@ -20,6 +19,13 @@ import_app = typer.Typer(
 )
 app.add_typer(import_app, name="import")
 DryRunFlag = Annotated[bool, typer.Option("--dry-run", help="Check every row and write nothing.")]
+
+
+def _rows_in(data: bytes) -> int:
+    """The rows a CSV file holds, estimated from its lines: every line but the header, the last
+    one counted whether or not a line break ends it."""
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    return max(lines - 1, 0)
 
 
 def _import_csv(company_id: str, file: Path, what: str, run: Any, dry_run: bool, as_json: bool) -> None:
@@ -42,9 +48,11 @@ def _import_csv(company_id: str, file: Path, what: str, run: Any, dry_run: bool,
                 fail(f"no company with id {company}")
             bind_company(session, company)
             actor = Actor(found.id, found.name, frozenset({"read", "write"}), SYSTEM_ACTOR)
-            task = bar.add_task(f"Checking {file.name}", total=data.count(b"\n") or None)
+            task = bar.add_task(f"Checking {file.name}", total=_rows_in(data) or None)
             result = run(session, actor, data, lambda rows: bar.advance(task, rows))
-            bar.update(task, description=f"Writing {result['count']} {what}")
+            # Ends at its total: the rows read (blank lines or a line break in a cell skew the estimate).
+            done = result["count"]
+            bar.update(task, description=f"Writing {done} {what}", total=done, completed=done)
     except DomainError as exc:
         if not exc.errors:
             fail(exc.message)

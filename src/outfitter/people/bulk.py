@@ -14,7 +14,7 @@ from outfitter.catalog.reference import Countries
 from outfitter.core.errors import Conflict, ValidationFailed, validation_message
 from outfitter.db.base import new_id, utcnow
 from outfitter.db.bulk_rows import take_turn
-from outfitter.models import Country, Employee
+from outfitter.models import EMPLOYEE_ACTIVE, Country, Employee
 from outfitter.models.events import EventType
 from outfitter.outbox import NewEvent, as_event_data, record_events
 from outfitter.people.identities import email_taken, user_name_taken
@@ -107,7 +107,14 @@ def create_validated(
         if country is not None:
             fields = body.model_dump(exclude={"country_id"})
             rows.append(
-                {**fields, "id": new_id(), "country_id": country.id, "created_at": now, "updated_at": now}
+                {
+                    **fields,
+                    "id": new_id(),
+                    "country_id": country.id,
+                    "status": EMPLOYEE_ACTIVE,
+                    "created_at": now,
+                    "updated_at": now,
+                }
             )
             answer_countries.append(country)
     if errors:

@@ -29,7 +29,7 @@ from outfitter.db.keyset import (
     merge_pages,
 )
 from outfitter.db.tenancy import company_of
-from outfitter.models import Country, Department, Employee, Equipment, Order, OrderItem
+from outfitter.models import EMPLOYEE_ACTIVE, Country, Department, Employee, Equipment, Order, OrderItem
 from outfitter.models.events import Event, EventType
 from outfitter.outbox import NewEvent, as_event_data, event_rows, record_event
 from outfitter.people.identities import SCIM_IDENTITY, email_taken, user_name_taken
@@ -141,10 +141,11 @@ def create_employee(session: Session, actor: Actor, body: EmployeeCreate) -> Emp
         "id": new_id(),
         "company_id": company_of(session),
         "country_id": country.id,
+        "status": EMPLOYEE_ACTIVE,
         "created_at": now,
         "updated_at": now,
     }
-    answer = employee_out(SimpleNamespace(**row, last_login=None, level=None, status=None), country)
+    answer = employee_out(SimpleNamespace(**row, last_login=None, level=None), country)
     created = NewEvent(EventType.EMPLOYEE_CREATED, answer.id, as_event_data(EmployeeOut, answer))
     try:
         written = EmployeeRepository(session).insert_created(
