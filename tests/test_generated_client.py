@@ -280,6 +280,15 @@ def test_bulk_work_and_a_csv_import_through_the_generated_client(
     assert imported.status_code == 200 and isinstance(imported.parsed, models.ImportResultEnvelope)
     assert imported.parsed.data.count == 2 and len(imported.parsed.data.ids) == 2
 
+    # The natural call: a list of employees (the flat shape is the document's first; nested still works).
+    people = [models.EmployeeCreate.from_dict(employee_body()) for _ in range(2)]
+    hired = _operation("people", "create_employees_in_bulk").sync_detailed(
+        client=client, body=models.EmployeeBulkCreate(employees=people)
+    )
+    assert hired.status_code == 201, hired.content
+    assert [record.email for record in hired.parsed.data] == [person.email for person in people]
+    assert all(record.status == "Active" for record in hired.parsed.data)
+
     body = models.EquipmentBulkCreate.from_dict({"equipment": [{"title": "Phone"}, {"title": "Tablet"}]})
     created = _operation("equipment", "create_equipment_in_bulk").sync_detailed(client=client, body=body)
     assert created.status_code == 201 and isinstance(created.parsed, models.EquipmentOutListEnvelope)

@@ -66,9 +66,12 @@ def _check_redirect_url(value: str | None) -> str | None:
 # against (verify and the lists give the same amounts as Money strings): the one exception to Money.
 INITIATE_AMOUNT_SCHEMA: dict[str, Any] = {
     "type": "number",
+    # The format generators that know it read as a decimal type (docs/api.md, "Money").
+    "format": "decimal",
     "description": "The same decimal amount that verify and the lists give as a decimal string, given "
     "here as a JSON number, as the initiate answer always has (a fixed part of the API): parse it as a "
-    "decimal, not a float (e.g. `json.loads(text, parse_float=Decimal)`).",
+    "decimal, not a float (e.g. `json.loads(text, parse_float=Decimal)`); its digits are exact, at the "
+    "currency's minor unit.",
     "examples": [1299.99],
 }
 InitiateAmount = Annotated[

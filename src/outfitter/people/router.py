@@ -95,7 +95,7 @@ def create_employee(body: EmployeeCreate, client: WriteAccess) -> dict[str, obje
 @router.post(
     "/employees/bulk",
     status_code=201,
-    response_model=Envelope[list[list[EmployeeOut]] | list[EmployeeOut]],
+    response_model=Envelope[list[EmployeeOut] | list[list[EmployeeOut]]],
     responses=error_responses(409, 422),
     summary="Create up to 1,000 employees at once, all or nothing",
 )

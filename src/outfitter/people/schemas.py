@@ -148,14 +148,15 @@ class EmployeeBulkCreate(Body):
     )
 
     # Typed in the document; checked item by item by `bulk.create_employees`, which reports every
-    # item's errors at its path.
+    # item's errors at its path. The flat array is the document's first shape, so that a generated
+    # client's natural call (a list of employees) is the one it builds; the nested one stays accepted.
     employees: Annotated[
         list[Any],
-        DocumentedAs(list[Annotated[list[EmployeeCreate], Documented(minItems=1)]] | list[EmployeeCreate]),
+        DocumentedAs(list[EmployeeCreate] | list[Annotated[list[EmployeeCreate], Documented(minItems=1)]]),
     ] = Field(
         json_schema_extra={"minItems": 1},
-        description="An array holding arrays of employees (the shape older clients send), or a flat array; "
-        "at most 1,000 employees in all",
+        description="A flat array of employees, or an array holding arrays of them (the shape older clients "
+        "send, which the answer mirrors); at most 1,000 employees in all",
     )
 
 
