@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint install install-dev clean migration-initial
+.PHONY: run reset test lint install install-dev clean migration-initial
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,7 @@ install-dev: $(DEV_STAMP)
 ## (the payment links and the sandbox's webhook follow it, through OUTFITTER_PUBLIC_URL).
 PORT ?= 8000
 run: install
-	OUTFITTER_PUBLIC_URL=$${OUTFITTER_PUBLIC_URL:-http://127.0.0.1:$(PORT)} $(BIN)/outfitter demo
+	OUTFITTER_PUBLIC_URL=$${OUTFITTER_PUBLIC_URL:-http://127.0.0.1:$(PORT)} $(BIN)/outfitter demo --port $(PORT)
 	OUTFITTER_PUBLIC_URL=$${OUTFITTER_PUBLIC_URL:-http://127.0.0.1:$(PORT)} \
 		$(BIN)/outfitter serve --host 127.0.0.1 --port $(PORT)
 
@@ -45,6 +45,12 @@ lint: install-dev
 	$(BIN)/lint-imports
 	$(BIN)/pytest -q -p no:cacheprovider -n 0 --noconftest tests/architecture  # no circle, no private API
 
+## Start the demo data afresh: delete the embedded SQLite database (the one `make run` printed under
+## "Data:") and its kept demo token, then load the demo again. A PostgreSQL database is left alone.
+reset: install
+	OUTFITTER_PUBLIC_URL=$${OUTFITTER_PUBLIC_URL:-http://127.0.0.1:$(PORT)} $(BIN)/outfitter demo --reset
+
+## Remove what the checkout built (the virtualenv, caches); the data stays: `make reset` for that.
 clean:
 	rm -rf $(VENV) outfitter.db .pytest_cache .mypy_cache .ruff_cache
 

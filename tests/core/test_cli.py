@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -302,7 +304,14 @@ def test_catalog_import_withdraws_unavailable_assets_and_refuses_unknown_statuse
     assert code == 1 and "assets.0.status" in err and "'Available' or 'Unavailable'" in err
 
 
-def test_demo_prints_a_working_token(client: TestClient) -> None:
+@pytest.fixture
+def data_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A data directory of the test's own (the demo keeps its token there)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    return tmp_path / "outfitter"
+
+
+def test_demo_prints_a_working_token(client: TestClient, data_home: Path) -> None:
     code, out, _ = run("demo")
     assert code == 0, out
     token_line = next(line for line in out.splitlines() if line.startswith("Token:"))
@@ -477,3 +486,52 @@ def test_a_name_no_one_could_read_is_refused_in_one_line(name: str, message: str
     assert code == 1 and out == ""
     assert err.strip().startswith("error: ") and message in err
     assert json.loads(run("token", "list", company["id"], "--json")[1])["tokens"] == []
+
+
+def test_demo_reuses_its_token_and_mints_none_when_the_port_is_taken(
+    client: TestClient, data_home: Path, engine: Engine
+) -> None:
+    def demo_tokens() -> list[dict[str, Any]]:
+        tokens: list[dict[str, Any]] = json.loads(run("token", "list", "--json")[1])["tokens"]
+        return tokens
+
+    first = run("demo")[1]
+    again = run("demo")[1]
+    token = next(line for line in first.splitlines() if line.startswith("Token:")).split()[1]
+    assert f"Token: {token} (id " in again and "the same as last time" in again
+    [kept] = demo_tokens()
+    assert kept["name"] == "Demo token" and kept["live"]
+    assert (data_home / "demo-tokens.json").stat().st_mode & 0o777 == 0o600
+    assert "Data:  " in first  # where the data lives
+
+    run("token", "revoke", kept["id"])  # a revoked one is not printed again: a new one is made
+    renewed = run("demo")[1]
+    assert token not in renewed and len(demo_tokens()) == 2
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        code, _, err = run("demo", "--port", str(taken.getsockname()[1]))
+    assert code == 1 and "is taken" in err and "No token was made" in err
+    assert len(demo_tokens()) == 2
+
+
+@pytest.mark.one_database
+def test_demo_reset_starts_the_embedded_database_afresh(
+    monkeypatch: pytest.MonkeyPatch, data_home: Path, tmp_path: Path
+) -> None:
+    database = tmp_path / "demo.db"
+    monkeypatch.setenv("OUTFITTER_DATABASE_URL", f"sqlite:///{database}")
+    get_settings.cache_clear()
+    before = run("demo")[1]
+    company = json.loads(run("company", "create", "Leftover Ltd", "--json")[1])
+    code, out, err = run("demo", "--reset")
+    assert code == 0, err
+    assert out.startswith(f"deleted {database}\n") and "the same as last time" not in out
+    names = [each["name"] for each in json.loads(run("company", "list", "--json")[1])["companies"]]
+    assert names == ["Demo Company"] and company["name"] not in names
+    assert before.split("Token: ")[1].split()[0] not in out
+    monkeypatch.setenv("OUTFITTER_DATABASE_URL", "postgresql://127.0.0.1:1/nothing")
+    get_settings.cache_clear()
+    code, _, err = run("demo", "--reset")
+    assert code == 1 and "deletes a SQLite file only" in err
