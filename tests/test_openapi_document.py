@@ -267,3 +267,23 @@ def test_the_documented_csv_example_is_a_file_the_import_takes(
     )
     assert answer.status_code == 200, answer.text
     assert answer.json()["data"] == {"dry_run": True, "count": 2, "ids": []}
+
+
+@pytest.mark.one_database
+def test_the_quickstart_calls_operations_the_document_has(document: dict[str, Any]) -> None:
+    """docs/quickstart.md, the first hour: each call it shows is an operation of the document, and
+    it gives the facts a newcomer looked for (which id to pay with, where the data is)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    guide = (root / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    templates = [re.sub(r"\{[^}]+\}", "[^/]+", path) for path in document["paths"]]
+    called = re.findall(r"(/api/v2/client/[A-Za-z0-9_{}/.-]+)", guide)
+    assert len(called) >= 6
+    for path in called:
+        concrete = re.sub(r"\b[A-Z][A-Z_]+_ID\b", "x", path)
+        assert any(re.fullmatch(f"(/api/v2)?{template}", concrete) for template in templates), path
+    for fact in ("asset_pricing.id", "~/.local/share/outfitter/", "make reset", "updated_since", "secret"):
+        assert fact in guide, fact
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert "~/.local/share/outfitter/" in readme and "docs/quickstart.md" in readme
