@@ -216,7 +216,10 @@ def test_a_csv_file_is_checked_then_imported_through_the_apis_importer(
     assert dry.status_code == 200 and "3 employees would be created" in dry.text and employee_count(api) == 1
     done = upload(good, "0")
     assert done.status_code == 200 and "3 employees created" in done.text and employee_count(api) == 4
-    assert {event["actor"] for event in events(api, type="employee.created")} == {"Acme Ltd API", ADA}
+    assert {event["actor"] for event in events(api, type="employee.created")} == {
+        f"token:Acme Ltd API ({api.token_id})",
+        ADA,
+    }
     assert upload("", "1").status_code == 422  # no file: said so, never a 500
 
 

@@ -9,6 +9,7 @@ record after the change): they come from the subject's previous event, which the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -190,6 +191,8 @@ def actor_words(actor: str | None) -> str:
         return "Someone"
     if actor.startswith("console:"):
         return actor
+    if actor.startswith("token:"):  # `token:<name> (<id>)`: the name reads; the id is in the event
+        return f"token {re.sub(r' [(][0-9a-f-]{36}[)]$', '', actor.removeprefix('token:'))}"
     return {"system": "The system", "operator": "An operator"}.get(actor, f"token {actor}")
 
 
