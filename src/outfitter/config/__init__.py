@@ -10,10 +10,8 @@ from functools import lru_cache
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from limits import parse_many as parse_rate_limits
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-from redis import ConnectionPool as RedisConnectionPool
 
 from outfitter.config.database_url import default_database_url, normalise_database_url
 
@@ -144,6 +142,8 @@ class Settings(BaseSettings):
         # ignores) would silently be database 0. A connection is made, not opened, to try them.
         # The reason is said, not the part of the URL at fault, which might hold the password;
         # an option is named, never its value.
+        from redis import ConnectionPool as RedisConnectionPool  # only when one is set: CLI start-up
+
         try:
             RedisConnectionPool.from_url(value).make_connection()
             database = urlsplit(value).path.strip("/") if not value.lower().startswith("unix") else ""
@@ -169,6 +169,8 @@ class Settings(BaseSettings):
     @field_validator("rate_limit", "scim_rate_limit")
     @classmethod
     def _check_rate_limit(cls, value: str) -> str:
+        from limits import parse_many as parse_rate_limits  # only when one is set: CLI start-up
+
         if value.strip().lower() != "off":
             try:
                 allowed = min(item.amount for item in parse_rate_limits(value))

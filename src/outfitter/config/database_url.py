@@ -7,9 +7,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import psycopg
 from platformdirs import user_data_dir
-from psycopg.conninfo import conninfo_to_dict, make_conninfo, timeout_from_conninfo
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SAWarning
 
@@ -57,6 +55,9 @@ def _check_connection_options(query: Mapping[str, str | Sequence[str]]) -> None:
     """The options of a PostgreSQL URL (`?sslmode=require&connect_timeout=5`) as libpq and psycopg
     read them, at start rather than at the first connection (a traceback there): an unknown name,
     a timeout that is no number. What it says names the option, never another part of the URL."""
+    import psycopg  # only for a PostgreSQL URL: the CLI on SQLite starts without it
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo, timeout_from_conninfo
+
     options = {name: value if isinstance(value, str) else value[-1] for name, value in query.items()}
     try:
         timeout_from_conninfo(conninfo_to_dict(make_conninfo("", **options)))
