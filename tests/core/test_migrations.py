@@ -639,3 +639,22 @@ def _all_at_once(engines: list[Engine], work: Callable[[Engine], Any]) -> list[E
 def _import(engine: Engine, catalog: Any, import_catalog: Callable[..., Any]) -> None:
     with Session(engine) as session, session.begin():
         import_catalog(session, catalog)
+
+
+def test_0021_gives_employees_without_a_status_the_status_active(database_url: str, tmp_path: Path) -> None:
+    """Employees created through the API before every create wrote `Active` read back `Active`;
+    one SCIM offboarded keeps `Offboarded`."""
+    with _database_at(database_url, tmp_path, "0020") as (url, old):
+        with Session(old, expire_on_commit=False) as session, session.begin():
+            sync_reference_data(session)
+            company_id = create_company(session, "Old Co").id
+            token = issue_token(session, company_id).token
+        with Session(old, expire_on_commit=False) as session:
+            created = make_employee(session, company_id)  # commits, with no status
+            offboarded = make_employee(session, company_id, first="Bola")
+            offboarded.status = "Offboarded"
+            session.commit()
+        upgrade(old)
+        with _client_of(url, token) as get:
+            assert get(f"/client/employees/{created.id}")["status"] == "Active"
+            assert get(f"/client/employees/{offboarded.id}")["status"] == "Offboarded"
