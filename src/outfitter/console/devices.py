@@ -20,7 +20,7 @@ from outfitter.equipment.filters import EquipmentFilters, EquipmentSort
 from outfitter.equipment.lifecycle import ALLOWED_MOVES
 from outfitter.http.pagination import cursor_key
 from outfitter.models import EquipmentStatus, EquipmentType
-from outfitter.people import service as people_service
+from outfitter.people.repository import EmployeeRepository
 
 PER_PAGE_CHOICES = (25, 50, 100)
 TYPE_CHOICES = (
@@ -250,9 +250,10 @@ class EmployeeChoice:
 
 def employee_choices(session: Session, search: str) -> list[EmployeeChoice]:
     """Up to EMPLOYEE_CHOICES of the company's employees matching `search` (name or email), as
-    `GET /client/employees?search=` lists them: the choices of an assignee picker."""
-    filters = people_service.EmployeeFilters(None, None, search.strip()[:MAX_TEXT] or None)
-    employees, _ = people_service.list_employees(session, PageParams(1, EMPLOYEE_CHOICES), filters)
+    `GET /client/employees?search=` filters them (its repository's listing, newest first, without
+    the devices and orders each answer carries): the choices of an assignee picker."""
+    listing = EmployeeRepository(session).listing(None, None, search.strip()[:MAX_TEXT] or None)
+    employees = session.scalars(listing.limit(EMPLOYEE_CHOICES)).unique()
     return [
         EmployeeChoice(str(person.id), f"{person.first_name} {person.last_name} <{person.email}>")
         for person in employees

@@ -3,6 +3,10 @@
 "use strict";
 (function () {
   function setUp(form) {
+    if (form.hasAttribute("data-ready")) {
+      return; // once, however many times the page's scripts run
+    }
+    form.setAttribute("data-ready", "");
     var box = document.getElementById("import-progress");
     var bar = document.getElementById("import-bar");
     var label = document.getElementById("import-progress-label");
