@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import statistics
 import time
 import uuid
 from typing import Any

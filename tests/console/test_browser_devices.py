@@ -58,7 +58,7 @@ def test_bulk_move_import_and_register_with_the_mouse(
     api: Api,
     tmp_path: Path,
 ) -> None:
-    spare, shelf = add_devices(api)
+    spare, _shelf = add_devices(api)
     context, page = signed_in(browser, engine, live_server, api, "ada@example.com", 1200)
     errors: list[str] = []  # a CSP violation, a script error: none expected
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
@@ -121,7 +121,7 @@ def test_the_same_with_the_keyboard_alone_at_360_px(
     api: Api,
     tmp_path: Path,
 ) -> None:
-    spare, shelf = add_devices(api)
+    spare, _shelf = add_devices(api)
     context, page = signed_in(browser, engine, live_server, api, "kim@example.com", 360)
     try:
         page.goto(f"{live_server.url}/console/devices")
