@@ -22,6 +22,7 @@ from outfitter.catalog.router import router as catalog_router
 from outfitter.config import Settings, get_settings
 from outfitter.config.database_url import display_database_url
 from outfitter.console.app import install_console
+from outfitter.console.device_bulk import IMPORT_PATH as CONSOLE_DEVICES_IMPORT_PATH
 from outfitter.core import metrics
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.schemas import Envelope, Schema, ok
@@ -53,7 +54,7 @@ API_PREFIX = "/api/v2"
 # The only paths whose body is a CSV file (text/csv, up to MAX_IMPORT_BYTES), not JSON.
 CSV_IMPORT_PATHS = ("/client/employees/import", "/client/equipment/import")
 # The console's uploads of the same files (multipart forms), held to the same size.
-CONSOLE_CSV_IMPORT_PATHS = ("/console/employees/import",)
+CONSOLE_CSV_IMPORT_PATHS = ("/console/employees/import", CONSOLE_DEVICES_IMPORT_PATH)
 
 logger = logging.getLogger("outfitter")
 

@@ -62,7 +62,7 @@ def test_invite_dashboard_shared_filter_timeline_and_sign_out(
 
         page.get_by_role("link", name="Devices", exact=True).first.click()
         page.evaluate("window.stillThisDocument = true")
-        page.get_by_label("Status").select_option("In_Storage")
+        page.locator("#status").select_option("In_Storage")
         page.get_by_label("Search").fill("i")
         page.get_by_role("button", name="Apply").click()
         page.wait_for_url(re.compile(r".*status=In_Storage.*"))
@@ -75,7 +75,7 @@ def test_invite_dashboard_shared_filter_timeline_and_sign_out(
         other = context.new_page()  # the link opens the same view
         other.goto(shared)
         assert other.locator("table.list tbody tr").all_inner_texts() == rows
-        assert other.get_by_label("Status").input_value() == "In_Storage"
+        assert other.locator("#status").input_value() == "In_Storage"
         other.close()
 
         page.get_by_role("link", name="iPhone 15").click()

@@ -12,14 +12,6 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
 from outfitter.console import accounts, dashboard, security
-from outfitter.console.devices import (
-    PER_PAGE_CHOICES,
-    SORT_LABELS,
-    TYPE_CHOICES,
-    DeviceQuery,
-    device_moves,
-    list_devices,
-)
 from outfitter.console.web import (
     MOUNT_PATH,
     PRE_SESSION_COOKIE,
@@ -40,11 +32,8 @@ from outfitter.console.web import (
     sign_in_url,
     templates,
 )
-from outfitter.core.errors import Conflict, DomainError, NotFound, RateLimited
-from outfitter.db.reads import run_in_session
-from outfitter.equipment import service as equipment_service
-from outfitter.equipment.schemas import EquipmentPatch
-from outfitter.models import ConsoleRole, EquipmentStatus
+from outfitter.core.errors import Conflict, NotFound, RateLimited
+from outfitter.models import ConsoleRole
 
 router = APIRouter(include_in_schema=False)
 
@@ -225,7 +214,7 @@ def accept_invite(
     return response
 
 
-# --- the dashboard, devices --------------------------------------------------------------------------
+# --- the dashboard --------------------------------------------------------------------------
 
 
 @router.get("/")
@@ -234,73 +223,6 @@ def dashboard_page(request: Request) -> Response:
     with console_work(request) as work:
         figures = dashboard.figures(work.session)
         return render(request, "dashboard.html", user=work.user, nav="dashboard", figures=figures)
-
-
-@router.get("/devices")
-@page
-def devices_page(request: Request) -> Response:
-    query = DeviceQuery.parse(request.query_params)
-    with console_work(request) as work:
-        listing = list_devices(work.session, query)
-        return render(
-            request,
-            "devices.html",
-            user=work.user,
-            nav="devices",
-            query=query,
-            listing=listing,
-            statuses=list(EquipmentStatus),
-            types=TYPE_CHOICES,
-            sorts=SORT_LABELS,
-            per_page_choices=PER_PAGE_CHOICES,
-            urlencode=urlencode,
-        )
-
-
-@router.get("/devices/{device_id}")
-@page
-def device_page(request: Request, device_id: str) -> Response:
-    with console_work(request) as work:
-        return _device(request, work, device_id)
-
-
-def _device(
-    request: Request, work: ConsoleWork, device_id: str, status: int = 200, error: str = ""
-) -> Response:
-    device = run_in_session(work.session, equipment_service.detail_plan(device_id))
-    return render(
-        request,
-        "device.html",
-        status,
-        user=work.user,
-        nav="devices",
-        device=device,
-        moves=device_moves(device["status"]),
-        error=error,
-        saved=request.query_params.get("saved"),
-    )
-
-
-@router.post("/devices/{device_id}/status")
-@page
-def move_device(
-    request: Request, device_id: str, status: FormText = "", csrf_token: FormText = ""
-) -> Response:
-    with console_work(request, {"csrf_token": csrf_token}) as work:
-        if not work.user.is_admin:
-            return error_page(request, 403, "Only an admin can change a device.", work.user)
-        if status not in set(EquipmentStatus):
-            return _device(request, work, device_id, 422, "Choose a status from the list.")
-        try:
-            equipment_service.update_equipment(
-                work.session, work.actor, device_id, EquipmentPatch(status=EquipmentStatus(status))
-            )
-        except NotFound:
-            raise
-        except DomainError as exc:
-            work.session.rollback()  # nothing of the refused move stays
-            return _device(request, work, device_id, exc.status_code, exc.message)
-    return redirect(f"{MOUNT_PATH}/devices/{device_id}?saved=1")
 
 
 # --- users (admins only) -----------------------------------------------------------------------------

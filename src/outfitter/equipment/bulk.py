@@ -216,6 +216,20 @@ def move_devices(session: Session, actor: Actor, body: EquipmentBulkMove) -> lis
     """Move every device to `body.status` (all or nothing): 422 for what the request names wrongly,
     then 409 listing every device that cannot make the move, with its status; nothing moves unless
     all can. One read locks every device; each move writes its history entry and its event."""
+    devices, assignee = check_move(session, body)
+    moved = [devices[equipment_id] for equipment_id in body.equipment_ids]
+    for equipment in moved:
+        lifecycle.move(session, equipment, body.status, actor.name, assignee=assignee)
+    record_equipment_events(session, [(status_event(body.status), device) for device in moved], actor.name)
+    return EquipmentRepository(session).answers(body.equipment_ids)
+
+
+def check_move(
+    session: Session, body: EquipmentBulkMove
+) -> tuple[dict[uuid.UUID, Equipment], Employee | None]:
+    """Every rule of a bulk move, nothing written: the devices (locked) and the assignee, or 422
+    for what the request names wrongly, then 409 keyed `equipment_ids.<i>` for every device that
+    cannot move (what a bulk move answers, and what the console's preview shows)."""
     errors: dict[str, list[str]] = {}
     first_index: dict[uuid.UUID, int] = {}
     for index, equipment_id in enumerate(body.equipment_ids):
@@ -266,8 +280,4 @@ def move_devices(session: Session, actor: Actor, body: EquipmentBulkMove) -> lis
             + (f" On their way back in the retrieval order(s) {orders}." if orders else ""),
             errors=refusals,
         )
-    moved = [devices[equipment_id] for equipment_id in body.equipment_ids]
-    for equipment in moved:
-        lifecycle.move(session, equipment, body.status, actor.name, assignee=assignee)
-    record_equipment_events(session, [(status_event(body.status), device) for device in moved], actor.name)
-    return EquipmentRepository(session).answers(body.equipment_ids)
+    return devices, assignee
