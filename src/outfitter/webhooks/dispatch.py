@@ -23,11 +23,12 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, insert, or_, select, text, update
+from sqlalchemy import Select, or_, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
-from outfitter.db.base import utcnow
+from outfitter.db.base import new_id, utcnow
+from outfitter.db.company_writes import company_insert
 from outfitter.db.tenancy import across_companies
 from outfitter.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from outfitter.webhooks.sender import Outcome, Outgoing
@@ -219,10 +220,12 @@ def record_outcomes(
             _apply(
                 states[outgoing.delivery_id], outcome, worker, outgoing.endpoint_id in disabled, settings, now
             )
-        session.execute(
-            insert(WebhookAttempt),
+        company_insert(
+            session,
+            WebhookAttempt,
             [
                 {
+                    "id": new_id(),
                     "company_id": outgoing.company_id,
                     "delivery_id": outgoing.delivery_id,
                     "attempted_at": outcome.attempted_at,
