@@ -78,7 +78,7 @@ def as_event_data(schema: Any, value: Any) -> dict[str, Any]:
 def rendered_event_data(rendered: bytes) -> JsonText:
     """The data of an event whose subject's answer is already rendered (`core.schemas.render_as`):
     the same JSON `as_event_data` gives, kept as its text (`db.session.JsonText`), which the event
-    and its deliveries' payloads store as it is, never parsed (1,000 devices' answers: 6 ms)."""
+    and its deliveries' payloads store as it is, never parsed again."""
     return JsonText(rendered.decode())
 
 

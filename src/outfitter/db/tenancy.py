@@ -10,7 +10,8 @@ that is neither refuses to touch company-owned tables at all, so a new query can
 filter: there is no filter to remember.
 
 Rows written other than by the ORM's flush go through one path, `db.company_writes`, and the
-session's connection refuses any other INSERT into a company's table (`db.write_checks`).
+session's connection refuses any other INSERT into a company's table (`db.write_checks`, which
+reads here whom a connection works for and whether its session is flushing).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from outfitter.core.errors import NotFound
 from outfitter.db.base import Base, CompanyOwned
 
 _TENANT: Final = "tenant"
+_FLUSHING: Final = "flushing"
 ACROSS_COMPANIES: Final = "across companies"
 
 
@@ -207,6 +209,34 @@ def _stamp_new_rows(session: Session, _context: Any, _instances: Any) -> None:
                 raise TenantScopeError(f"a new {type(record).__name__} names another company")
         elif tenant != ACROSS_COMPANIES:
             raise TenantScopeError(f"a new {type(record).__name__} added through an unbound session")
+    session.info[_FLUSHING] = True  # its INSERTs are of the objects just checked
+
+
+@event.listens_for(TenantSession, "after_flush")
+@event.listens_for(TenantSession, "after_soft_rollback")
+def _flush_ends(session: Session, *_: Any) -> None:
+    session.info.pop(_FLUSHING, None)
+
+
+def flushing(info: Mapping[Any, Any]) -> bool:
+    """Whether the TenantSession (by its `info`) is flushing: from after its new objects were
+    checked until the flush ends or fails."""
+    return bool(info.get(_FLUSHING))
+
+
+# The `info` of the TenantSession each connection works for, read when a statement runs
+# (db.write_checks), since a request binds its company after its transaction began.
+_connection_info: weakref.WeakKeyDictionary[Connection, dict[Any, Any]] = weakref.WeakKeyDictionary()
+
+
+@event.listens_for(TenantSession, "after_begin")
+def _note_connection(session: Session, _transaction: Any, connection: Connection) -> None:
+    _connection_info[connection] = session.info
+
+
+def connection_info(connection: Connection) -> dict[Any, Any] | None:
+    """The `info` of the TenantSession `connection` works for, or None (another kind of session)."""
+    return _connection_info.get(connection)
 
 
 ModelT = TypeVar("ModelT", bound=CompanyOwned)
@@ -275,8 +305,3 @@ def claim_transaction_id(session: Session, _transaction: Any, connection: Connec
     (db.clock's horizon) then waits for every transaction that may already hold a stamp."""
     if connection.dialect.name == "postgresql" and not session.info.get(_READS_ONLY):
         connection.exec_driver_sql(_CLAIM_TRANSACTION_ID)
-
-
-# The session's check of every INSERT (engine and session hooks), registered with the session
-# class: imported last, as it builds on the names above.
-from outfitter.db import write_checks  # noqa: E402, F401

@@ -6,7 +6,8 @@ itself and binds their `company_id` from the session. On a TenantSession's conne
 built (`from_the_path`: that very object; a copy made from one by `.values`, `.returning` or
 `.add_cte` is another statement, and refused) and every set of parameters it runs with names the
 session's company as `company_id` (a session across companies: some company). The flush's own
-INSERTs pass: the session stamps and checks the new objects first (db.tenancy).
+INSERTs pass: the session stamps and checks the new objects first (db.tenancy). Registered on
+every Engine when `outfitter.db` is imported.
 
 An INSERT ... SELECT is proven when the path builds it (`prove_select`), once per statement, not
 per execution: every company-owned table its SELECT reads is in that SELECT's own FROM, filtered on
@@ -48,17 +49,15 @@ from sqlalchemy import (
     event,
 )
 from sqlalchemy.engine.default import DefaultExecutionContext
-from sqlalchemy.orm import Session, SessionTransaction
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import BinaryExpression, BindParameter, BooleanClauseList, ClauseElement, Label
 from sqlalchemy.sql.visitors import iterate
 
-from outfitter.db.tenancy import TenantScopeError, TenantSession, company_tables, tenant_in
+from outfitter.db.tenancy import TenantScopeError, company_tables, connection_info, flushing, tenant_in
 
 COMPANY: Final = "company_id"  # the column, and the parameter the path binds to the session's company
 _PATH: Final = "the company-rows path"
-_FLUSHING: Final = "flushing"
 
 _path_statements: weakref.WeakSet[Executable] = weakref.WeakSet()
 
@@ -67,29 +66,6 @@ def from_the_path(statement: Insert) -> Insert:
     """Note `statement` (just built by db.company_writes) as the path's: the checks let it run."""
     _path_statements.add(statement)
     return statement
-
-
-# The `info` of the TenantSession each connection works for, read when a statement runs, since a
-# request binds its company after its transaction began (authentication reads first).
-_connection_tenancy: weakref.WeakKeyDictionary[Connection, dict[Any, Any]] = weakref.WeakKeyDictionary()
-
-
-@event.listens_for(TenantSession, "after_begin")
-def _note_connection(session: Session, _transaction: SessionTransaction, connection: Connection) -> None:
-    _connection_tenancy[connection] = session.info
-
-
-# A flush's INSERTs are the ORM's, of objects the session checked (db.tenancy's before_flush,
-# registered before this one). Noted from before it until after it, or until it fails.
-@event.listens_for(TenantSession, "before_flush")
-def _flush_begins(session: Session, _context: Any, _instances: Any) -> None:
-    session.info[_FLUSHING] = True
-
-
-@event.listens_for(TenantSession, "after_flush")
-@event.listens_for(TenantSession, "after_soft_rollback")
-def _flush_ends(session: Session, *_: Any) -> None:
-    session.info.pop(_FLUSHING, None)
 
 
 @event.listens_for(Engine, "before_execute")
@@ -103,8 +79,8 @@ def _check_inserts(
     """Every INSERT into a company's table through a TenantSession (module docstring)."""
     if not isinstance(statement, Insert):
         return
-    info = _connection_tenancy.get(connection)
-    if info is None or info.get(_FLUSHING) or statement.table not in company_tables():
+    info = connection_info(connection)
+    if info is None or flushing(info) or statement.table not in company_tables():
         return
     table = _name(statement)
     if statement not in _path_statements:
@@ -159,7 +135,7 @@ def _check_data_modifying_ctes(
     # None: a COPY (db.company_writes), whose rows the path checked.
     if context is None or not isinstance(context.compiled, SQLCompiler):
         return
-    if connection not in _connection_tenancy or not _writes_company_rows_in_a_cte(context.compiled):
+    if connection_info(connection) is None or not _writes_company_rows_in_a_cte(context.compiled):
         return
     if context.invoked_statement not in _path_statements:
         raise TenantScopeError(
