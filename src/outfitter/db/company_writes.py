@@ -7,9 +7,10 @@ way `company_id` is bound from the session: a bound session's company is stamped
 none, and a row or parameter naming another company is refused (TenantScopeError); a session
 across companies must name the company of each. The statements are the path's own
 (`company_insert_statement`); ON CONFLICT is an argument (`unique`: DO NOTHING, never an update
-that could land on another company's row), RETURNING too. The session's connection refuses any
-other INSERT into a company's table (db.write_checks), and proves an INSERT ... SELECT when it is
-built.
+that could land on another company's row), RETURNING too; an INSERT ... SELECT is proven the
+company's as it is built. The session's connection refuses any other INSERT into a company's table
+(db.write_checks). Rows written while the caller goes on (db.bulk_rows) are bound by the same
+`bound_rows` and written by the same statement or COPY.
 """
 
 from __future__ import annotations

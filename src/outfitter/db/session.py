@@ -99,7 +99,8 @@ def insert_if_absent(session: Session, model: type[Any], values: dict[str, Any],
     """INSERT ... ON CONFLICT (unique_on) DO NOTHING, on PostgreSQL and SQLite alike.
 
     Race-free "create unless it exists": of concurrent callers exactly one inserts. The statement is
-    returned unexecuted, so a caller can add RETURNING."""
+    returned unexecuted, so a caller can add RETURNING. For tables of no company: a company's rows
+    take db.company_writes' `company_insert(..., unique=...)`."""
     return unless_conflicting(model, session.get_bind().dialect.name, unique_on).values(**values)
 
 
