@@ -57,7 +57,6 @@ from sqlalchemy.sql.visitors import iterate
 from outfitter.db.tenancy import TenantScopeError, company_tables, connection_info, flushing, tenant_in
 
 COMPANY: Final = "company_id"  # the column, and the parameter the path binds to the session's company
-_PATH: Final = "the company-rows path"
 
 _path_statements: weakref.WeakSet[Executable] = weakref.WeakSet()
 
