@@ -6,7 +6,7 @@ answer is rendered, and rolls everything back on any failure. `data` is the subj
 answers it after the change (before it, for `*.deleted`): pass the response schema's JSON form
 (`as_event_data(EmployeeOut, employee)`), never ORM objects.
 
-A batch is one INSERT (a COPY on PostgreSQL for a large one: db.bulk_rows), whatever its size, so
+A batch is one INSERT (a COPY on PostgreSQL for a large one: db.company_writes), whatever its size, so
 bulk work stays a constant number of statements.
 
 Outgoing webhooks are fanned out here too, in the same transaction (an outbox): a delivery row per
@@ -38,7 +38,6 @@ from sqlalchemy import (
     cast,
     exists,
     func,
-    insert,
     literal,
     or_,
     select,
@@ -54,7 +53,7 @@ from outfitter.core.schemas import adapter_of
 from outfitter.core.timestamps import format_timestamp
 from outfitter.core.tracing import current_trace_id
 from outfitter.db.base import new_id, time_ordered_uuid, utcnow
-from outfitter.db.bulk_rows import insert_rows
+from outfitter.db.company_writes import company_insert, company_insert_statement
 from outfitter.db.session import JsonText
 from outfitter.db.tenancy import company_named
 from outfitter.models.events import Event, EventType
@@ -84,7 +83,7 @@ def as_event_data(schema: Any, value: Any) -> dict[str, Any]:
 def rendered_event_data(rendered: bytes) -> JsonText:
     """The data of an event whose subject's answer is already rendered (`core.schemas.render_as`):
     the same JSON `as_event_data` gives, kept as its text (`db.session.JsonText`), which the event
-    and its deliveries' payloads store as it is, never parsed (1,000 devices' answers: 6 ms)."""
+    and its deliveries' payloads store as it is, never parsed again."""
     return JsonText(rendered.decode())
 
 
@@ -126,7 +125,7 @@ def record_event_rows(session: Session, rows: Sequence[Mapping[str, Any]]) -> No
     if len(rows) == 1:  # the commonest write
         _record_one(session, company, rows[0])
         return
-    insert_rows(session, Event, rows)  # flushes first: the changes the events describe come first
+    company_insert(session, Event, rows)  # flushes first: the changes the events describe come first
     queue_deliveries(session, company, rows)
 
 
@@ -156,7 +155,7 @@ def event_rows(
             "actor": actor or SYSTEM_ACTOR,
             # A batch keeps its order in the log (newest first): a microsecond apart.
             "created_at": now + timedelta(microseconds=position),
-            # not copied: the events of one subject share their data, written once (db.bulk_rows)
+            # not copied: the events of one subject share their data, written once (db.copy_rows)
             "data": event.data if isinstance(event.data, dict | JsonText) else dict(event.data),
             "trace_id": trace_id,  # the request's (core.tracing); its deliveries carry it too
         }
@@ -199,7 +198,9 @@ def queue_deliveries(session: Session, company: uuid.UUID, events: Sequence[Mapp
     """One delivery row per (event, enabled endpoint of `company` that wants its type), for a batch
     of events (one event's are written with it: `_record_one`). `events` are rows as written to
     `events` (id, type, created_at, data)."""
-    insert_rows(session, WebhookDelivery, delivery_rows(company, enabled_endpoints(session, company), events))
+    company_insert(
+        session, WebhookDelivery, delivery_rows(company, enabled_endpoints(session, company), events)
+    )
 
 
 def enabled_endpoints(session: Session, company: uuid.UUID) -> list[tuple[uuid.UUID, list[str]]]:
@@ -242,17 +243,30 @@ def _record_one(session: Session, company: uuid.UUID, event: Mapping[str, Any]) 
     """One event and its deliveries. On PostgreSQL one statement, `WITH event AS (INSERT INTO events
     ...) INSERT INTO webhook_deliveries ... SELECT ... FROM webhook_endpoints ...` (a statement costs
     more of the request's CPU than what it writes); SQLite has no data-modifying CTE, so there the
-    event's INSERT, then its deliveries'. The same rows either way (db.tenancy proves both)."""
-    session.flush()  # the changes the event describes come first
-    connection = session.connection()
-    if connection.dialect.name != "postgresql":
-        insert_rows(session, Event, [event])
+    event's INSERT, then its deliveries'. The same rows either way, bound to the company by
+    db.company_writes."""
+    if session.get_bind().dialect.name != "postgresql":
+        company_insert(session, Event, [event])  # flushes first: the changes it describes come first
         _queue_deliveries_of_one(session, company, event)
         return
-    connection.execute(_event_and_deliveries(), {**event, **_delivery_values(company, event)})
+    company_insert(session, _event_and_deliveries(), parameters={**event, **_delivery_values(company, event)})
 
 
-def events_written_with(gate: CTE, columns: tuple[str, ...], count: int) -> list[Insert]:
+@dataclass(frozen=True)
+class InsertSelect:
+    """An INSERT ... SELECT to be built by `company_insert_statement`, with what the caller adds."""
+
+    table: Table
+    columns: tuple[str, ...]
+    rows: Select[Any]
+
+    def statement(self, *, returning: Sequence[str] = (), ctes: Sequence[CTE] = ()) -> Insert:
+        return company_insert_statement(
+            self.table, columns=self.columns, select=self.rows, returning=returning, ctes=ctes
+        )
+
+
+def events_written_with(gate: CTE, columns: tuple[str, ...], count: int) -> list[InsertSelect]:
     """PostgreSQL: the INSERTs of `count` events (rows with `columns`, as `event_rows` makes them)
     and of their deliveries, for the statement that writes the change they announce: each selects
     from `gate`, that change's data-modifying CTE (it RETURNs the row's `company_id`, which the
@@ -261,7 +275,7 @@ def events_written_with(gate: CTE, columns: tuple[str, ...], count: int) -> list
     the statement itself): a create is then one statement, and a create refused by a unique
     constraint announces nothing. Parameters as `events_written_with_values` names them."""
     table: Table = getattr(Event, "__table__")  # noqa: B009 (typed as a Table)
-    inserts: list[Insert] = []
+    inserts: list[InsertSelect] = []
     for position in range(count):
         row = select(
             *(
@@ -272,35 +286,35 @@ def events_written_with(gate: CTE, columns: tuple[str, ...], count: int) -> list
             )
         )
         deliveries = _deliveries_select(f"delivery_{position}_", "postgresql", gate)
-        inserts.append(insert(table).from_select(columns, row))
-        inserts.append(insert(_delivery_table()).from_select(_DELIVERY_COLUMNS, deliveries))
+        inserts.append(InsertSelect(table, columns, row))
+        inserts.append(InsertSelect(_delivery_table(), _DELIVERY_COLUMNS, deliveries))
     return inserts
 
 
 def events_written_with_values(company: uuid.UUID, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The parameters of `events_written_with` for event rows of `company`."""
-    values: dict[str, Any] = {"company": company}
+    values: dict[str, Any] = {"company_id": company}
     for position, row in enumerate(rows):
         values |= {f"event_{position}_{name}": value for name, value in row.items() if name != "company_id"}
         delivery = _delivery_values(company, row)
         values |= {
-            f"delivery_{position}_{name}": value for name, value in delivery.items() if name != "company"
+            f"delivery_{position}_{name}": value for name, value in delivery.items() if name != "company_id"
         }
     return values
 
 
 def _queue_deliveries_of_one(session: Session, company: uuid.UUID, event: Mapping[str, Any]) -> None:
     """The deliveries of one event as one `INSERT ... SELECT` from the company's endpoints: the
-    same rows as a batch's, with no read first (db.tenancy checks the SELECT is the company's)."""
-    connection = session.connection()
-    connection.execute(_deliveries_of_one(connection.dialect.name), _delivery_values(company, event))
+    same rows as a batch's, with no read first (db.company_writes proves the SELECT the company's)."""
+    dialect = session.get_bind().dialect.name
+    company_insert(session, _deliveries_of_one(dialect), parameters=_delivery_values(company, event))
 
 
 def _delivery_values(company: uuid.UUID, event: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters of `_deliveries_of_one` for `event`, a row as written to `events`."""
     type = str(event["type"])
     return {
-        "company": company,
+        "company_id": company,
         "event_id": event["id"],
         "event_type": type,
         "payload": webhook_payload(event["id"], type, event["created_at"], event["data"]),
@@ -314,15 +328,17 @@ def _event_and_deliveries() -> Insert:
     """PostgreSQL's one statement for an event and its deliveries: the event's row (parameters
     named as its columns) as a CTE of `_deliveries_of_one`."""
     table: Table = getattr(Event, "__table__")  # noqa: B009 (typed as a Table)
-    written = insert(table).values(
-        {column.name: bindparam(column.name, type_=column.type) for column in table.c}
+    written = company_insert_statement(table, columns=[column.name for column in table.c])
+    rows = _deliveries_select("", "postgresql", None)
+    return company_insert_statement(
+        _delivery_table(), columns=_DELIVERY_COLUMNS, select=rows, ctes=[written.cte("event")]
     )
-    return _deliveries_of_one("postgresql").add_cte(written.cte("event"))
 
 
 @functools.cache
 def _deliveries_of_one(dialect: str) -> Insert:
-    return insert(_delivery_table()).from_select(_DELIVERY_COLUMNS, _deliveries_select("", dialect, None))
+    rows = _deliveries_select("", dialect, None)
+    return company_insert_statement(_delivery_table(), columns=_DELIVERY_COLUMNS, select=rows)
 
 
 _DELIVERY_COLUMNS = (
@@ -349,7 +365,7 @@ def _delivery_table() -> Table:
 
 def _deliveries_select(prefix: str, dialect: str, gate: CTE | None) -> Select[Any]:
     """The delivery rows of one event (parameters `<prefix>event_id`, `<prefix>event_type`,
-    `<prefix>payload`, `<prefix>created_at`, `<prefix>trace_id` and `company`): one per enabled
+    `<prefix>payload`, `<prefix>created_at`, `<prefix>trace_id` and `company_id`): one per enabled
     endpoint of the company that wants its type; none unless `gate`, if given, wrote its row."""
     endpoint: Table = getattr(WebhookEndpoint, "__table__")  # noqa: B009 (typed as a Table)
     delivery = _delivery_table()
@@ -370,7 +386,7 @@ def _deliveries_select(prefix: str, dialect: str, gate: CTE | None) -> Select[An
         created_at,
         bindparam(f"{prefix}trace_id", type_=delivery.c.trace_id.type),
     ).where(
-        endpoint.c.company_id == bindparam("company", type_=endpoint.c.company_id.type),
+        endpoint.c.company_id == bindparam("company_id", type_=endpoint.c.company_id.type),
         endpoint.c.enabled.is_(True),
         _wants_type(endpoint.c.event_types, event_type, dialect),
     )

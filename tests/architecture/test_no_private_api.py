@@ -31,18 +31,9 @@ NOT_PUBLIC = frozenset(
     }
 )
 
-# Exceptions, by module and `object._name` as written. Left to remove (issue 39, item 1): the
-# INSERT check of db/tenancy.py still reads what an INSERT writes from its private parts (rows
-# written into it, the columns of its SELECT, its ON CONFLICT clause), for want of a public
-# accessor; the company-write path that binds company_id itself will make them unnecessary.
-ALLOWED: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("outfitter/db/tenancy.py", "statement._multi_values"),
-        ("outfitter/db/tenancy.py", "statement._values"),
-        ("outfitter/db/tenancy.py", "statement._select_names"),
-        ("outfitter/db/tenancy.py", "statement._post_values_clause"),
-    }
-)
+# Exceptions, by module and `object._name` as written: none (company rows are written through
+# db.company_writes, which builds its statements itself instead of reading an INSERT's parts).
+ALLOWED: frozenset[tuple[str, str]] = frozenset()
 
 
 def _private(name: str) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import FastAPI
 from sqlalchemy import Engine, event
 
-from outfitter.db.bulk_rows import COPY_FROM
+from outfitter.db.copy_rows import COPY_FROM
 from tests.factories import Api, assert_error
 
 

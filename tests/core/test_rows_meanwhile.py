@@ -16,7 +16,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from outfitter.db.base import utcnow
-from outfitter.db.bulk_rows import COPY_CHUNK_ROWS, COPY_FROM, FIRST_CHUNK_ROWS, rows_written_meanwhile
+from outfitter.db.bulk_rows import FIRST_CHUNK_ROWS, rows_written_meanwhile
+from outfitter.db.copy_rows import COPY_CHUNK_ROWS, COPY_FROM
 from outfitter.db.session import JsonText
 from outfitter.db.tenancy import TenantSession, bind_company
 from outfitter.models import Country, Employee, Event

@@ -1,22 +1,25 @@
-"""Tenancy of writes and of the explicit escapes: a session bound to one company cannot insert
-another company's rows by any INSERT path, and neither an unscoped read nor an event naming a
-company can cross companies silently."""
+"""Tenancy of writes and of the explicit escapes: company rows are written through one path
+(db.company_writes), which binds their company to the session's; any other INSERT into a company's
+table is refused, and neither an unscoped read nor an event naming a company can cross companies
+silently."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, delete, func, insert, literal, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Engine, bindparam, delete, func, insert, literal, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ClauseElement
 
 from outfitter.db.base import utcnow
-from outfitter.db.bulk_rows import COPY_FROM, insert_rows, rows_written_meanwhile
+from outfitter.db.bulk_rows import rows_written_meanwhile
+from outfitter.db.company_writes import company_insert, company_insert_statement, rows_statement
+from outfitter.db.copy_rows import COPY_FROM
 from outfitter.db.reads import AsyncpgReads, Read, run_in_session
 from outfitter.db.tenancy import TenantScopeError, TenantSession, across_companies, bind_company
 from outfitter.models import Country, Employee, Event, EventType
@@ -63,67 +66,184 @@ def _companies_of_employees(engine: Engine) -> dict[uuid.UUID, int]:
         return {company: count for company, count in rows}
 
 
-INSERTS_NAMING_ANOTHER_COMPANY: dict[str, Callable[[Session, uuid.UUID], object]] = {
-    "ORM insert, multi-row values": lambda s, other: s.execute(
-        insert(Employee).values([_employee(s, 1, other), _employee(s, 2, other)])
+EMPLOYEES = Employee.__table__
+
+
+def _seed(engine: Engine, *companies: uuid.UUID) -> None:
+    """An employee of each company, written through the path."""
+    for company in companies:
+        with TenantSession(engine) as session, session.begin():
+            bind_company(session, company)
+            company_insert(session, Employee, [_employee(session, 1)])
+
+
+# --- no INSERT into a company's table but the path's --------------------------------------------
+
+
+def _refused() -> Any:
+    return pytest.raises(TenantScopeError, match=r"not made by db\.company_writes")
+
+
+# Each names the session's own company: what is refused is the way in, not the company.
+INSERTS_OUTSIDE_THE_PATH: dict[str, Callable[[Session, uuid.UUID], object]] = {
+    "ORM insert, multi-row values": lambda s, own: s.execute(
+        insert(Employee).values([_employee(s, 1, own), _employee(s, 2, own)])
     ),
-    "ORM insert, one row of values": lambda s, other: s.execute(
-        insert(Employee).values(**_employee(s, 1, other))
+    "ORM insert, one row of values": lambda s, own: s.execute(
+        insert(Employee).values(**_employee(s, 1, own))
     ),
-    "ORM bulk insert (executemany)": lambda s, other: s.execute(
-        insert(Employee), [_employee(s, 1, other), _employee(s, 2, other)]
+    "ORM bulk insert (executemany)": lambda s, own: s.execute(
+        insert(Employee), [_employee(s, 1, own), _employee(s, 2, own)]
     ),
-    "Core table insert through the session": lambda s, other: s.execute(
-        insert(Employee.__table__), [_employee(s, 1, other)]
+    "Core table insert through the session": lambda s, own: s.execute(
+        insert(EMPLOYEES), [_employee(s, 1, own)]
     ),
-    "Core insert on the session's connection": lambda s, other: s.connection().execute(
-        insert(Employee.__table__), [_employee(s, 1, other), _employee(s, 2, other)]
+    "Core insert on the session's connection": lambda s, own: s.connection().execute(
+        insert(EMPLOYEES), [_employee(s, 1, own), _employee(s, 2, own)]
     ),
-    "Core insert on the session's connection, one row": lambda s, other: s.connection().execute(
-        insert(Employee.__table__).values(**_employee(s, 1, other))
+    "Core insert on the session's connection, one row": lambda s, own: s.connection().execute(
+        insert(EMPLOYEES).values(**_employee(s, 1, own))
     ),
-    "INSERT ... FROM SELECT": lambda s, other: s.execute(
-        insert(Employee).from_select(
-            ["id", "company_id", "first_name", "last_name", "email", "country_id", "phone", "address"],
-            select(
-                literal(uuid.uuid4()),
-                literal(other),
-                Employee.first_name,
-                Employee.last_name,
-                literal("copy@example.com"),
-                Employee.country_id,
-                Employee.phone,
-                Employee.address,
-            ).limit(1),
-        )
+    "INSERT ... FROM SELECT": lambda s, own: s.execute(
+        _copy_of_employees(literal(own), Employee.company_id == own)
+    ),
+    "a copy of the path's statement, its values changed": lambda s, own: s.connection().execute(
+        rows_statement(EMPLOYEES, s.get_bind().dialect.name, (), ()).values(first_name="Changed"),
+        [_employee(s, 1, own)],
     ),
 }
 
 
-@pytest.mark.parametrize("path", list(INSERTS_NAMING_ANOTHER_COMPANY))
-def test_a_bound_session_refuses_every_insert_of_another_companys_rows(
+@pytest.mark.parametrize("path", list(INSERTS_OUTSIDE_THE_PATH))
+def test_every_insert_into_a_company_table_outside_the_path_is_refused(
     engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], path: str
 ) -> None:
-    with pytest.raises(TenantScopeError):
-        INSERTS_NAMING_ANOTHER_COMPANY[path](bound, two_companies[1])
+    with pytest.raises(TenantScopeError, match=r"not made by db\.company_writes"):
+        INSERTS_OUTSIDE_THE_PATH[path](bound, two_companies[0])
     bound.rollback()
     assert _companies_of_employees(engine) == {}
 
 
+def test_a_session_across_companies_and_an_unbound_one_refuse_them_too(
+    engine: Engine, two_companies: tuple[uuid.UUID, uuid.UUID]
+) -> None:
+    first = two_companies[0]
+    with across_companies(TenantSession(engine)) as session, _refused():
+        session.execute(insert(Employee), [_employee(session, 1, first)])
+    with TenantSession(engine) as session, _refused():
+        session.connection().execute(insert(EMPLOYEES), [_employee(session, 1, first)])
+    assert _companies_of_employees(engine) == {}
+
+
+def test_the_orm_keeps_writing_and_a_failed_flush_lets_nothing_else_in(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID]
+) -> None:
+    """`session.add` is the other way in: the flush's INSERTs pass, its objects stamped first. A
+    flush that fails leaves no door open behind it."""
+    first, other = two_companies
+    row = _employee(bound, 1)
+    bound.add(Employee(**row))
+    bound.commit()
+    bound.add(Employee(**{**row, "id": uuid.uuid4()}))  # the same email: the flush fails
+    with pytest.raises(IntegrityError):
+        bound.flush()
+    bound.rollback()
+    with pytest.raises(TenantScopeError, match=r"not made by db\.company_writes"):
+        bound.connection().execute(insert(EMPLOYEES), [_employee(bound, 2, first)])
+    bound.rollback()
+    with pytest.raises(TenantScopeError, match="another company"):
+        bound.add(Employee(**_employee(bound, 3, other)))
+        bound.flush()
+    bound.rollback()
+    assert _companies_of_employees(engine) == {first: 1}
+
+
+# --- the path binds company_id to the session's company ---------------------------------------
+
+
+@pytest.mark.parametrize("count", [1, 2, COPY_FROM], ids=["one row", "executemany", "copy"])
+def test_the_path_binds_rows_to_the_bound_company_and_refuses_another(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], count: int
+) -> None:
+    first, other = two_companies
+    with pytest.raises(TenantScopeError, match="names another company"):
+        company_insert(bound, Employee, [*_batch(bound, count - 1, None), _employee(bound, 99, other)])
+    bound.rollback()
+    company_insert(bound, Employee, _batch(bound, count, None))  # no company named: the session's
+    company_insert(bound, EMPLOYEES, _batch(bound, count, first))  # its own named: the same
+    bound.commit()
+    assert _companies_of_employees(engine) == {first: 2 * count}
+
+
+@pytest.mark.parametrize("count", [2, COPY_FROM], ids=["insert", "copy"])
+def test_the_path_needs_a_company_and_across_companies_each_rows_own(
+    engine: Engine, two_companies: tuple[uuid.UUID, uuid.UUID], count: int
+) -> None:
+    first, second = two_companies
+    with TenantSession(engine) as unbound, pytest.raises(TenantScopeError, match="bound to no company"):
+        company_insert(unbound, Employee, _batch(unbound, count, first))
+    with across_companies(TenantSession(engine)) as session:
+        with pytest.raises(TenantScopeError, match="must name the company_id"):
+            company_insert(session, Employee, _batch(session, count, None))
+        company_insert(session, Employee, [*_batch(session, count, first), *_batch(session, 1, second)])
+        session.commit()
+    assert _companies_of_employees(engine) == {first: count, second: 1}
+
+
+def test_the_paths_statement_run_without_it_is_checked_by_the_session(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID]
+) -> None:
+    """The path's own statement run on the connection directly, not by `company_insert`: the
+    session's check reads the company_id of every row it runs with."""
+    first, other = two_companies
+    statement = rows_statement(EMPLOYEES, bound.get_bind().dialect.name, (), ())
+    for rows in ([_employee(bound, 1, other)], [_employee(bound, 1, first), _employee(bound, 2)]):
+        with pytest.raises(TenantScopeError, match="not the session's company"):
+            bound.connection().execute(statement, rows)
+        bound.rollback()
+    bound.connection().execute(statement, [_employee(bound, 3, first)])
+    bound.commit()
+    assert _companies_of_employees(engine) == {first: 1}
+
+
+def test_on_conflict_do_nothing_through_the_path(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID]
+) -> None:
+    row = _employee(bound, 1)
+    unique = ["company_id", "email"]
+    written = company_insert(bound, Employee, [row], unique=unique, returning=["id"])
+    assert written is not None and written.scalar_one() == row["id"]
+    again = company_insert(bound, Employee, [{**row, "id": uuid.uuid4()}], unique=unique, returning=["id"])
+    assert again is not None and again.first() is None  # taken: nothing written, nothing raised
+    bound.commit()
+    assert _companies_of_employees(engine) == {two_companies[0]: 1}
+
+
+# --- INSERT ... SELECT: proven when the path builds it ---------------------------------------------
+
 _COPIED = ["id", "company_id", "first_name", "last_name", "email", "country_id", "phone", "address"]
+_HIRED = [*_COPIED, "created_at", "updated_at"]  # a CTE's INSERT runs no Python-side default
+COMPANY = bindparam("company_id")  # the parameter the path binds to the session's company
 
 
 def _copy_of_employees(
     company: Any, *where: Any, table: Any = Employee, email: Any = "copy@example.com"
 ) -> Any:
-    """INSERT ... FROM SELECT: a copy of employees read from `table` (Employee or its Table),
-    writing `company` as their company and `email` (a value or an expression) as their email."""
+    """INSERT ... FROM SELECT (by hand, not the path): a copy of employees read from `table`
+    (Employee or its Table), writing `company` as their company and `email` (a value or an
+    expression) as their email."""
+    return insert(table).from_select(_COPIED, _employees_copied(company, *where, table=table, email=email))
+
+
+def _employees_copied(
+    company: Any, *where: Any, table: Any = Employee, email: Any = "copy@example.com"
+) -> Any:
+    """The SELECT of `_copy_of_employees`; `company` None leaves its column out."""
     columns = table if table is Employee else table.c
-    return insert(table).from_select(
-        _COPIED,
+    return (
         select(
-            literal(uuid.uuid4()),
-            company,
+            bindparam("copy_id", type_=EMPLOYEES.c.id.type),
+            *([] if company is None else [company]),
             columns.first_name,
             columns.last_name,
             email if isinstance(email, ClauseElement) else literal(email),
@@ -132,142 +252,109 @@ def _copy_of_employees(
             columns.address,
         )
         .where(*where)
-        .limit(1),
+        .limit(1)
     )
 
 
 _EMAILS = select(Employee.email).cte("emails")
 
-# Each reads (or writes) another company's rows, or cannot be proven not to.
-INSERT_SELECTS_CROSSING_COMPANIES: dict[str, Callable[[uuid.UUID, uuid.UUID], Any]] = {
-    "reads the other company, writes the bound one": lambda first, other: _copy_of_employees(
-        literal(first), Employee.company_id == other
+# Each reads (or writes) another company's rows, or cannot be proven not to: refused as it is built.
+INSERT_SELECTS_CROSSING_COMPANIES: dict[str, Callable[[uuid.UUID], Any]] = {
+    "filtered on a company that is not the parameter": lambda other: _employees_copied(
+        COMPANY, Employee.company_id == other
     ),
-    "reads and writes the other company": lambda first, other: _copy_of_employees(
-        Employee.company_id, Employee.company_id == other
+    "reads every company": lambda other: _employees_copied(COMPANY),
+    "reads the bound company, writes another": lambda other: _employees_copied(
+        literal(other), Employee.company_id == COMPANY
     ),
-    "reads every company": lambda first, other: _copy_of_employees(literal(first)),
-    "reads the bound company, writes the other": lambda first, other: _copy_of_employees(
-        literal(other), Employee.company_id == first
+    "filtered by an OR that lets another company in": lambda other: _employees_copied(
+        Employee.company_id, (Employee.company_id == COMPANY) | (Employee.company_id == other)
     ),
-    "filtered by an OR that lets the other company in": lambda first, other: _copy_of_employees(
+    "a subquery reads every company": lambda other: _employees_copied(
         Employee.company_id,
-        (Employee.company_id == first) | (Employee.company_id == other),
-    ),
-    "a subquery reads every company": lambda first, other: _copy_of_employees(
-        Employee.company_id,
-        Employee.company_id == first,
+        Employee.company_id == COMPANY,
         Employee.email.in_(select(Country.name).where(Country.code == "NG"))
         | Employee.id.in_(select(Event.subject_id)),
     ),
     # The same table in a subquery's own FROM: the top WHERE's filter does not reach it.
-    "a subquery of the filtered table copies the other company's email": lambda first, other: (
-        _copy_of_employees(
-            Employee.company_id,
-            Employee.company_id == first,
-            email=select(Employee.email)
-            .where(Employee.company_id == other)
-            .correlate(None)
-            .scalar_subquery(),
-        )
-    ),
-    "a plain CTE of the filtered table reads every company": lambda first, other: _copy_of_employees(
+    "a subquery of the filtered table copies another company's email": lambda other: _employees_copied(
         Employee.company_id,
-        Employee.company_id == first,
+        Employee.company_id == COMPANY,
+        email=select(Employee.email).where(Employee.company_id == other).correlate(None).scalar_subquery(),
+    ),
+    "a plain CTE of the filtered table reads every company": lambda other: _employees_copied(
+        Employee.company_id,
+        Employee.company_id == COMPANY,
         email=select(_EMAILS.c.email).limit(1).scalar_subquery(),
+    ),
+    "reads a CTE the path did not build": lambda other: (
+        lambda hired: select(hired.c.id, hired.c.company_id)
+    )(_hand_made_hiring(other)).add_columns(
+        literal("A"),
+        literal("B"),
+        literal("c@example.com"),
+        literal(uuid.uuid4()),
+        literal("1"),
+        literal("2"),
     ),
 }
 
 
+def _hand_made_hiring(company: uuid.UUID) -> Any:
+    return (
+        insert(EMPLOYEES)
+        .values(id=uuid.uuid4(), company_id=company)
+        .returning(EMPLOYEES.c.id, EMPLOYEES.c.company_id)
+        .cte("hired")
+    )
+
+
+@pytest.mark.one_database
 @pytest.mark.parametrize("path", list(INSERT_SELECTS_CROSSING_COMPANIES))
-@pytest.mark.parametrize("through", ["session", "connection"])
-def test_a_bound_session_refuses_an_insert_select_not_proven_its_own(
-    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], path: str, through: str
+def test_the_path_refuses_an_insert_select_not_proven_the_companys(
+    two_companies: tuple[uuid.UUID, uuid.UUID], path: str
 ) -> None:
-    first, other = two_companies
-    for company in two_companies:  # something to copy on both sides
-        with TenantSession(engine) as session, session.begin():
-            bind_company(session, company)
-            session.execute(insert(Employee), [_employee(session, 1)])
-    statement = INSERT_SELECTS_CROSSING_COMPANIES[path](first, other)
-    with pytest.raises(TenantScopeError, match="FROM SELECT"):
-        (bound if through == "session" else bound.connection()).execute(statement)
-    bound.rollback()
-    assert _companies_of_employees(engine) == {first: 1, other: 1}
+    with pytest.raises(TenantScopeError, match="FROM SELECT into employees"):
+        company_insert_statement(
+            EMPLOYEES, columns=_COPIED, select=INSERT_SELECTS_CROSSING_COMPANIES[path](two_companies[1])
+        )
 
 
 @pytest.mark.parametrize("table", ["ORM entity", "Table"])
-def test_an_insert_select_filtered_to_the_bound_company_is_written(
+def test_an_insert_select_through_the_path_is_bound_to_the_company(
     engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], table: str
 ) -> None:
-    """The rule's allowed case (the outbox's fan-out is one): the SELECT reads only the bound
-    company's rows (company_id = it, ANDed in the WHERE) and writes its company_id."""
+    """The allowed case (the outbox's fan-out is one): the SELECT reads only the company that the
+    parameter company_id names, which the path binds to the session's, and writes that company_id
+    (or leaves it out: the path writes the parameter)."""
     first, other = two_companies
-    for company in two_companies:
-        with TenantSession(engine) as session, session.begin():
-            bind_company(session, company)
-            session.execute(insert(Employee), [_employee(session, 1)])
-    source: Any = Employee if table == "ORM entity" else Employee.__table__
+    _seed(engine, first, other)
+    source: Any = Employee if table == "ORM entity" else EMPLOYEES
     columns = source if table == "ORM entity" else source.c
-    bound.execute(_copy_of_employees(columns.company_id, columns.company_id == first, table=source))
-    bound.execute(
-        _copy_of_employees(
-            literal(first), columns.company_id == first, table=source, email="other@example.com"
-        )
+    copy = company_insert_statement(
+        EMPLOYEES,
+        columns=_COPIED,
+        select=_employees_copied(columns.company_id, columns.company_id == COMPANY, table=source),
     )
+    without_company = company_insert_statement(
+        EMPLOYEES,
+        columns=[name for name in _COPIED if name != "company_id"],
+        select=_employees_copied(
+            None, columns.company_id == COMPANY, table=source, email="other@example.com"
+        ),
+    )
+    company_insert(bound, copy, parameters={"copy_id": uuid.uuid4()})
+    company_insert(bound, without_company, parameters={"copy_id": uuid.uuid4()})
     bound.commit()
-    assert _companies_of_employees(engine) == {first: 3, other: 1}
-
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        "ORM bulk insert (executemany)",
-        "Core table insert through the session",
-        "Core insert on the session's connection",
-    ],
-)
-def test_rows_that_name_no_company_are_stamped_with_the_bound_one(
-    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], path: str
-) -> None:
-    rows = [_employee(bound, 1), _employee(bound, 2)]
-    statement = insert(Employee) if path.startswith("ORM") else insert(Employee.__table__)
-    (bound.connection() if "connection" in path else bound).execute(statement, rows)
-    bound.commit()
-    assert _companies_of_employees(engine) == {two_companies[0]: 2}
-
-
-def test_values_naming_the_bound_company_are_written(
-    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID]
-) -> None:
-    first = two_companies[0]
-    bound.execute(insert(Employee).values([_employee(bound, 1, first), _employee(bound, 2, first)]))
-    bound.connection().execute(insert(Employee.__table__).values(**_employee(bound, 3, first)))
-    bound.commit()
-    assert _companies_of_employees(engine) == {first: 3}
-
-
-def test_values_that_name_no_company_are_refused(bound: Session) -> None:
-    """Rows written into the statement itself cannot be stamped: they must name the company."""
-    with pytest.raises(TenantScopeError, match="name"):
-        bound.execute(insert(Employee).values([_employee(bound, 1)]))
-
-
-def test_an_unbound_session_refuses_every_insert_of_company_rows(
-    engine: Engine, two_companies: tuple[uuid.UUID, uuid.UUID]
-) -> None:
-    with TenantSession(engine) as session:
-        with pytest.raises(TenantScopeError):
-            session.execute(insert(Employee), [_employee(session, 1, two_companies[0])])
-        session.rollback()
-        with pytest.raises(TenantScopeError):
-            session.connection().execute(
-                insert(Employee.__table__), [_employee(session, 1, two_companies[0])]
-            )
-    with across_companies(TenantSession(engine)) as session:  # said out loud: any company
-        session.execute(insert(Employee), [_employee(session, 1, two_companies[1])])
+    with pytest.raises(TenantScopeError, match="names another company"):
+        company_insert(bound, copy, parameters={"copy_id": uuid.uuid4(), "company_id": other})
+    bound.rollback()
+    with across_companies(TenantSession(engine)) as session:  # across: the company is named
+        with pytest.raises(TenantScopeError, match="must name the company_id"):
+            company_insert(session, copy, parameters={"copy_id": uuid.uuid4()})
+        company_insert(session, without_company, parameters={"copy_id": uuid.uuid4(), "company_id": other})
         session.commit()
-    assert _companies_of_employees(engine) == {two_companies[1]: 1}
+    assert _companies_of_employees(engine) == {first: 3, other: 2}
 
 
 # --- data-modifying CTEs: a record and what it implies, written in one statement ----------------
@@ -275,34 +362,39 @@ def test_an_unbound_session_refuses_every_insert_of_company_rows(
 _EVENT_COLUMNS = ["id", "company_id", "type", "subject_type", "subject_id", "actor", "created_at", "data"]
 
 
-def _hiring(row: dict[str, Any], *returning: Any) -> Any:
-    """`WITH hired AS (INSERT INTO employees ... RETURNING id, company_id)`, the employee's row
-    written into the statement (as the creates write theirs)."""
-    employees = Employee.__table__
-    return (
-        insert(employees)
-        .values(**row)
-        .returning(*(returning or (employees.c.id, employees.c.company_id)))
-        .cte("hired")
-    )
+def _hiring(columns: Sequence[str], *returning: str) -> Any:
+    """`WITH hired AS (INSERT INTO employees ... RETURNING id, company_id)`, by the path: the
+    employee's row its parameters (as the creates write theirs)."""
+    return company_insert_statement(
+        EMPLOYEES,
+        columns=columns,
+        unique=["company_id", "email"],
+        returning=returning or ("id", "company_id"),
+    ).cte("hired")
 
 
-def _announced(hired: Any, company: Any = None, *where: Any) -> Any:
-    """... INSERT INTO events ... SELECT ... FROM hired: the employee's event, its company_id
+def _announcing(hired: Any, company: Any = None, *where: Any) -> Any:
+    """... SELECT for an INSERT INTO events ... FROM hired: the employee's event, its company_id
     `hired.company_id` unless `company` says otherwise."""
     events = Event.__table__
-    return insert(events).from_select(
-        _EVENT_COLUMNS,
-        select(
-            literal(uuid.uuid4()),
-            hired.c.company_id if company is None else company,
-            literal(EventType.EMPLOYEE_CREATED, events.c.type.type),
-            literal("employee"),
-            hired.c.id,
-            literal("test"),
-            literal(utcnow(), events.c.created_at.type),
-            literal({"n": 1}, events.c.data.type),
-        ).where(*where),
+    return select(
+        literal(uuid.uuid4()),
+        hired.c.company_id if company is None else company,
+        literal(EventType.EMPLOYEE_CREATED, events.c.type.type),
+        literal("employee"),
+        hired.c.id,
+        literal("test"),
+        literal(utcnow(), events.c.created_at.type),
+        literal({"n": 1}, events.c.data.type),
+    ).where(*where)
+
+
+def _announced(hired: Any, company: Any = None, *where: Any, returning: Sequence[str] = ()) -> Any:
+    return company_insert_statement(
+        Event.__table__,
+        columns=_EVENT_COLUMNS,
+        select=_announcing(hired, company, *where),
+        returning=returning,
     )
 
 
@@ -312,211 +404,97 @@ def _companies_of_events(engine: Engine) -> dict[uuid.UUID, int]:
         return {company: count for company, count in rows}
 
 
-def _upsert(session: Session) -> Any:
-    """The dialect's INSERT, for its ON CONFLICT clauses."""
-    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-
-
-# Each writes, or could write, another company's rows (or another company's data into the bound
-# one's) through a data-modifying CTE, and is refused before it is sent, for the reason given (so
-# these are refused on SQLite too, which could not run them).
-CTES_CROSSING_COMPANIES: dict[str, tuple[str, Callable[[Session, uuid.UUID, uuid.UUID], Any]]] = {
-    "the CTE's row names the other company": (
-        "must name the bound company",
-        lambda s, first, other: _announced(_hiring(_employee(s, 1, other))),
+# Each could write another company's rows (or another company's data into the bound one's)
+# through a data-modifying CTE: refused as it is built, whatever the database.
+CTES_REFUSED_AS_BUILT: dict[str, Callable[[uuid.UUID], Any]] = {
+    "the SELECT writes another company": lambda other: _announced(_hiring(_HIRED), literal(other)),
+    "the SELECT also reads every company's employees": lambda other: _announced(
+        _hiring(_HIRED), None, Employee.email == "n1@example.com"
     ),
-    "the CTE's row names no company": (
-        "must name the bound company",
-        lambda s, first, other: _announced(_hiring(_employee(s, 1))),
-    ),
-    "the CTE is proven, the SELECT writes the other company": (
-        "FROM SELECT into events",
-        lambda s, first, other: _announced(_hiring(_employee(s, 1, first)), literal(other)),
-    ),
-    "the SELECT also reads every company's employees": (
-        "FROM SELECT into events",
-        lambda s, first, other: _announced(
-            _hiring(_employee(s, 1, first)), None, Employee.email == "n1@example.com"
-        ),
-    ),
-    "the SELECT writes as company_id a CTE column that is not its company_id": (
-        "FROM SELECT into events",
-        lambda s, first, other: _announced(
-            _hiring(
-                _employee(s, 1, first),
-                Employee.__table__.c.id,
-                Employee.__table__.c.country_id.label("company_id"),
-            )
-        ),
-    ),
-    "the CTE returns another company's data": (
-        "may return only the columns of employees",
-        lambda s, first, other: _announced(
-            _hiring(
-                _employee(s, 1, first),
-                Employee.__table__.c.id,
-                Employee.__table__.c.company_id,
-                select(Employee.email).where(Employee.company_id == other).scalar_subquery().label("email"),
-            )
-        ),
-    ),
-    "the CTE's INSERT ... SELECT copies the other company's employees": (
-        "FROM SELECT into employees",
-        lambda s, first, other: _announced(
-            insert(Employee.__table__)
-            .from_select(_COPIED, _copy_of_employees(literal(first), Employee.company_id == other).select)
-            .returning(Employee.__table__.c.id, Employee.__table__.c.company_id)
-            .cte("hired")
-        ),
-    ),
-    "the CTE's values read another company's row": (
-        "may not read a company's table",
-        lambda s, first, other: _announced(
-            _hiring(
-                {
-                    **_employee(s, 1, first),
-                    "address": select(Employee.address).where(Employee.company_id == other).scalar_subquery(),
-                }
-            )
-        ),
-    ),
-    "the CTE updates on conflict (another company's row, by id)": (
-        "only DO NOTHING",
-        lambda s, first, other: _announced(
-            _upsert(s)(Employee.__table__)
-            .values(**_employee(s, 1, first))
-            .on_conflict_do_update(index_elements=["id"], set_={"first_name": "Taken"})
-            .returning(Employee.__table__.c.id, Employee.__table__.c.company_id)
-            .cte("hired")
-        ),
-    ),
-    "the SELECT reads a CTE writing a table of no company": (
-        "FROM SELECT into events",
-        lambda s, first, other: _announced(
-            insert(Country.__table__)
-            .values(id=uuid.uuid4(), name="Nowhere", code="ZZ")
-            .returning(Country.__table__.c.id, literal(first).label("company_id"))
-            .cte("hired")
-        ),
-    ),
-    "a plain SELECT of a CTE writing the other company's row": (
-        "must name the bound company",
-        lambda s, first, other: select(_hiring(_employee(s, 1, other)).c.id),
-    ),
-    "an UPDATE of every company's employees as a CTE": (
-        "UPDATE or DELETE",
-        lambda s, first, other: select(
-            update(Employee.__table__)
-            .values(first_name="Renamed")
-            .returning(Employee.__table__.c.id)
-            .cte("renamed")
-            .c.id
-        ),
-    ),
-    "a DELETE of the other company's employees as a CTE beside a proven INSERT": (
-        "UPDATE or DELETE",
-        lambda s, first, other: _announced(_hiring(_employee(s, 1, first))).add_cte(
-            delete(Employee.__table__).where(Employee.__table__.c.company_id == other).cte("gone")
-        ),
+    "the SELECT writes as company_id a CTE column that is not its company_id": lambda other: (
+        lambda hired: _announced(hired, hired.c.id)
+    )(_hiring(_HIRED)),
+    "the SELECT reads a CTE the path did not build": lambda other: _announced(_hand_made_hiring(other)),
+    "a DELETE of a company's rows as a CTE of the path's statement": lambda other: company_insert_statement(
+        Event.__table__,
+        columns=_EVENT_COLUMNS,
+        select=_announcing(_hiring(_HIRED)),
+        ctes=[delete(EMPLOYEES).where(EMPLOYEES.c.company_id == other).cte("gone")],
     ),
 }
 
 
-def _runner(session: Session, through: str) -> Callable[[Any], Any]:
-    """How a test runs a statement: through the session, or on its connection (the single creates'
-    path)."""
-    return session.execute if through == "session" else session.connection().execute
+@pytest.mark.one_database
+@pytest.mark.parametrize("path", list(CTES_REFUSED_AS_BUILT))
+def test_the_path_refuses_to_build_a_data_modifying_cte_not_proven_the_companys(
+    two_companies: tuple[uuid.UUID, uuid.UUID], path: str
+) -> None:
+    with pytest.raises(TenantScopeError, match=r"FROM SELECT into events|UPDATE or DELETE"):
+        CTES_REFUSED_AS_BUILT[path](two_companies[1])
 
 
-@pytest.mark.parametrize("path", list(CTES_CROSSING_COMPANIES))
-@pytest.mark.parametrize("through", ["session", "connection"])
-def test_a_bound_session_refuses_a_data_modifying_cte_not_proven_its_own(
-    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], path: str, through: str
+# Each writes a company's table as a CTE of a statement the path did not build (or no longer is
+# the one it built): refused before it is sent, on SQLite too, which could not run them.
+CTES_REFUSED_AS_SENT: dict[str, Callable[[uuid.UUID], Any]] = {
+    "a plain SELECT of a CTE the path built": lambda other: select(_hiring(_HIRED).c.id),
+    "an UPDATE of every company's employees as a CTE": lambda other: select(
+        update(EMPLOYEES).values(first_name="Renamed").returning(EMPLOYEES.c.id).cte("renamed").c.id
+    ),
+    "a DELETE added to the path's statement after it was built": lambda other: _announced(
+        _hiring(_HIRED)
+    ).add_cte(delete(EMPLOYEES).where(EMPLOYEES.c.company_id == other).cte("gone")),
+}
+
+
+@pytest.mark.parametrize("path", list(CTES_REFUSED_AS_SENT))
+def test_a_data_modifying_cte_outside_the_paths_statements_is_refused(
+    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], path: str
 ) -> None:
     first, other = two_companies
-    for company in two_companies:  # something to copy, rename or delete on both sides
-        with TenantSession(engine) as session, session.begin():
-            bind_company(session, company)
-            session.execute(insert(Employee), [_employee(session, 1)])
-    reason, build = CTES_CROSSING_COMPANIES[path]
-    statement = build(bound, first, other)
-    with pytest.raises(TenantScopeError, match=reason):
-        _runner(bound, through)(statement)
+    _seed(engine, first, other)
+    statement = CTES_REFUSED_AS_SENT[path](other)
+    hired = {} if "UPDATE" in path else {**_employee(bound, 2, first), "company_id": first}
+    with _refused():
+        bound.connection().execute(statement, hired)
     bound.rollback()
     assert _companies_of_employees(engine) == {first: 1, other: 1}
     assert _companies_of_events(engine) == {}
 
 
-def test_an_unbound_session_refuses_a_data_modifying_cte(
-    engine: Engine, two_companies: tuple[uuid.UUID, uuid.UUID]
+def test_a_data_modifying_cte_through_the_path_is_bound_to_the_company(
+    postgres_only: None, engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID]
 ) -> None:
-    with TenantSession(engine) as session:
-        statement = select(_hiring(_employee(session, 1, two_companies[0])).c.id)
-        with pytest.raises(TenantScopeError, match="bound to no company"):
-            session.connection().execute(statement)
-    assert _companies_of_employees(engine) == {}
-
-
-@pytest.mark.parametrize("through", ["session", "connection"])
-def test_a_data_modifying_cte_proven_the_bound_companys_is_written(
-    postgres_only: None,
-    engine: Engine,
-    bound: Session,
-    two_companies: tuple[uuid.UUID, uuid.UUID],
-    through: str,
-) -> None:
-    """The rule's allowed case (the creates' statements are such): the CTE's row names the bound
-    company, and the SELECT reads only that CTE and writes its company_id (or the bound company).
+    """The creates' shape: the CTE's row is the path's parameters, the SELECT reads only that CTE
+    and writes its company_id; the company is the session's, whatever the caller says.
     PostgreSQL only: SQLite has no data-modifying CTEs."""
-    first = two_companies[0]
-    run = _runner(bound, through)
-    written = run(_announced(_hiring(_employee(bound, 1, first))).returning(Event.__table__.c.id))
-    assert len(list(written)) == 1
-    run(_announced(_hiring(_employee(bound, 2, first)), literal(first)))
-    run(select(_hiring(_employee(bound, 3, first)).c.id))  # a plain SELECT of one
-    bound.commit()
-    assert _companies_of_employees(engine) == {first: 3}
-    assert _companies_of_events(engine) == {first: 2}
-
-
-@pytest.mark.parametrize("through", ["session", "connection"])
-def test_a_data_modifying_cte_is_proven_with_the_values_it_is_sent_with(
-    postgres_only: None,
-    engine: Engine,
-    bound: Session,
-    two_companies: tuple[uuid.UUID, uuid.UUID],
-    through: str,
-) -> None:
-    """The same statement again, naming the other company: SQLAlchemy reuses the first one's
-    compiled form, and the proof must read the values sent this time, not
-    those it was built with."""
     first, other = two_companies
-    _runner(bound, through)(_announced(_hiring(_employee(bound, 1, first))))
-    with pytest.raises(TenantScopeError, match="name the bound company"):
-        _runner(bound, through)(_announced(_hiring(_employee(bound, 1, other))))
+    statement = _announced(_hiring(_HIRED), returning=("id",))
+    written = company_insert(bound, statement, parameters=_employee(bound, 1))
+    assert written is not None and len(written.all()) == 1
+    with pytest.raises(TenantScopeError, match="names another company"):
+        company_insert(bound, statement, parameters=_employee(bound, 2, other))
     bound.rollback()
-    assert _companies_of_employees(engine) == {}
+    with pytest.raises(TenantScopeError, match="not the session's company"):
+        bound.connection().execute(statement, _employee(bound, 2, other))  # the path left out
+    bound.rollback()
+    company_insert(bound, statement, parameters=_employee(bound, 3, first))
+    bound.commit()
+    assert _companies_of_employees(engine) == {first: 1}
+    assert _companies_of_events(engine) == {first: 1}
 
 
-@pytest.mark.parametrize(
-    "crossing", ["the employee names the other company", "the deliveries read its endpoints"]
-)
 def test_the_employee_create_statement_is_refused_naming_another_company(
-    postgres_only: None,
-    engine: Engine,
-    bound: Session,
-    two_companies: tuple[uuid.UUID, uuid.UUID],
-    crossing: str,
+    postgres_only: None, engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID]
 ) -> None:
-    """The create's own one statement (people.repository), sent with the other company's values in
-    either place where it names a company: refused before it is sent, nothing written."""
+    """The create's own one statement (people.repository), run with the other company's id: refused
+    before it is sent, nothing written."""
     first, other = two_companies
-    row = _employee(bound, 1, other if crossing.startswith("the employee") else first)
+    row = _employee(bound, 1, first)
     events = event_rows(bound, [NewEvent(EventType.EMPLOYEE_CREATED, row["id"], {"id": str(row["id"])})])
-    values = {**row, **events_written_with_values(other if "deliveries" in crossing else first, events)}
+    values = {**row, **events_written_with_values(other, events)}
     statement = _employee_created(tuple(row), tuple(events[0]), 1)
-    with pytest.raises(TenantScopeError):
-        bound.connection().execute(statement, values)  # as people.repository runs it
+    with pytest.raises(TenantScopeError, match="another company"):
+        company_insert(bound, statement, parameters=values)  # as people.repository runs it
     bound.rollback()
     assert _companies_of_employees(engine) == {}
     assert _companies_of_events(engine) == {}
@@ -576,7 +554,7 @@ def test_an_event_cannot_name_another_company_than_the_bound_one(
         assert sorted(session.scalars(select(Event.company_id))) == sorted([first, second])
 
 
-# --- rows written in batches (db.bulk_rows: COPY on PostgreSQL, which no statement hook sees) --
+# --- rows written in batches while the caller goes on (db.bulk_rows) -----------------------------
 
 
 def _batch(session: Session, count: int, company_id: uuid.UUID | None) -> list[dict[str, Any]]:
@@ -588,34 +566,18 @@ def _batch(session: Session, count: int, company_id: uuid.UUID | None) -> list[d
 
 
 @pytest.mark.parametrize("count", [2, COPY_FROM], ids=["insert", "copy"])
-def test_batch_rows_keep_to_the_company_of_the_session(
+def test_rows_written_meanwhile_are_bound_in_the_callers_thread_before_any_is_written(
     engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], count: int
 ) -> None:
     first, second = two_companies
-    with TenantSession(engine) as unbound, pytest.raises(TenantScopeError):  # first: SQLite has one writer
-        insert_rows(unbound, Employee, _batch(unbound, count, first))
-    with pytest.raises(TenantScopeError, match="another company"):
-        insert_rows(bound, Employee, _batch(bound, count, second))
-    with pytest.raises(TenantScopeError, match="names no company"):
-        insert_rows(bound, Employee, _batch(bound, count, None))
-    insert_rows(bound, Employee, _batch(bound, count, first))
-    bound.commit()
-    with across_companies(TenantSession(engine)) as session:  # said out loud: each row names its own
-        insert_rows(session, Employee, _batch(session, count, second))
-        session.commit()
-    assert _companies_of_employees(engine) == {first: count, second: count}
-
-
-@pytest.mark.parametrize("count", [2, COPY_FROM], ids=["insert", "copy"])
-def test_rows_written_meanwhile_are_checked_in_the_callers_thread_before_any_is_written(
-    engine: Engine, bound: Session, two_companies: tuple[uuid.UUID, uuid.UUID], count: int
-) -> None:
-    first, second = two_companies
+    own, others = _batch(bound, count, first), _batch(bound, count, second)
     with pytest.raises(TenantScopeError, match="another company"), rows_written_meanwhile(bound) as rows:
-        rows.write(Employee, _batch(bound, count, first))
-        rows.write(Employee, _batch(bound, count, second))  # refused here, in this thread
+        rows.write(Employee, own)
+        rows.write(Employee, others)  # refused here, in this thread
     bound.rollback()
+    own, unnamed = _batch(bound, count, first), _batch(bound, count, None)
     with rows_written_meanwhile(bound) as rows:
-        rows.write(Employee, _batch(bound, count, first))
+        rows.write(Employee, own)
+        rows.write(Employee, unnamed)  # bound to the session's company
     bound.commit()
-    assert _companies_of_employees(engine) == {first: count}
+    assert _companies_of_employees(engine) == {first: 2 * count}

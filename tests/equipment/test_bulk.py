@@ -11,7 +11,7 @@ from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
 from outfitter.core.schemas import Envelope
-from outfitter.db.bulk_rows import COPY_FROM
+from outfitter.db.copy_rows import COPY_FROM
 from outfitter.equipment.schemas import EquipmentOut
 from outfitter.models import Equipment, EquipmentHistory
 from outfitter.models.events import Event

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from outfitter.csvio.writer import record_cells
-from outfitter.db.bulk_rows import COPY_FROM
+from outfitter.db.copy_rows import COPY_FROM
 from outfitter.equipment import export
 from tests.equipment.helpers import make_employee, register
 from tests.factories import Api, assert_error

@@ -16,7 +16,8 @@ from sqlalchemy.orm import Session
 
 from outfitter.config import Settings
 from outfitter.db.base import utcnow
-from outfitter.db.bulk_rows import COPY_FROM, insert_rows
+from outfitter.db.company_writes import company_insert
+from outfitter.db.copy_rows import COPY_FROM
 from outfitter.db.session import make_sessionmaker
 from outfitter.db.tenancy import TenantSession, across_companies, bind_company
 from outfitter.events.counts import fold_event_counts, kept_total
@@ -102,7 +103,7 @@ def _event_rows(company_id: uuid.UUID, count: int) -> list[dict[str, Any]]:
 def _write(engine: Engine, company_id: uuid.UUID, count: int, *, commit: bool = True) -> None:
     """`count` events as record_events writes them: one INSERT, or a COPY from COPY_FROM rows."""
     with across_companies(Session(engine)) as session:
-        insert_rows(session, Event, _event_rows(company_id, count))
+        company_insert(session, Event, _event_rows(company_id, count))
         if commit:
             session.commit()
         else:

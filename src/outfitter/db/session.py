@@ -41,8 +41,8 @@ def json_text(value: Any) -> str:
 # - random_page_cost 1.1 rather than 4: PostgreSQL's default prices a random page read at four
 #   sequential ones, a figure for spinning disks; its documentation suggests 1.1 for solid-state
 #   storage or data held in memory. At 4 the foreign-key check of each row written scans the whole
-#   of a small table (countries, currencies: three pages) rather than looking its key up: 12 of
-#   the 56 ms PostgreSQL spends writing 1,000 new devices.
+#   of a small table (countries, currencies: three pages) rather than looking its key up
+#   (docs/equipment-performance.md has the cost).
 # - TimeZone UTC, the zone of every time the service stores and answers: psycopg then gives
 #   `timestamptz` values in `datetime.UTC` itself, which UTCDateTime and the answers take as
 #   they are instead of converting each (an export of 100,000 devices converts 200,000).
@@ -124,7 +124,8 @@ def insert_if_absent(session: Session, model: type[Any], values: dict[str, Any],
     """INSERT ... ON CONFLICT (unique_on) DO NOTHING, on PostgreSQL and SQLite alike.
 
     Race-free "create unless it exists": of concurrent callers exactly one inserts. The statement is
-    returned unexecuted, so a caller can add RETURNING."""
+    returned unexecuted, so a caller can add RETURNING. For tables of no company: a company's rows
+    take db.company_writes' `company_insert(..., unique=...)`."""
     return unless_conflicting(model, session.get_bind().dialect.name, unique_on).values(**values)
 
 

@@ -20,14 +20,14 @@ from sqlalchemy import (
     Text,
     bindparam,
     cast,
-    insert,
     select,
     tuple_,
     type_coerce,
 )
 
 from outfitter.db.base import utc_text, uuid_text
-from outfitter.db.bulk_rows import insert_rows, insert_unless_taken, rows_holding, written_unless_taken
+from outfitter.db.bulk_rows import rows_holding
+from outfitter.db.company_writes import company_insert, company_insert_statement, insert_unless_taken
 from outfitter.db.reads import run_in_session
 from outfitter.db.tenancy import CompanyRepository, company_rows
 from outfitter.equipment import presenters
@@ -147,27 +147,32 @@ def _device_created(
     number is taken, and nothing was written."""
     equipment: Table = getattr(Equipment, "__table__")  # noqa: B009 (typed as a Table)
     history: Table = getattr(EquipmentHistory, "__table__")  # noqa: B009
-    device = written_unless_taken(equipment, device_columns, _SERIAL_NUMBER).cte("device")
+    device = company_insert_statement(
+        equipment, columns=device_columns, unique=_SERIAL_NUMBER, returning=("id", "company_id")
+    ).cte("device")
 
-    def entry(position: int) -> Insert:
-        return insert(history).from_select(
-            history_columns,
-            select(
-                *(
-                    device.c[_FROM_DEVICE[name]]
-                    if name in _FROM_DEVICE
-                    else bindparam(f"history_{position}_{name}", type_=history.c[name].type)
-                    for name in history_columns
-                )
-            ),
+    def entry(position: int) -> Select[Any]:
+        return select(
+            *(
+                device.c[_FROM_DEVICE[name]]
+                if name in _FROM_DEVICE
+                else bindparam(f"history_{position}_{name}", type_=history.c[name].type)
+                for name in history_columns
+            )
         )
 
-    statement = entry(entries - 1).returning(history.c.id)
-    for position in range(entries - 1):
-        statement = statement.add_cte(entry(position).cte(f"entry_{position}"))
-    for position, written in enumerate(events_written_with(device, event_columns, events)):
-        statement = statement.add_cte(written.cte(f"announced_{position}"))
-    return statement
+    ctes = [
+        company_insert_statement(history, columns=history_columns, select=entry(position)).cte(
+            f"entry_{position}"
+        )
+        for position in range(entries - 1)
+    ] + [
+        written.statement().cte(f"announced_{position}")
+        for position, written in enumerate(events_written_with(device, event_columns, events))
+    ]
+    return company_insert_statement(
+        history, columns=history_columns, select=entry(entries - 1), returning=("id",), ctes=ctes
+    )
 
 
 # Every place that takes a device's id answers an unknown one (or another company's) alike.
@@ -223,12 +228,10 @@ class EquipmentRepository(CompanyRepository[Equipment]):
         On PostgreSQL one statement, the device a CTE that its history and its events are selected
         from (so a taken serial number writes none of them); SQLite has no data-modifying CTE, so
         there the device's INSERT, then its history's, then its events'."""
-        self.session.flush()
-        connection = self.session.connection()
-        if connection.dialect.name != "postgresql":
+        if self.session.get_bind().dialect.name != "postgresql":
             if not self.insert_unless_taken(device):
                 return False
-            insert_rows(self.session, EquipmentHistory, history)
+            company_insert(self.session, EquipmentHistory, history)
             record_event_rows(self.session, events)
             return True
         statement = _device_created(
@@ -241,7 +244,8 @@ class EquipmentRepository(CompanyRepository[Equipment]):
             if name not in _FROM_DEVICE
         }
         values = {**device, **entries, **events_written_with_values(device["company_id"], events)}
-        return connection.execute(statement, values).first() is not None
+        result = company_insert(self.session, statement, parameters=values)
+        return result is not None and result.first() is not None
 
     def serial_holder(
         self, serial_number: str, except_id: uuid.UUID | None = None

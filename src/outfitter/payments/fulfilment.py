@@ -21,7 +21,7 @@ from outfitter.catalog.reference import minor_units
 from outfitter.catalog.repository import CatalogRepository
 from outfitter.core.money import round_money
 from outfitter.db.base import new_id, utcnow
-from outfitter.db.session import insert_if_absent
+from outfitter.db.company_writes import company_insert
 from outfitter.equipment import lifecycle
 from outfitter.equipment.events import record_equipment_events
 from outfitter.models import (
@@ -143,9 +143,7 @@ def _record_anomaly(
         "gateway_reference": (payment.reference or "")[:200],
         "created_at": utcnow(),
     }
-    session.execute(
-        insert_if_absent(session, PaymentAnomaly, values, ["transaction_id", "kind", "gateway_reference"])
-    )
+    company_insert(session, PaymentAnomaly, [values], unique=["transaction_id", "kind", "gateway_reference"])
 
 
 def payment_problem(transaction: Transaction, payment: GatewayPayment) -> str | None:

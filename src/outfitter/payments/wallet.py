@@ -18,7 +18,7 @@ from outfitter.catalog.reference import is_money, resolve_currency
 from outfitter.core.errors import InsufficientCredit, ValidationFailed
 from outfitter.core.money import MAX_AMOUNT, round_money, storable
 from outfitter.db.base import new_id, utcnow
-from outfitter.db.session import insert_if_absent
+from outfitter.db.company_writes import company_insert
 from outfitter.db.tenancy import company_of
 from outfitter.models import Currency, Wallet, WalletEntry, WalletEntryKind
 from outfitter.models.events import EventType
@@ -35,7 +35,7 @@ def _ensure_wallet(session: Session, currency_code: str) -> None:
         "created_at": now,
         "updated_at": now,
     }
-    session.execute(insert_if_absent(session, Wallet, wallet, ["company_id", "currency_code"]))
+    company_insert(session, Wallet, [wallet], unique=["company_id", "currency_code"])
 
 
 def _change(

@@ -10,14 +10,15 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Insert, Select, Table, and_, distinct, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, Insert, Select, Table, and_, distinct, func, or_, select, update
 from sqlalchemy.orm import Session, contains_eager, joinedload
 from sqlalchemy.orm.interfaces import ORMOption
 
 from outfitter.catalog.reference import country_code_named
 from outfitter.db.base import new_id, search_pattern, search_text
-from outfitter.db.bulk_rows import insert_rows, insert_unless_taken, values_taken, written_unless_taken
-from outfitter.db.tenancy import CompanyRepository, company_of, parse_uuid
+from outfitter.db.bulk_rows import values_taken
+from outfitter.db.company_writes import company_insert, company_insert_statement, insert_unless_taken
+from outfitter.db.tenancy import CompanyRepository, parse_uuid
 from outfitter.models import (
     EMPLOYEE_OFFBOARDED,
     RETRIEVAL_STAGES_BEFORE_RECEIPT,
@@ -46,12 +47,14 @@ def _employee_created(columns: tuple[str, ...], event_columns: tuple[str, ...], 
     last event the statement, the other events and the deliveries its CTEs
     (outbox.events_written_with). No row back: the email is taken, and nothing was written."""
     employees: Table = getattr(Employee, "__table__")  # noqa: B009 (typed as a Table)
-    employee = written_unless_taken(employees, columns, _EMAIL).cte("employee")
+    employee = company_insert_statement(
+        employees, columns=columns, unique=_EMAIL, returning=("id", "company_id")
+    ).cte("employee")
     *announced, last, deliveries = events_written_with(employee, event_columns, events)
-    statement = last.returning(last.table.c.id).add_cte(deliveries.cte("deliveries"))
-    for position, written in enumerate(announced):
-        statement = statement.add_cte(written.cte(f"announced_{position}"))
-    return statement
+    ctes = [deliveries.statement().cte("deliveries")] + [
+        written.statement().cte(f"announced_{position}") for position, written in enumerate(announced)
+    ]
+    return last.statement(returning=("id",), ctes=ctes)
 
 
 # Every place that takes an employee's id answers an unknown one (or another company's) alike.
@@ -156,16 +159,15 @@ class EmployeeRepository(CompanyRepository[Employee]):
         deliveries) unless the company has its email already: whether it did. On PostgreSQL one
         statement, the employee a CTE that the events are selected from (a taken email writes
         none); SQLite has no data-modifying CTE, so there the employee's INSERT, then its events'."""
-        self.session.flush()
-        connection = self.session.connection()
-        if connection.dialect.name != "postgresql":
+        if self.session.get_bind().dialect.name != "postgresql":
             if not self.insert_unless_taken(row):
                 return False
             record_event_rows(self.session, events)
             return True
         statement = _employee_created(tuple(row), tuple(events[0]), len(events))
         values = {**row, **events_written_with_values(row["company_id"], events)}
-        return connection.execute(statement, values).first() is not None
+        result = company_insert(self.session, statement, parameters=values)
+        return result is not None and result.first() is not None
 
     def existing_emails(self, emails: Collection[str]) -> set[str]:
         return values_taken(self.session, Employee.email, emails)
@@ -175,9 +177,8 @@ class EmployeeRepository(CompanyRepository[Employee]):
         return values_taken(self.session, Employee.user_name, emails)
 
     def insert_many(self, rows: list[dict[str, Any]]) -> None:
-        """One write for the whole batch (a COPY on PostgreSQL: db.bulk_rows)."""
-        company_id = company_of(self.session)
-        insert_rows(self.session, Employee, [{**row, "company_id": company_id} for row in rows])
+        """One write for the whole batch (a COPY on PostgreSQL), bound to the session's company."""
+        company_insert(self.session, Employee, rows)
 
     def referenced(self, ids: Collection[uuid.UUID], *options: ORMOption) -> dict[uuid.UUID, Employee]:
         """The company's employees among `ids`, for a write that will reference them (an assignee,
@@ -394,7 +395,6 @@ class DepartmentRepository(CompanyRepository[Department]):
         rows = [
             {
                 "id": new_id(),
-                "company_id": company_of(self.session),
                 "user_id": user_id,
                 "department_id": department.id,
                 "status": MembershipStatus.ACTIVE,
@@ -403,8 +403,7 @@ class DepartmentRepository(CompanyRepository[Department]):
             }
             for user_id in user_ids
         ]
-        if rows:
-            self.session.execute(insert(UserDepartment), rows)
+        company_insert(self.session, UserDepartment, rows)
 
     def end_memberships(
         self, department_id: uuid.UUID, now: datetime, user_ids: Collection[uuid.UUID] | None = None

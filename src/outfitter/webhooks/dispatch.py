@@ -23,11 +23,12 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, Table, bindparam, insert, or_, select, text, update
+from sqlalchemy import Select, Table, bindparam, or_, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from outfitter.config import Settings
 from outfitter.db.base import new_id, utcnow
+from outfitter.db.company_writes import company_insert
 from outfitter.db.tenancy import across_companies
 from outfitter.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from outfitter.webhooks.sender import Outcome, Outgoing
@@ -221,8 +222,9 @@ def record_outcomes(
             _apply(
                 states[outgoing.delivery_id], outcome, worker, outgoing.endpoint_id in disabled, settings, now
             )
-        session.execute(
-            _INSERT_ATTEMPT,
+        company_insert(
+            session,
+            WebhookAttempt,
             [
                 {
                     "id": new_id(),
@@ -265,8 +267,6 @@ _UPDATE_STATE = (
     .where(_deliveries.c.id == bindparam("new_id"))
     .values({column.key: bindparam(f"new_{column.key}") for column in _STATE if column.key != "id"})
 )
-_attempts: Table = getattr(WebhookAttempt, "__table__")  # noqa: B009
-_INSERT_ATTEMPT = insert(_attempts)
 
 
 def _apply(
