@@ -8,7 +8,9 @@ import asyncio
 import logging
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
+import asyncpg
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -18,7 +20,7 @@ from sqlalchemy.orm import Session
 from outfitter.app import create_app
 from outfitter.config import Settings
 from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED, ServiceUnavailable
-from outfitter.db.reads import APPLICATION_NAME, AsyncpgReads, Read
+from outfitter.db.reads import APPLICATION_NAME, AsyncpgReads, OptionsAsyncpgLacks, Read, pool_arguments
 from tests.core.test_unavailable import ANY_TOKEN, assert_unavailable
 from tests.equipment.helpers import add_to_department, make_employee, register
 from tests.factories import Api, CompanyFactory, counting_statements
@@ -281,3 +283,60 @@ def test_a_database_url_option_asyncpg_lacks_leaves_the_hot_reads_to_the_session
         phone = {"title": "Phone", "type": "Phones"}
         assert _listed_after_registering(client, engine, "Keepalive Ltd", phone) == ["Phone"]
     app.state.engine.dispose()
+
+
+def test_a_connection_a_killed_backend_left_unusable_is_dropped_with_a_503(
+    postgres_only: None, database_url: str
+) -> None:
+    """asyncpg's InternalClientError (a backend killed while its connection sat idle can leave the
+    protocol in a state it cannot leave) is a 503, and that connection is terminated rather than
+    pooled again: the next read gets a new backend. Without the fault, the one connection of the
+    pool is the one reused."""
+    backend = Read(select(func.pg_backend_pid()), {}, scoped=False)
+
+    async def backends() -> list[int]:
+        reads = AsyncpgReads(database_url, pool_size=1, acquire_timeout=5)
+        await reads.start()
+        seen = []
+        try:
+            async with reads.connection() as connection:
+                seen.append((await connection.fetch(backend))[0][0])
+            with pytest.raises(ServiceUnavailable) as refused:
+                async with reads.connection() as connection:
+                    seen.append((await connection.fetch(backend))[0][0])
+                    raise asyncpg.exceptions.InternalClientError("cannot switch to state 15")
+            assert (refused.value.message, refused.value.headers) == (
+                DATABASE_UNAVAILABLE,
+                {"Retry-After": "2"},
+            )
+            async with reads.connection() as connection:
+                seen.append((await connection.fetch(backend))[0][0])
+        finally:
+            await reads.close()
+        return seen
+
+    first, again, after = asyncio.run(backends())
+    assert first == again and after != again
+
+
+@pytest.mark.parametrize(
+    ("options", "settings"),
+    [
+        ("-c statement_timeout=5s -c search_path=app", {"statement_timeout": "5s", "search_path": "app"}),
+        ("-cwork_mem=4MB --lock-timeout=1s", {"work_mem": "4MB", "lock_timeout": "1s"}),
+        (r"-c search_path=my\ app -c application_name=ops", {"search_path": "my app"}),  # its own name wins
+    ],
+)
+def test_libpq_options_become_the_read_pool_s_server_settings(options: str, settings: dict[str, str]) -> None:
+    url = f"postgresql+psycopg://u@db.example/outfitter?options={quote(options)}"
+    assert pool_arguments(url).server_settings == {**settings, "application_name": APPLICATION_NAME}
+
+
+@pytest.mark.parametrize(
+    ("options", "named"), [("-X", "options ('-X')"), ("-c nothing", "options ('nothing')")]
+)
+def test_libpq_options_asyncpg_cannot_honour_are_named(options: str, named: str) -> None:
+    url = f"postgresql+psycopg://u@db.example/outfitter?options={quote(options)}"
+    with pytest.raises(OptionsAsyncpgLacks) as lacking:
+        pool_arguments(url)
+    assert str(lacking.value) == named

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.factories import Api
-from tests.scim.conftest import GROUP_URN, Scim, assert_scim_error, user_body
+from tests.scim.conftest import GROUP_URN, PATCH_URN, Scim, assert_scim_error, user_body
 
 
 def _user(scim: Scim, user_name: str) -> str:
@@ -175,3 +177,67 @@ def test_a_removal_by_value_matches_values_as_values(scim: Scim, api: Api) -> No
         f"/Users/{eve}", [{"op": "Remove", "path": "emails", "value": [{"value": "eve@home.example"}]}]
     )
     assert [email["value"] for email in personal.json()["emails"]] == ["eve@acme.example"]
+
+
+@pytest.mark.one_database
+def test_a_patch_body_that_is_no_patchop_is_refused_in_words(scim: Scim, api: Api) -> None:
+    """A body that is not an object, a PatchOp without Operations, an operation that is not an
+    object: each is a 400 invalidSyntax saying what a PatchOp is, and nothing changes."""
+    group = scim.post("/Groups", _group("Engineering")).json()
+    path = f"/Groups/{group['id']}"
+    for body, detail in (
+        (
+            [{"op": "replace", "path": "displayName", "value": "R&D"}],
+            "The body must be a JSON object: a PatchOp.",
+        ),
+        ({"schemas": [PATCH_URN]}, "A PatchOp needs Operations: a list of one or more operations."),
+        (
+            {"schemas": [PATCH_URN], "Operations": []},
+            "A PatchOp needs Operations: a list of one or more operations.",
+        ),
+        (
+            {"schemas": [PATCH_URN], "Operations": ["replace displayName"]},
+            "Each operation must be a JSON object.",
+        ),
+    ):
+        refused = assert_scim_error(scim.request("PATCH", path, body), 400, "invalidSyntax")
+        assert refused["detail"] == detail, body
+    assert api.get(f"/client/departments/{group['id']}").json()["data"]["name"] == "Engineering"
+
+
+@pytest.mark.one_database
+def test_every_form_of_a_members_patch_reaches_the_department(scim: Scim, api: Api) -> None:
+    """Members replaced by a list, named beside another attribute in a path-less operation, or
+    removed by a filter other than `value eq` (applied by scim2-models to the whole Group): the
+    department's members follow each. A member without a value or a filter that does not parse is
+    a 400 naming the problem, and changes nothing."""
+    ada, grace, alan = (_user(scim, f"{name}@acme.example") for name in ("ada", "grace", "alan"))
+    group = scim.post("/Groups", _group("Engineering", ada, grace)).json()
+    path = f"/Groups/{group['id']}"
+
+    def members() -> list[str]:
+        department = api.get(f"/client/departments/{group['id']}").json()["data"]
+        return sorted(member["id"] for member in department["members"])
+
+    replaced = scim.patch(path, [{"op": "replace", "path": "members", "value": [{"value": alan}]}])
+    assert [member["value"] for member in replaced.json()["members"]] == [alan]
+    assert members() == [alan]
+
+    both = {"displayName": "R&D", "members": [{"value": ada}, {"value": grace}, {"value": alan}]}
+    renamed = scim.patch(path, [{"op": "replace", "value": both}])
+    assert renamed.status_code == 200, renamed.text
+    assert api.get(f"/client/departments/{group['id']}").json()["data"]["name"] == "R&D"
+    assert members() == sorted([ada, grace, alan])
+
+    kept = scim.patch(path, [{"op": "remove", "path": f'members[value ne "{grace}"]'}])
+    assert [member["value"] for member in kept.json()["members"]] == [grace]
+    assert members() == [grace]
+
+    nameless = scim.patch(path, [{"op": "add", "path": "members", "value": [{"display": "Ada"}]}])
+    refused = assert_scim_error(nameless, 400, "invalidValue")
+    assert refused["detail"] == "members: each member needs the value (id) of a User."
+    broken = scim.patch(path, [{"op": "remove", "path": "members[value eq"}])
+    assert assert_scim_error(broken, 400, "invalidPath")["detail"].startswith(
+        "Operations.path: invalid syntax"
+    )
+    assert members() == [grace]

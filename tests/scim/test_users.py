@@ -566,6 +566,33 @@ def test_a_typed_email_path_reaches_its_own_email_never_the_work_one(scim: Scim,
         assert (employee["email"], employee["personal_email"]) == expected, operation
 
 
+@pytest.mark.one_database
+def test_a_typed_path_of_a_value_outfitter_keeps_one_of_is_applied_to_it(scim: Scim, api: Api) -> None:
+    """Entra names the phone as `phoneNumbers[type eq "mobile"].value` although Outfitter keeps one,
+    untyped: with no phone yet, the add sets it. Removing a personal email by type when there is
+    none changes nothing; a typed path on an attribute Outfitter does not keep is ignored, as
+    unknown attributes are."""
+    user = _create(scim, "ada@acme.example")
+    path = f"/Users/{user['id']}"
+    phone = scim.patch(
+        path, [{"op": "add", "path": 'phoneNumbers[type eq "mobile"].value', "value": "+2348012345678"}]
+    )
+    assert phone.status_code == 200, phone.text
+    assert phone.json()["phoneNumbers"] == [{"value": "+2348012345678"}]
+    assert api.get(f"/client/employees/{user['id']}").json()["data"]["phone"] == "+2348012345678"
+
+    for operation in (
+        {"op": "remove", "path": 'emails[type eq "home"]'},
+        {"op": "add", "path": 'pagers[type eq "work"].value', "value": "123"},
+    ):
+        answer = scim.patch(path, [operation])
+        assert answer.status_code == 200, (operation, answer.text)
+        assert [email["value"] for email in answer.json()["emails"]] == ["ada@acme.example"]
+        assert "pagers" not in answer.json()
+    employee = api.get(f"/client/employees/{user['id']}").json()["data"]
+    assert (employee["email"], employee["personal_email"]) == ("ada@acme.example", None)
+
+
 def test_names_and_texts_follow_the_rest_api_rules(scim: Scim, api: Api) -> None:
     """A given or family name on two lines, with a tab, or of invisible characters only, and a
     title or address that shows nothing, are refused as the REST API refuses them (they were stored,

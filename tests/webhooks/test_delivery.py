@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import threading
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi import APIRouter, FastAPI
@@ -33,6 +35,7 @@ from outfitter.models import (
     WebhookEndpoint,
 )
 from outfitter.outbox import record_event, webhook_payload
+from outfitter.webhooks.sender import ANSWER_BYTES, MAX_RETRY_AFTER, retry_after
 from outfitter.worker import Worker
 from tests.factories import Api, CompanyFactory
 from tests.webhooks.conftest import attempts, count, deliveries, emit, make_worker, register
@@ -245,6 +248,105 @@ def test_a_receiver_that_refuses_the_connection_is_said_so_in_our_words(
     assert shown["last_status_code"] is None and shown["attempts"] == 3
     (delivery,) = deliveries(db)
     assert {attempt.error for attempt in attempts(db, delivery.id)} == {shown["last_error"]}
+
+
+@contextmanager
+def raw_receiver(answer: bytes | None) -> Iterator[str]:
+    """A receiver that reads each request's head, then writes `answer` as raw bytes (None: nothing)
+    and closes the connection: what no HTTP server library would send. Yields its URL."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.settimeout(5)
+                head = connection.recv(65536)
+                # the rest of an HTTP head; a TLS ClientHello (no head) is answered at once
+                while head[:1].isalpha() and b"\r\n\r\n" not in head and (chunk := connection.recv(65536)):
+                    head += chunk
+                if answer is not None:
+                    connection.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.close()
+
+
+@pytest.mark.one_database
+@pytest.mark.parametrize(
+    ("scheme", "answer", "last_error"),
+    [
+        ("http", None, "The receiver closed the connection without answering."),
+        ("http", b"HELLO THERE\r\n\r\n", "The receiver's answer is not valid HTTP."),
+        (
+            "https",  # a receiver that speaks no TLS on its https:// URL
+            b"HELLO THERE\r\n\r\n",
+            "The TLS handshake with the receiver failed: its certificate is not trusted or not its host's.",
+        ),
+    ],
+    ids=["closed", "not-http", "no-tls"],
+)
+def test_a_receiver_that_answers_no_http_is_said_so_in_our_words(
+    api: Api,
+    private_ok: Settings,
+    engine: Engine,
+    worker: Worker,
+    scheme: str,
+    answer: bytes | None,
+    last_error: str,
+) -> None:
+    with raw_receiver(answer) as url:
+        endpoint = register(api, url.replace("http://", f"{scheme}://"))
+        emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+        worker.run_once(jobs=False)
+    (shown,) = api.get(f"/client/webhook-endpoints/{endpoint['id']}/deliveries").json()["data"]["data"]
+    assert (shown["status"], shown["last_error"], shown["last_status_code"]) == ("failed", last_error, None)
+
+
+@pytest.mark.one_database
+def test_a_long_answer_is_skimmed_and_the_delivery_counts(
+    api: Api, private_ok: Settings, engine: Engine, worker: Worker
+) -> None:
+    """Only the status decides: a 200 whose body is far over what is read of it is delivered."""
+    body = b"x" * (4 * ANSWER_BYTES)
+    answer = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    with raw_receiver(answer) as url:
+        endpoint = register(api, url)
+        emit(engine, api.company_id, EventType.EMPLOYEE_CREATED)
+        worker.run_once(jobs=False)
+    (shown,) = api.get(f"/client/webhook-endpoints/{endpoint['id']}/deliveries").json()["data"]["data"]
+    assert (shown["status"], shown["attempts"], shown["last_status_code"]) == ("succeeded", 1, 200)
+
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        (None, None),
+        ("  30 ", 30.0),
+        ("86400", MAX_RETRY_AFTER),  # a longer pause is cut
+        ("Tue, 01 Dec 2026 12:00:45 GMT", 45.0),  # an HTTP date
+        ("Tue, 01 Dec 2026 11:00:00 GMT", 0.0),  # already past: at once
+        ("Wed, 02 Dec 2026 12:00:00 GMT", MAX_RETRY_AFTER),
+        ("Tue, 01 Dec 2026 12:00:45", None),  # no zone: unreadable as a time
+        ("soon", None),
+    ],
+)
+def test_retry_after_reads_seconds_and_http_dates(header: str | None, seconds: float | None) -> None:
+    assert retry_after(header, NOW) == seconds
 
 
 # --- a request that fails sends nothing --------------------------------------------------------

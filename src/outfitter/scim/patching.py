@@ -140,10 +140,11 @@ def apply(resource: ResourceT, operations: list[dict[str, Any]]) -> ResourceT:
     _type_emails(resource)
     batch: list[dict[str, Any]] = []
     for operation in operations:
-        if _TYPED_PATH.match(str(operation.get("path") or "")):
+        typed = _TYPED_PATH.match(str(operation.get("path") or ""))
+        if typed is not None:
             _patch(resource, batch)
             batch = []
-            _make_typed_target(resource, operation)
+            _make_typed_target(resource, operation, typed)
         batch.append(operation)
     _patch(resource, batch)
     return resource
@@ -305,13 +306,9 @@ def _type_emails(resource: Any) -> None:
         resource.emails = emails
 
 
-def _make_typed_target(resource: Any, operation: dict[str, Any]) -> None:
-    path = operation.get("path")
-    if not isinstance(path, str):
-        return
-    match = _TYPED_PATH.match(path)
-    if match is None:
-        return
+def _make_typed_target(resource: Any, operation: dict[str, Any], match: re.Match[str]) -> None:
+    """Before scim2-models applies `operation`, whose path is typed (`match`): give the value the
+    module's doc says it names that type, or make the operation add a new value."""
     field = _field_named(resource, match["attr"])
     if field is None:
         return
