@@ -116,8 +116,15 @@ def browser() -> Iterator[Any]:
 
 
 def check_page(page: Any, name: str) -> None:
-    """No serious or critical axe violation, no horizontal scroll, and a screenshot when asked."""
-    page.add_script_tag(path=str(AXE))
+    """No serious or critical axe violation, no horizontal scroll, and a screenshot when asked.
+
+    axe (650 KB) is handed to the page's context once, which evaluates it in each page it opens
+    from then on; sending it through Playwright's driver for every check cost more than axe's run."""
+    if page.evaluate("typeof axe === 'undefined'"):
+        if not getattr(page.context, "axe_on_every_page", False):
+            page.context.add_init_script(path=str(AXE))
+            page.context.axe_on_every_page = True
+        page.add_script_tag(path=str(AXE))
     assert page.evaluate(SERIOUS) == [], name
     width = page.viewport_size["width"]
     assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{name} scrolls sideways"

@@ -10,11 +10,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine
 
 from tests.console.conftest import PASSWORD, check_page, invite_token, tab_to
 from tests.factories import Api
 from tests.payments.conftest import LiveServer, live_server  # noqa: F401  (the module's server)
+
+# What the pages show is proven on both databases by the TestClient tests (test_pages.py): here
+# the browser's part (scripts, focus, layout, axe), which no storage changes.
+pytestmark = pytest.mark.one_database
 
 
 def add_devices(api: Api) -> list[dict[str, Any]]:

@@ -133,6 +133,7 @@ def test_sign_in_sets_a_new_session_id_and_sign_out_ends_it_server_side(
     assert answer.headers["location"] == "/console/sign-in?next=/console/devices?status=Sold"
 
 
+@pytest.mark.one_database  # the cookie's flags: the same on either database
 def test_cookie_flags_over_http(app: FastAPI, engine: Engine, api: Api, browser: TestClient) -> None:
     sign_up(app, engine, api.company_id, "ada@example.com")
     page = browser.get("/console/sign-in")
@@ -145,6 +146,7 @@ def test_cookie_flags_over_http(app: FastAPI, engine: Engine, api: Api, browser:
     assert {"httponly", "samesite=lax", "path=/"} <= flags and "secure" not in flags
 
 
+@pytest.mark.one_database  # the cookie's name and flags: the same on either database
 def test_cookie_is_host_prefixed_and_secure_when_the_public_url_is_https(
     database_url: str, engine: Engine, api: Api
 ) -> None:
@@ -170,6 +172,7 @@ def test_cookie_is_host_prefixed_and_secure_when_the_public_url_is_https(
         secure_app.state.engine.dispose()
 
 
+@pytest.mark.one_database  # CSRF is checked before any write
 def test_a_forged_post_is_refused(app: FastAPI, engine: Engine, api: Api) -> None:
     ada = sign_up(app, engine, api.company_id, "ada@example.com")
     token = ada.csrf()
@@ -203,6 +206,7 @@ def test_a_forged_post_is_refused(app: FastAPI, engine: Engine, api: Api) -> Non
     )
 
 
+@pytest.mark.one_database  # the limiter counts in memory
 def test_sign_in_attempts_are_rate_limited_per_account(
     app: FastAPI, engine: Engine, api: Api, browser: TestClient
 ) -> None:
@@ -223,6 +227,7 @@ def test_a_deactivated_user_is_signed_out(app: FastAPI, engine: Engine, api: Api
     assert sign_in(ada.client, "ada@example.com", PASSWORD)[0] == 401
 
 
+@pytest.mark.one_database  # response headers
 def test_pages_refuse_framing_and_inline_script(app: FastAPI, engine: Engine, api: Api) -> None:
     ada = sign_up(app, engine, api.company_id, "ada@example.com")
     for path in ("/", "/devices", "/sign-in"):
@@ -233,12 +238,14 @@ def test_pages_refuse_framing_and_inline_script(app: FastAPI, engine: Engine, ap
         assert headers["x-frame-options"] == "DENY" and headers["cache-control"] == "no-store"
 
 
+@pytest.mark.one_database  # routing
 def test_the_console_is_not_in_the_api_document(client: TestClient) -> None:
     document = client.get("/api/v2/openapi.json").json()
     assert not [path for path in document["paths"] if "console" in path]
     assert client.get("/console", follow_redirects=False).headers["location"] == "/console/"
 
 
+@pytest.mark.one_database  # the pages' rules, the same on either database
 def test_viewer_reads_but_cannot_change(app: FastAPI, engine: Engine, api: Api) -> None:
     device = api.post("/client/equipment", json={"title": "MacBook", "status": "In_Storage"}).json()["data"]
     viewer: Browser = sign_up(app, engine, api.company_id, "vera@example.com", role="viewer")
@@ -251,6 +258,7 @@ def test_viewer_reads_but_cannot_change(app: FastAPI, engine: Engine, api: Api) 
     assert api.get(f"/client/equipment/{device['id']}").json()["data"]["status"] == "In_Storage"
 
 
+@pytest.mark.one_database  # the link; `demo` itself runs on both in tests/core/test_cli.py
 def test_demo_prints_a_link_that_signs_the_demo_admin_up(
     monkeypatch: pytest.MonkeyPatch, database_url: str, engine: Engine, browser: TestClient
 ) -> None:

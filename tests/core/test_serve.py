@@ -21,8 +21,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -207,14 +207,12 @@ def _gone(pid: int) -> bool:
     return stat is None or stat[0] in {"Z", "X"}  # a zombie has stopped; only its reaping is left
 
 
-@pytest.fixture
-def served(request: pytest.FixtureRequest, serve_env: dict[str, str], tmp_path: Path) -> Iterator[Served]:
-    """`outfitter serve --workers N` (N = 2 unless parametrized), once it answers /healthz."""
+@contextmanager
+def _serve(count: int, serve_env: dict[str, str], log: Path) -> Iterator[Served]:
+    """`outfitter serve --workers N`, once it answers /healthz; stopped when the block ends."""
     if not sys.platform.startswith("linux"):
         pytest.skip("reads /proc")
-    count = int(getattr(request, "param", 2))
     port = _free_port()
-    log = tmp_path / "serve.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [str(OUTFITTER), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(count)],
@@ -250,6 +248,41 @@ def served(request: pytest.FixtureRequest, serve_env: dict[str, str], tmp_path: 
         for pid in workers:  # only ours, and only if a test left them behind
             if not _gone(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def servers(
+    serve_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[int], Served]]:
+    """One `outfitter serve --workers N` per N for the module: the tests that use it only send
+    requests and read the lines of their own requests, so they share it (each start costs seconds)."""
+    started: dict[int, Served] = {}
+    with ExitStack() as stack:
+
+        def serving(count: int) -> Served:
+            if count not in started:
+                log = tmp_path_factory.mktemp("serve") / "serve.log"
+                started[count] = stack.enter_context(_serve(count, serve_env, log))
+            found = started[count]
+            assert found.process.poll() is None, (
+                f"serve exited {found.process.returncode}:\n{found.log_text()}"
+            )
+            return found
+
+        yield serving
+
+
+@pytest.fixture
+def served(request: pytest.FixtureRequest, servers: Callable[[int], Served]) -> Served:
+    """The module's `outfitter serve --workers N` (N = 2 unless parametrized)."""
+    return servers(int(getattr(request, "param", 2)))
+
+
+@pytest.fixture
+def own_server(serve_env: dict[str, str], tmp_path: Path) -> Iterator[Served]:
+    """`outfitter serve --workers 2` of the test's own, for a test that kills it."""
+    with _serve(2, serve_env, tmp_path / "serve.log") as result:
+        yield result
 
 
 def _read_response(client: socket.socket) -> bytes:
@@ -329,9 +362,11 @@ def test_the_access_log_has_the_time_the_request_id_and_no_query_string(served: 
     request_id = answer.headers["x-request-id"]
     assert re.fullmatch(r"[0-9a-f]{32}", request_id)
     deadline = time.monotonic() + 10  # the line is flushed by another process: a bound, not a timing
-    while "/api/v2/client/employees" not in served.log_text() and time.monotonic() < deadline:
+    while request_id not in served.log_text() and time.monotonic() < deadline:
         time.sleep(0.1)
-    (line,) = [line for line in served.log_text().splitlines() if "/api/v2/client/employees" in line]
+    # The server is the module's: this request's lines are those that carry its id.
+    (line,) = [line for line in served.log_text().splitlines() if request_id in line]
+    assert "/api/v2/client/employees" in line, line
     assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO: ", line), line
     assert line.endswith(f'"GET /api/v2/client/employees?... HTTP/1.1" 401 Unauthorized {request_id}'), line
     assert "ada.obi" not in served.log_text()
@@ -364,7 +399,8 @@ def test_the_apps_own_lines_have_the_time_the_level_and_the_logger(
     ), line
 
 
-def test_workers_end_when_the_master_is_killed(served: Served) -> None:
+def test_workers_end_when_the_master_is_killed(own_server: Served) -> None:
+    served = own_server
     workers = _worker_pids(served.process.pid)
     assert len(workers) == 2
     served.process.send_signal(signal.SIGKILL)
