@@ -237,6 +237,9 @@ JSON_LOG_CONFIG: dict[str, Any] = {
 }
 
 
+WORKER_HEALTHCHECK_SECONDS = 60
+
+
 def _configure_logging() -> None:
     import logging.config
 
@@ -262,6 +265,8 @@ def _config(app: str, host: str, port: int, workers: int, factory: bool = False)
         proxy_headers=True,
         log_config=JSON_LOG_CONFIG if as_json else LOG_CONFIG,
         access_log=not as_json,  # the app writes its own, with what uvicorn does not know
+        # uvicorn's 5 s default killed workers still importing the app on a busy host, in a loop.
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
     )
 
 
