@@ -71,6 +71,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "one_database(name='sqlite'): behaviour that does not depend on the database; runs on one "
         "(tests/conftest.py)",
     )
+    config.addinivalue_line(
+        "markers",
+        "runs_long: takes tens of seconds; runs first among its database's tests (tests/conftest.py)",
+    )
 
 
 def databases_for(item: pytest.Function | pytest.Metafunc) -> tuple[str, ...]:
@@ -90,6 +94,36 @@ def databases_for(item: pytest.Function | pytest.Metafunc) -> tuple[str, ...]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "database_url" in metafunc.fixturenames:
         metafunc.parametrize("database_url", databases_for(metafunc), indirect=True, scope="session")
+
+
+def _runs_long(item: pytest.Item) -> bool:
+    """Marked `runs_long`, or a browser journey (a test_browser*.py module: Playwright, a server)."""
+    return item.get_closest_marker("runs_long") is not None or item.path.name.startswith("test_browser")
+
+
+def _database_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("database_url") if callspec is not None else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first within each database's run of tests (pytest has grouped the tests by
+    database, so that each database and app is set up once). `make test` splits the list in two,
+    one half for each xdist worker, and a worker that is done takes tests from the end of the
+    other's list: with the long ones at the start, what is left at the end is short, and neither
+    worker waits long for the other. The order of the rest, and of the long ones among themselves,
+    is kept (a module's tests stay together)."""
+    runs: list[tuple[str | None, list[pytest.Item]]] = []
+    for item in items:
+        database = _database_of(item)
+        if runs and database in (None, runs[-1][0]):
+            runs[-1][1].append(item)
+        elif runs and runs[-1][0] is None:
+            runs[-1] = (database, [*runs[-1][1], item])
+        else:
+            runs.append((database, [item]))
+    items[:] = [item for _, run in runs for item in sorted(run, key=lambda item: not _runs_long(item))]
 
 
 def _psycopg_url(url: str) -> str:
