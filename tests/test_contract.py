@@ -28,7 +28,10 @@ from schemathesis.generation import GenerationMode
 
 from tests.factories import Api
 
-EXAMPLES_PER_OPERATION = 15  # per operation and mode, on one database (tests/conftest.py)
+# Per operation, on one database (tests/conftest.py). Drawing the requests is most of the cost
+# (Hypothesis builds each from the schema); the invalid run takes fewer, as tests/test_fuzz.py
+# sends invalid requests to every operation too, with a new seed each run.
+EXAMPLES_PER_OPERATION = {GenerationMode.POSITIVE: 15, GenerationMode.NEGATIVE: 10}
 SEED = 20241122
 
 load_all_checks()
@@ -150,7 +153,7 @@ def run_operation(operation: Any, mode: GenerationMode, api: Api) -> tuple[int, 
     @given(case=operation.as_strategy(mode))
     @seed(SEED)
     @settings(
-        max_examples=EXAMPLES_PER_OPERATION,
+        max_examples=EXAMPLES_PER_OPERATION[mode],
         deadline=None,
         database=None,
         derandomize=True,
@@ -190,11 +193,13 @@ def every_operation_passes_every_check(schema: Any, api: Api, mode: GenerationMo
 
 # Valid requests reach the storage: PostgreSQL, what production runs. Invalid ones are refused
 # before it, so SQLite (in process, quicker) serves; tests/test_fuzz.py sends both kinds there too.
+@pytest.mark.runs_long
 @pytest.mark.one_database("postgresql")
 def test_every_operation_passes_every_check_with_valid_requests(schema: Any, api: Api) -> None:
     every_operation_passes_every_check(schema, api, GenerationMode.POSITIVE)
 
 
+@pytest.mark.runs_long
 @pytest.mark.one_database("sqlite")
 def test_every_operation_passes_every_check_with_invalid_requests(schema: Any, api: Api) -> None:
     every_operation_passes_every_check(schema, api, GenerationMode.NEGATIVE)
@@ -204,6 +209,7 @@ STATEFUL_SCENARIOS = 15
 STATEFUL_STEPS = 8
 
 
+@pytest.mark.runs_long
 @pytest.mark.one_database("postgresql")
 def test_stateful_sequences_pass_every_check(schema: Any, api: Api) -> None:
     """Sequences that feed one answer into the next request (links Schemathesis infers from the

@@ -12,11 +12,14 @@ from schemathesis.generation import GenerationMode
 
 from tests.factories import Api
 
-EXAMPLES_PER_OPERATION = 20  # per operation, on one database (tests/conftest.py)
+# Per operation, on one database (tests/conftest.py); random, so each run draws others, and the
+# contract's runs (tests/test_contract.py) send valid and invalid requests to every operation too.
+EXAMPLES_PER_OPERATION = 12
 
 
 # SQLite: the contract's valid requests run on PostgreSQL (tests/test_contract.py), so each storage
 # gets generated data that reaches it.
+@pytest.mark.runs_long
 @pytest.mark.one_database("sqlite")
 def test_generated_requests_never_get_a_server_error(app: FastAPI, api: Api, demo_catalog: None) -> None:
     schema = schemathesis.openapi.from_asgi("/api/v2/openapi.json", app)
