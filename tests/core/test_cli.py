@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,27 +15,14 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session
-from typer.testing import CliRunner
 
-from outfitter.cli import app, main
+from outfitter.cli import main
 from outfitter.config import get_settings
 from outfitter.models import ApiToken, Asset, AssetPricing, AssetStatus, Currency
+from tests.cli import cli_database, run  # noqa: F401  (the fixture)
 from tests.factories import DEMO_CATALOG, assert_error
 
-runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def _database(monkeypatch: pytest.MonkeyPatch, database_url: str, engine: Engine) -> Iterator[None]:
-    monkeypatch.setenv("OUTFITTER_DATABASE_URL", database_url)
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
+pytestmark = pytest.mark.usefixtures("cli_database")
 
 
 def test_company_and_token_create_print_json_and_the_token_works(client: TestClient) -> None:

@@ -5,38 +5,23 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
-from typer.testing import CliRunner
 
 from outfitter.catalog.importer import import_catalog, load_catalog_file
-from outfitter.cli import app
-from outfitter.config import get_settings
+from tests.cli import cli_database, run  # noqa: F401  (the fixture)
 from tests.factories import Api
 
-runner = CliRunner()
 EMPLOYEES = (
     "first_name,last_name,email,country_id,phone,address\n"
     "Ada,Obi,ada@acme.io,NG,+234 801 234 5678,1 Marina\n"
     "Bola,Ade,bola@acme.io,Kenya,+254 700 000000,2 Moi Avenue\n"
 )
 
-
-@pytest.fixture(autouse=True)
-def _database(monkeypatch: pytest.MonkeyPatch, database_url: str, engine: Engine) -> Iterator[None]:
-    monkeypatch.setenv("OUTFITTER_DATABASE_URL", database_url)
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
+pytestmark = pytest.mark.usefixtures("cli_database")
 
 
 def test_import_employees_creates_them_for_the_company(api: Api, tmp_path: Path) -> None:

@@ -4,34 +4,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
 from sqlalchemy.orm import Session
-from typer.testing import CliRunner
 
-from outfitter.cli import app as cli
-from outfitter.config import get_settings
+from tests.cli import cli_database, run  # noqa: F401  (the fixture)
 from tests.factories import Api
 from tests.payments.test_retrieval_received import offboarded
 
-pytestmark = pytest.mark.one_database
-runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def operator(monkeypatch: pytest.MonkeyPatch, database_url: str, engine: Engine) -> Iterator[None]:
-    monkeypatch.setenv("OUTFITTER_DATABASE_URL", database_url)
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(cli, list(args))
-    return result.exit_code, result.stdout, result.stderr
+pytestmark = [pytest.mark.one_database, pytest.mark.usefixtures("cli_database")]
 
 
 def listed(*args: str) -> list[dict[str, Any]]:
