@@ -201,7 +201,15 @@ def live_server(database_url: str, engine: Engine) -> Iterator[LiveServer]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     application = create_app(
-        Settings(database_url=database_url, rate_limit="off", scim_rate_limit="off", public_url=url)
+        # A hundred requests queue behind one wallet lock; on a loaded machine the last of them
+        # waits longer for a connection than production's 5 s, and these tests prove the lock.
+        Settings(
+            database_url=database_url,
+            rate_limit="off",
+            scim_rate_limit="off",
+            public_url=url,
+            db_pool_timeout=60,
+        )
     )
     server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
