@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
@@ -53,6 +54,21 @@ def test_cursor_pages_keep_the_filter_and_go_back_and_forth(app: FastAPI, engine
     other = ada.get("/devices", params={"status": "Unassigned", "after": after})
     assert "made for other filters" in other.text and "Desk phone" in other.text
     assert ada.get("/devices", params={"after": "garbage"}).status_code == 200
+
+
+def test_the_heading_counts_up_to_a_cap(
+    app: FastAPI, engine: Engine, api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The count stops at the cap, so a heading over a million devices costs what a page does.
+    monkeypatch.setattr("outfitter.console.devices.COUNT_CAP", 4)
+    register(api, *({"title": f"Cable {n}", "status": "In_Storage"} for n in range(6)))
+    register(api, {"title": "Desk phone", "status": "Unassigned"})
+    ada = sign_up(app, engine, api.company_id, "ada@example.com")
+    many = ada.get("/devices", params={"status": "In_Storage"})
+    assert 'id="result-count">(4+)<' in many.text and "All 4+ devices matching" in many.text
+    assert len(LINK.findall(many.text)) == 6
+    one = ada.get("/devices", params={"status": "Unassigned"})
+    assert 'id="result-count">(1)<' in one.text
 
 
 def test_columns_are_chosen_in_the_url(app: FastAPI, engine: Engine, api: Api) -> None:

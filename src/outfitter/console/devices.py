@@ -1,7 +1,7 @@
 """The devices list's view state (the API's filters, search and sort, the cursor of the page and
 the columns shown, all in the URL, so a link shares the view) and its reads through the equipment
-service: the first page in page mode (its rows and the total in one go), the others in the API's
-cursor mode (any depth costs what the first page does)."""
+service: every page in the API's cursor mode (any depth costs what the first page does), headed by
+the filter's count up to a cap."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from starlette.datastructures import QueryParams
 
 from outfitter.core.cursors import decode_cursor, encode_cursor, query_fingerprint
 from outfitter.core.errors import ValidationFailed
-from outfitter.db.keyset import CursorParams, PageParams, PageResult
+from outfitter.db.keyset import CursorParams
 from outfitter.db.reads import run_in_session
 from outfitter.equipment import service as equipment_service
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort
@@ -54,6 +54,9 @@ COLUMNS = {
 DEFAULT_COLUMNS = ("serial", "type", "status", "assignee", "country")
 MAX_TEXT = 200
 MAX_CURSOR = 1000
+# The heading counts a filter's devices up to here, then says "10,000+": an exact count of a
+# million rows would cost more than the page it heads.
+COUNT_CAP = 10_000
 STALE_CURSOR = "This page's link was made for other filters or has expired: here is the first page."
 # The opposite order of each sort: a Previous page is read backwards from the page's first row.
 _REVERSED = {
@@ -148,9 +151,20 @@ def _whole(value: str | None, default: int) -> int:
 
 
 @dataclass(frozen=True)
+class Count:
+    """A filter's device count as a heading shows it: exact up to COUNT_CAP, then "10,000+"."""
+
+    value: int
+    more: bool
+
+    def __str__(self) -> str:
+        return f"{self.value:,}+" if self.more else f"{self.value:,}"
+
+
+@dataclass(frozen=True)
 class Listing:
     devices: list[dict[str, Any]]
-    total: int
+    total: Count
     next_cursor: str | None  # the `after` of the Next link, None on the last page
     previous_cursor: str | None  # the `before` of the Previous link, None on the first page
 
@@ -173,9 +187,9 @@ def resolve_filters(session: Session, query: DeviceQuery) -> EquipmentFilters:
 
 
 def list_devices(session: Session, query: DeviceQuery) -> Listing:
-    """A page of devices as `GET /client/equipment` answers the same filters: the first page in
-    page mode (rows and total), the next ones by cursor (`after`), a previous one by a cursor read
-    in the opposite order (`before`), plus the total of the filter."""
+    """A page of devices as `GET /client/equipment?limit=` answers the same filters, every page
+    by cursor: the next ones after the page's last row (`after`), a previous one read in the
+    opposite order from its first row (`before`); and the filter's count up to COUNT_CAP."""
     filters = resolve_filters(session, query)
     key = cursor_key()
     cursor = query.after or query.before
@@ -185,46 +199,31 @@ def list_devices(session: Session, query: DeviceQuery) -> Listing:
             position = decode_cursor(key, cursor, query.fingerprint)
         except ValidationFailed:
             query.errors["page"] = STALE_CURSOR
-    if position is None:
-        params = PageParams(page=1, per_page=query.per_page)
-        records, page = run_in_session(session, equipment_service.list_plan(filters, params, query.sort))
-        assert isinstance(page, PageResult)  # page mode: PageParams
-        more = page.total > len(records)
-        return Listing(records, page.total, _cursor_of(key, query, records[-1]) if more else None, None)
-    backwards = bool(query.before)
+    backwards = position is not None and bool(query.before)
     sort = _REVERSED[query.sort] if backwards else query.sort
-    params_ = CursorParams(limit=query.per_page, after=position, query=query.fingerprint, key=key)
-    records, cursor_page = run_in_session(session, equipment_service.list_plan(filters, params_, sort))
-    more = getattr(cursor_page, "next_cursor", None) is not None
-    total = count_devices(session, filters)
+    params = CursorParams(limit=query.per_page, after=position, query=query.fingerprint, key=key)
+    records, page = run_in_session(session, equipment_service.list_plan(filters, params, sort))
+    more = getattr(page, "next_cursor", None) is not None
+    total = run_in_session(session, equipment_service.count_plan(filters, COUNT_CAP + 1))
+    count = Count(min(total, COUNT_CAP), total > COUNT_CAP)
     if backwards:
         records.reverse()
         return Listing(
             records,
-            total,
+            count,
             _cursor_of(key, query, records[-1]) if records else None,
             _cursor_of(key, query, records[0]) if more and records else None,
         )
     return Listing(
         records,
-        total,
+        count,
         _cursor_of(key, query, records[-1]) if more else None,
-        _cursor_of(key, query, records[0]) if records else None,
+        _cursor_of(key, query, records[0]) if position is not None and records else None,
     )
 
 
 def _cursor_of(key: bytes, query: DeviceQuery, record: dict[str, Any]) -> str:
     return encode_cursor(key, query.fingerprint, tuple(record[c.key] for c in query.sort.keyset.columns))
-
-
-_ONE = PageParams(page=1, per_page=1)
-
-
-def count_devices(session: Session, filters: EquipmentFilters) -> int:
-    """The total `GET /client/equipment` answers for these filters."""
-    _, page = run_in_session(session, equipment_service.list_plan(filters, _ONE))
-    assert isinstance(page, PageResult)
-    return page.total
 
 
 def _first_message(exc: ValidationFailed) -> str | None:

@@ -29,7 +29,13 @@ from outfitter.db.tenancy import company_of
 from outfitter.equipment import lifecycle, presenters
 from outfitter.equipment.events import answered_events, record_equipment_events, status_event
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort
-from outfitter.equipment.reads import cursor_rows, detail_row, history_rows, page_rows
+from outfitter.equipment.reads import (
+    capped_count,
+    cursor_rows,
+    detail_row,
+    history_rows,
+    page_rows,
+)
 from outfitter.equipment.repository import EquipmentRepository
 from outfitter.equipment.schemas import (
     EquipmentCreate,
@@ -124,6 +130,11 @@ def list_plan(
         page = yield from page_rows(filters, params, sort or EquipmentSort.CREATED_AT_DESC)
     history = yield from history_rows([row.id for row in page.items], full=False)
     return [presenters.list_item(row, history[row.id]) for row in page.items], page
+
+
+def count_plan(filters: EquipmentFilters, cap: int) -> ReadPlan[int]:
+    """How many devices the filters match, up to `cap` (a heading's figure, not a page's total)."""
+    return capped_count(filters, cap)
 
 
 def detail_plan(equipment_id: uuid.UUID | str) -> ReadPlan[dict[str, Any]]:
