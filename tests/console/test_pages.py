@@ -4,6 +4,7 @@ and the changes they make recorded under the user's name."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from fastapi import FastAPI
 from sqlalchemy import Engine
@@ -105,6 +106,48 @@ def test_a_device_page_shows_its_history_and_a_move_is_an_event_by_the_user(
     assert api.get(f"/client/equipment/{device['id']}").json()["data"]["status"] == "Sold"
 
 
+def _employee(api: Api, first: str, email: str) -> dict[str, Any]:
+    body = {"first_name": first, "last_name": "Tester", "email": email, "phone": "+2348012345678"}
+    answer = api.post("/client/employees", json={**body, "country_id": "NG", "address": "1 Main St"})
+    assert answer.status_code == 201, answer.text
+    employee: dict[str, Any] = answer.json()["data"]
+    return employee
+
+
+def test_the_device_page_assigns_and_reassigns_to_an_employee(
+    app: FastAPI, engine: Engine, api: Api, other_api: Api
+) -> None:
+    device = api.post("/client/equipment", json={"title": "ThinkPad", "status": "In_Storage"}).json()["data"]
+    grace = _employee(api, "Grace", "grace@example.com")
+    alan = _employee(api, "Alan", "alan@example.com")
+    stranger = _employee(other_api, "Wanda", "wanda@example.com")
+    ada = sign_up(app, engine, api.company_id, "ada@example.com")
+    page = ada.get(f"/devices/{device['id']}")
+    assert 'id="assign-heading">Assign to an employee<' in page.text
+    assert "Grace Tester &lt;grace@example.com&gt;" in page.text and "Wanda" not in page.text
+    token = form_token(page)
+    # No one chosen, or another company's employee: said beside the picker, nothing changed.
+    empty = ada.post(f"/devices/{device['id']}/assign", {"assignee_id": "", "csrf_token": token})
+    assert empty.status_code == 422 and 'id="assignee_id-error"' in empty.text
+    theirs = ada.post(f"/devices/{device['id']}/assign", {"assignee_id": stranger["id"], "csrf_token": token})
+    assert theirs.status_code == 422 and 'id="assignee_id-error"' in theirs.text
+    assert api.get(f"/client/equipment/{device['id']}").json()["data"]["status"] == "In_Storage"
+
+    assigned = ada.post(f"/devices/{device['id']}/assign", {"assignee_id": grace["id"], "csrf_token": token})
+    assert assigned.status_code == 303
+    answer = api.get(f"/client/equipment/{device['id']}").json()["data"]
+    assert answer["status"] == "Assigned" and answer["assignee"]["id"] == grace["id"]
+    assert answer["history"][-1]["actor"] == "console:ada@example.com"
+    again = ada.get(f"/devices/{device['id']}")
+    assert 'id="assign-heading">Reassign<' in again.text
+    ada.post(f"/devices/{device['id']}/assign", {"assignee_id": alan["id"], "csrf_token": token})
+    assert api.get(f"/client/equipment/{device['id']}").json()["data"]["assignee"]["id"] == alan["id"]
+    # Sold devices are assigned to nobody: no form.
+    ada.post(f"/devices/{device['id']}/status", {"status": "In_Storage", "csrf_token": token})
+    ada.post(f"/devices/{device['id']}/status", {"status": "Sold", "csrf_token": token})
+    assert 'id="assign-heading"' not in ada.get(f"/devices/{device['id']}").text
+
+
 def test_another_companys_records_are_404_by_url(
     app: FastAPI, engine: Engine, api: Api, other_api: Api
 ) -> None:
@@ -117,6 +160,8 @@ def test_another_companys_records_are_404_by_url(
     token = ada.csrf()
     moved = ada.post(f"/devices/{theirs_id}/status", {"status": "Sold", "csrf_token": token})
     assert moved.status_code == 404
+    assigned = ada.post(f"/devices/{theirs_id}/assign", {"assignee_id": "", "csrf_token": token})
+    assert assigned.status_code == 404
     assert other_api.get(f"/client/equipment/{theirs_id}").json()["data"]["status"] == "In_Storage"
     assert "Globex laptop" not in ada.get("/devices").text and "Globex laptop" not in ada.get("/").text
 

@@ -23,6 +23,7 @@ from outfitter.console.devices import (
     DeviceQuery,
     device_moves,
     employee_choices,
+    first_message,
     list_devices,
     resolve_filters,
 )
@@ -34,6 +35,7 @@ from outfitter.db.reads import run_in_session
 from outfitter.db.tenancy import bind_company, reads_only
 from outfitter.equipment import export
 from outfitter.equipment import service as equipment_service
+from outfitter.equipment.lifecycle import ALLOWED_MOVES
 from outfitter.equipment.schemas import EquipmentCreate, EquipmentPatch
 from outfitter.models import EquipmentState, EquipmentStatus, EquipmentType
 
@@ -234,9 +236,18 @@ def device_page(request: Request, device_id: str) -> Response:
 
 
 def _device(
-    request: Request, work: ConsoleWork, device_id: str, status: int = 200, error: str = ""
+    request: Request,
+    work: ConsoleWork,
+    device_id: str,
+    status: int = 200,
+    error: str = "",
+    assign_error: str = "",
 ) -> Response:
     device = run_in_session(work.session, equipment_service.detail_plan(device_id))
+    current = EquipmentStatus(device["status"])  # an Assigned device may be reassigned
+    assignable = work.user.is_admin and (
+        current == EquipmentStatus.ASSIGNED or EquipmentStatus.ASSIGNED in ALLOWED_MOVES.get(current, ())
+    )
     return render(
         request,
         "device.html",
@@ -245,6 +256,9 @@ def _device(
         nav="devices",
         device=device,
         moves=device_moves(device["status"]),
+        employees=employee_choices(work.session, "") if assignable else None,
+        values={},
+        errors={"assignee_id": assign_error} if assign_error else {},
         error=error,
         saved=request.query_params.get("saved"),
     )
@@ -269,4 +283,31 @@ def move_device(
         except DomainError as exc:
             work.session.rollback()  # nothing of the refused move stays
             return _device(request, work, device_id, exc.status_code, exc.message)
+    return redirect(f"{MOUNT_PATH}/devices/{device_id}?saved=1")
+
+
+@router.post("/devices/{device_id}/assign")
+@page
+def assign_device(
+    request: Request, device_id: str, assignee_id: FormText = "", csrf_token: FormText = ""
+) -> Response:
+    """Assign the device to an employee (or reassign it): the API's PATCH with status Assigned."""
+    with console_work(request, {"csrf_token": csrf_token}) as work:
+        if not work.user.is_admin:
+            return error_page(request, 403, ADMIN_ONLY, work.user)
+        try:
+            patch = EquipmentPatch(status=EquipmentStatus.ASSIGNED, assignee_id=assignee_id or None)
+        except ValidationError:
+            patch = None
+        if patch is None or patch.assignee_id is None:
+            message = "Choose the employee to assign the device to (search by name or email)."
+            return _device(request, work, device_id, 422, assign_error=message)
+        try:
+            equipment_service.update_equipment(work.session, work.actor, device_id, patch)
+        except NotFound:
+            raise
+        except DomainError as exc:
+            work.session.rollback()  # nothing of the refused assignment stays
+            reason = first_message(exc) if isinstance(exc, ValidationFailed) else None
+            return _device(request, work, device_id, exc.status_code, assign_error=reason or exc.message)
     return redirect(f"{MOUNT_PATH}/devices/{device_id}?saved=1")

@@ -180,7 +180,7 @@ def resolve_filters(session: Session, query: DeviceQuery) -> EquipmentFilters:
             ),
         )
     except ValidationFailed as exc:
-        query.errors["country"] = _first_message(exc) or "No country has this name or code."
+        query.errors["country"] = first_message(exc) or "No country has this name or code."
         return run_in_session(
             session, equipment_service.filters_plan(status=query.status, type=query.type, q=query.q or None)
         )
@@ -226,7 +226,7 @@ def _cursor_of(key: bytes, query: DeviceQuery, record: dict[str, Any]) -> str:
     return encode_cursor(key, query.fingerprint, tuple(record[c.key] for c in query.sort.keyset.columns))
 
 
-def _first_message(exc: ValidationFailed) -> str | None:
+def first_message(exc: ValidationFailed) -> str | None:
     messages = next(iter((exc.errors or {}).values()), [])
     return str(messages[0]) if messages else None
 
