@@ -183,6 +183,12 @@ def test_a_company_requiring_totp_sends_users_without_it_to_enrol_first(
     enrol(ada)
     assert post_form(ada, "/settings/second-factor", page="/users", require_totp="yes").status_code == 303
     assert 'name="require_totp" value="yes" checked' in ada.get("/users").text
+    # The change is an event naming the admin; setting it again changes nothing and writes none.
+    assert post_form(ada, "/settings/second-factor", page="/users", require_totp="yes").status_code == 303
+    events = api.get("/client/events", type="console_settings.updated").json()["data"]["data"]
+    assert [(e["subject_id"], e["actor"], e["data"]) for e in events] == [
+        (str(api.company_id), "console:ada@example.com", {"require_totp": True})
+    ]
     for path in ("/", "/devices", "/orders"):
         sent = bob.get(path)
         assert sent.status_code == 303 and sent.headers["location"] == "/console/profile?enrol=required", path

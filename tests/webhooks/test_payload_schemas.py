@@ -25,6 +25,7 @@ SUBJECT_ANSWERS = {
     "order": "OrderOut",
     "wallet": "WalletOut",
     "console_user": "ConsoleUserOut",
+    "console_settings": "ConsoleSettingsOut",
 }
 
 

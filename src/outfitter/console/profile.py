@@ -211,5 +211,5 @@ def set_require_totp(request: Request, require_totp: FormText = "", csrf_token: 
     with console_work(request, {"csrf_token": csrf_token}) as work:
         if not work.user.is_admin:
             return error_page(request, 403, "Only an admin can change the company's settings.", work.user)
-        security.set_require_totp(work.session, work.user.company_id, require_totp == "yes")
+        security.set_require_totp(work.session, work.user, require_totp == "yes")
     return redirect(f"{MOUNT_PATH}/users?saved=1")

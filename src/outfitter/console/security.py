@@ -22,7 +22,9 @@ from outfitter.console import accounts
 from outfitter.console.accounts import SignedIn
 from outfitter.db.base import utcnow
 from outfitter.db.tenancy import bind_company
+from outfitter.events.schemas import ConsoleSettingsOut
 from outfitter.models import ConsoleSession, ConsoleSettings, ConsoleUser, EventType
+from outfitter.outbox import as_event_data, record_event
 
 TOTP_ISSUER = "Outfitter"
 CODE_DIGITS = 6
@@ -290,10 +292,24 @@ def require_totp(session: Session) -> bool:
     return settings is not None and settings.require_totp
 
 
-def set_require_totp(session: Session, company_id: uuid.UUID, value: bool) -> None:
-    settings = session.get(ConsoleSettings, company_id)
+def set_require_totp(session: Session, user: SignedIn, value: bool) -> None:
+    """Require a second factor of every console user of the company, or not: a
+    `console_settings.updated` event when it changes, naming the admin."""
+    settings = session.get(ConsoleSettings, user.company_id)
+    if settings is not None and settings.require_totp == value:
+        return
     if settings is None:
-        session.add(ConsoleSettings(company_id=company_id, require_totp=value))
+        settings = ConsoleSettings(company_id=user.company_id, require_totp=value)
+        session.add(settings)
     else:
         settings.require_totp = value
     session.flush()
+    data = as_event_data(ConsoleSettingsOut, settings)
+    record_event(
+        session,
+        EventType.CONSOLE_SETTINGS_UPDATED,
+        user.company_id,
+        data,
+        actor=user.actor,
+        company_id=user.company_id,
+    )

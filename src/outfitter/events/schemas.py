@@ -33,3 +33,9 @@ class ConsoleUserOut(Schema):
     totp_enabled: bool
     created_at: Timestamp
     updated_at: Timestamp
+
+
+class ConsoleSettingsOut(Schema):
+    """The `data` of `console_settings.updated`: the company's console settings after the change."""
+
+    require_totp: bool

@@ -47,6 +47,7 @@ class EventType(StrEnum):
     CONSOLE_USER_PASSWORD_CHANGED = "console_user.password_changed"
     CONSOLE_USER_TOTP_ENABLED = "console_user.totp_enabled"
     CONSOLE_USER_TOTP_DISABLED = "console_user.totp_disabled"
+    CONSOLE_SETTINGS_UPDATED = "console_settings.updated"
 
     @property
     def subject_type(self) -> str:
