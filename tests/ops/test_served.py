@@ -83,11 +83,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         while True:
             assert process.poll() is None, f"serve exited {process.returncode}:\n{log.read_text()}"
             assert time.monotonic() < deadline, f"no answer on /healthz:\n{log.read_text()}"
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
+            # Both worker processes up, not only the first: each one's pool counts in the metrics.
+            if log.read_text().count("Application startup complete") >= 2:
+                try:
+                    if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
             time.sleep(0.2)
         yield Served(url, log, company["id"], token["token"], token["id"])
     finally:
