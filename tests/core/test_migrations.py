@@ -25,6 +25,7 @@ from outfitter.app import create_app
 from outfitter.catalog.reference import sync_reference_data
 from outfitter.config import Settings
 from outfitter.db.base import Money, UTCDateTime
+from outfitter.db.schema_version import HEAD_REVISION, at_head
 from outfitter.db.session import make_engine
 from outfitter.migrations import built_here, head_revisions, is_current, migrating, upgrade
 from outfitter.models import Country, Department, Employee, Equipment, EquipmentHistory, FeeSchedule, metadata
@@ -50,6 +51,22 @@ FEE_COLUMNS = (
     "onboarding_fee_per_device",
     "device_config_fee_per_device",
 )
+
+
+@pytest.mark.one_database
+def test_the_cli_knows_the_head_without_alembic(engine: Engine) -> None:
+    """db.schema_version answers the CLI's check without importing Alembic: it must name the head
+    of the scripts (a new migration updates it), and say yes only to a database at it."""
+    assert head_revisions() == {HEAD_REVISION}
+    assert at_head(engine)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '0020'"))
+    try:
+        assert not at_head(engine)
+    finally:
+        with engine.begin() as connection:
+            back = text("UPDATE alembic_version SET version_num = :head")
+            connection.execute(back, {"head": HEAD_REVISION})
 
 
 # The trigram indexes are PostgreSQL's only (db.base.trigram_index), which alembic cannot tell on

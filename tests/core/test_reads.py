@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session
 from outfitter.app import create_app
 from outfitter.config import Settings
 from outfitter.core.errors import DATABASE_UNAVAILABLE, POOL_EXHAUSTED, ServiceUnavailable
-from outfitter.db.reads import APPLICATION_NAME, AsyncpgReads, OptionsAsyncpgLacks, Read, pool_arguments
+from outfitter.db.asyncpg_reads import APPLICATION_NAME, AsyncpgReads, OptionsAsyncpgLacks, pool_arguments
+from outfitter.db.reads import Read
 from tests.core.test_unavailable import ANY_TOKEN, assert_unavailable
 from tests.equipment.helpers import add_to_department, make_employee, register
 from tests.factories import Api, CompanyFactory, counting_statements

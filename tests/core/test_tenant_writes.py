@@ -16,11 +16,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ClauseElement
 
+from outfitter.db.asyncpg_reads import AsyncpgReads
 from outfitter.db.base import utcnow
 from outfitter.db.bulk_rows import rows_written_meanwhile
 from outfitter.db.company_writes import company_insert, company_insert_statement, rows_statement
 from outfitter.db.copy_rows import COPY_FROM
-from outfitter.db.reads import AsyncpgReads, Read, run_in_session
+from outfitter.db.reads import Read, run_in_session
 from outfitter.db.tenancy import TenantScopeError, TenantSession, across_companies, bind_company
 from outfitter.models import Country, Employee, Event, EventType
 from outfitter.outbox import NewEvent, event_rows, events_written_with_values, record_events

@@ -115,6 +115,10 @@ def check_settings() -> None:
 
 def require_current_schema(engine: Engine) -> None:
     """Exit with one line naming the database unless its schema is at this release's revision."""
+    from outfitter.db.schema_version import at_head
+
+    if at_head(engine):
+        return
     from outfitter.migrations import schema_problem
 
     problem = schema_problem(engine)

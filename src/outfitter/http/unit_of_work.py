@@ -34,7 +34,8 @@ from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 from starlette.responses import Response
 
 from outfitter.core.schemas import Rendered
-from outfitter.db.reads import AsyncpgReads, Read, ReadPlan, run_in_session
+from outfitter.db.asyncpg_reads import AsyncpgReads
+from outfitter.db.reads import Read, ReadPlan, run_in_session
 from outfitter.db.tenancy import TenantSession, across_companies, bind_company, reads_only
 from outfitter.http import idempotency
 from outfitter.http.auth import (
