@@ -3,6 +3,10 @@ the webhook queue drains in it as the worker sends; requests, events and deliver
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -114,3 +118,29 @@ def test_requests_are_labelled_by_route_template_not_path(
     unmatched = {"method": "GET", "route": "(unmatched)", "status": "404"}
     assert value(after, requests, **unmatched) - value(before, requests, **unmatched) == 1
     assert not [name for name in after if missing in name or "/no/such/path" in name]
+
+
+@pytest.mark.one_database
+def test_a_process_killed_without_ending_leaves_no_live_gauge(
+    client: TestClient, metrics_on: str, metrics_directory: str
+) -> None:
+    """A server process killed (its supervisor starts another) never runs its ending: its pool's
+    live gauges must not count at the next scrape, while its counts stay."""
+    before = scrape(client).get("outfitter_db_pool_connections_capacity", 0.0)
+    program = (
+        "import os\n"
+        "from outfitter.core import metrics\n"
+        f"active = metrics.enable({metrics_directory!r})\n"
+        "active.pool_capacity.set(7)\n"
+        "active.pool_exhausted.inc()\n"
+        "os._exit(0)  # as a SIGKILL would: no ending runs\n"
+    )
+    subprocess.run([sys.executable, "-c", program], check=True, env={**os.environ})
+    after = scrape(client)
+    assert after.get("outfitter_db_pool_connections_capacity", 0.0) == before
+    assert after["outfitter_db_pool_exhausted_total"] >= 1
+    assert not [
+        name
+        for name in os.listdir(metrics_directory)
+        if name.startswith("gauge_live") and not name.endswith(f"_{os.getpid()}.db")
+    ]

@@ -152,15 +152,36 @@ class Metrics:
 
     def render(self, collectors: Iterable[Any] = ()) -> bytes:
         """The text exposition of every process's metrics (and `collectors`', read now)."""
+        self.forget_dead_processes()
         registry = CollectorRegistry()
         prometheus_multiprocess.MultiProcessCollector(registry, path=self.directory)  # type: ignore[no-untyped-call]
         for collector in collectors:
             registry.register(collector)
         return generate_latest(registry)
 
+    def forget_dead_processes(self) -> None:
+        """Drop the live gauges of processes gone without `process_ended` (a killed server process,
+        which its supervisor replaces): else the pool capacity would count them for ever."""
+        for entry in os.scandir(self.directory):
+            if not (entry.name.startswith("gauge_live") and entry.name.endswith(".db")):
+                continue
+            pid = entry.name.rpartition("_")[2].removesuffix(".db")
+            if pid.isdigit() and not _alive(int(pid)):
+                self.process_ended(int(pid))
+
     def process_ended(self, pid: int | None = None) -> None:
         """Drop a process's live gauges (its pool), its counts kept: at a server process's end."""
         prometheus_multiprocess.mark_process_dead(pid or os.getpid(), self.directory)  # type: ignore[no-untyped-call]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # no signal sent: only whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 active: Metrics | None = None
