@@ -23,12 +23,23 @@ from sqlalchemy.orm import Session
 from outfitter import migrations
 from outfitter.app import create_app
 from outfitter.catalog.reference import sync_reference_data
-from outfitter.config import Settings
+from outfitter.config import Settings, get_settings
+from outfitter.core.sealing import SEALED, unseal
 from outfitter.db.base import Money, UTCDateTime
 from outfitter.db.schema_version import HEAD_REVISION, at_head
 from outfitter.db.session import make_engine
 from outfitter.migrations import built_here, head_revisions, is_current, migrating, upgrade
-from outfitter.models import Country, Department, Employee, Equipment, EquipmentHistory, FeeSchedule, metadata
+from outfitter.models import (
+    ConsoleRole,
+    ConsoleUser,
+    Country,
+    Department,
+    Employee,
+    Equipment,
+    EquipmentHistory,
+    FeeSchedule,
+    metadata,
+)
 from outfitter.tenants.tokens import create_company, issue_token
 from tests.conftest import postgres_database
 from tests.equipment.helpers import add_to_department, make_employee
@@ -675,3 +686,23 @@ def test_0021_gives_employees_without_a_status_the_status_active(database_url: s
         with _client_of(url, token) as get:
             assert get(f"/client/employees/{created.id}")["status"] == "Active"
             assert get(f"/client/employees/{offboarded.id}")["status"] == "Offboarded"
+
+
+def test_0022_seals_the_totp_keys_kept_in_clear_and_downgrades(database_url: str, tmp_path: Path) -> None:
+    """A TOTP key stored in clear before 0022 is sealed by it (and still opens to the same key);
+    the downgrade opens it again."""
+    with _database_at(database_url, tmp_path, "0021") as (_url, old):
+        with Session(old, expire_on_commit=False) as session, session.begin():
+            company_id = create_company(session, "Old Co").id
+            session.add(ConsoleUser(company_id=company_id, email="ada@example.com", role=ConsoleRole.ADMIN))
+        keys = table("console_users", column("totp_secret"))
+        with old.begin() as connection:
+            connection.execute(update(keys).values(totp_secret="JBSWY3DPEHPK3PXP"))
+        upgrade(old)
+        with old.connect() as connection:
+            stored = connection.execute(select(keys.c.totp_secret)).scalar_one()
+        assert stored.startswith(SEALED) and "JBSWY3DPEHPK3PXP" not in stored
+        assert unseal(stored, tuple(get_settings().secret_keys)) == "JBSWY3DPEHPK3PXP"
+        _migrate(old, "0021", down=True)
+        with old.connect() as connection:
+            assert connection.execute(select(keys.c.totp_secret)).scalar_one() == "JBSWY3DPEHPK3PXP"

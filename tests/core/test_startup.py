@@ -214,9 +214,11 @@ def test_production_refuses_to_start_on_published_development_secrets(tmp_path: 
     )
     assert_one_error_line(
         outfitter(env, "company", "list"),
-        "error: invalid configuration: production configuration is missing: OUTFITTER_CURSOR_SECRET",
+        "error: invalid configuration: production configuration is missing: OUTFITTER_CURSOR_SECRET, "
+        "OUTFITTER_SECRET_KEYS",
     )
-    configured = outfitter({**env, "OUTFITTER_CURSOR_SECRET": "x" * 32}, "company", "list")
+    given = {"OUTFITTER_CURSOR_SECRET": "x" * 32, "OUTFITTER_SECRET_KEYS": f"{'y' * 32},{'z' * 40}"}
+    configured = outfitter({**env, **given}, "company", "list")
     assert "invalid configuration" not in configured.stderr, configured.stderr
 
 
@@ -227,6 +229,7 @@ def test_production_refuses_the_sandbox_gateway_and_names_the_real_one() -> None
         OUTFITTER_ENVIRONMENT="production",
         OUTFITTER_DATABASE_URL="postgresql://127.0.0.1:1/outfitter",
         OUTFITTER_CURSOR_SECRET="x" * 32,
+        OUTFITTER_SECRET_KEYS="y" * 32,
         OUTFITTER_SANDBOX_WEBHOOK_SECRET="whsec_" + "c2VjcmV0" * 4,
     )
     refusal = (
@@ -250,6 +253,7 @@ def test_production_serves_no_sandbox_page_or_webhook(tmp_path: Path) -> None:
         environment="production",
         database_url="postgresql://127.0.0.1:1/outfitter",
         cursor_secret="x" * 32,
+        secret_keys=["y" * 32],
         gateway="flutterwave",
         flutterwave_secret_key="FLWSECK-live",
         flutterwave_webhook_hash="a-hash",
@@ -270,17 +274,20 @@ def test_production_serves_no_sandbox_page_or_webhook(tmp_path: Path) -> None:
 
 
 def test_production_refuses_secrets_too_weak_to_be_keys() -> None:
-    """A one-character cursor key or the published development value would be accepted as set."""
+    """A one-character key or the published development value would be accepted as set."""
     env = clean_env(
         OUTFITTER_ENVIRONMENT="production",
         OUTFITTER_DATABASE_URL="postgresql://127.0.0.1:1/outfitter",
         OUTFITTER_CURSOR_SECRET="a",
+        OUTFITTER_SECRET_KEYS=f"{'y' * 32},outfitter-secrets-at-rest-development-key",
         **_FLUTTERWAVE,
     )
     assert_one_error_line(
         outfitter(env, "company", "list"),
         "error: invalid configuration: production configuration is too weak: OUTFITTER_CURSOR_SECRET (at "
-        "least 32 characters, not the published development key: openssl rand -hex 32 makes one)",
+        "least 32 characters, not the published development key: openssl rand -hex 32 makes one), "
+        "OUTFITTER_SECRET_KEYS (each at least 32 characters, not the published development key: "
+        "openssl rand -hex 32 makes one)",
     )
 
 

@@ -24,6 +24,7 @@ SECRET_SETTINGS = frozenset(
         "flutterwave_secret_key",
         "flutterwave_webhook_hash",
         "metrics_token",
+        "secret_keys",
     }
 )
 
@@ -33,6 +34,8 @@ SECRET_SETTINGS = frozenset(
 DEVELOPMENT_SANDBOX_SECRET = "whsec_b3V0Zml0dGVyLWVtYmVkZGVkLWRldmVsb3BtZW50LW9ubHk="
 DEVELOPMENT_CURSOR_SECRET = "outfitter-cursor-development-key"
 MIN_CURSOR_SECRET = 32  # characters of an HMAC key worth the name (openssl rand -hex 32 gives 64)
+DEVELOPMENT_SECRET_KEY = "outfitter-secrets-at-rest-development-key"
+MIN_SECRET_KEY = 32
 
 
 class Settings(BaseSettings):
@@ -75,6 +78,9 @@ class Settings(BaseSettings):
     # 422. A cursor only positions a client within its own company's list, so this guards
     # integrity, not secrecy; production still needs its own (a published key is no signature).
     cursor_secret: str | None = None
+    # Seal the secrets kept at rest (console users' TOTP keys: core.sealing), comma-separated:
+    # the first seals, every one unseals (a new key goes first while the old one is still listed).
+    secret_keys: Annotated[list[str], NoDecode] = []
 
     transaction_ttl_hours: int = Field(default=24, ge=1)
     idempotency_ttl_hours: int = Field(default=24, ge=1)
@@ -183,6 +189,13 @@ class Settings(BaseSettings):
                 )
         return value
 
+    @field_validator("secret_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
     @field_validator("webhook_retry_schedule", mode="before")
     @classmethod
     def _parse_schedule(cls, value: object) -> object:
@@ -235,6 +248,8 @@ class Settings(BaseSettings):
                 self.sandbox_webhook_secret = DEVELOPMENT_SANDBOX_SECRET
             if self.cursor_secret is None:
                 self.cursor_secret = DEVELOPMENT_CURSOR_SECRET
+            if not self.secret_keys:
+                self.secret_keys = [DEVELOPMENT_SECRET_KEY]
             return self
         missing, weak = [], []
         if self.database_url.startswith("sqlite"):
@@ -244,6 +259,13 @@ class Settings(BaseSettings):
         elif len(self.cursor_secret) < MIN_CURSOR_SECRET or self.cursor_secret == DEVELOPMENT_CURSOR_SECRET:
             weak.append(
                 f"OUTFITTER_CURSOR_SECRET (at least {MIN_CURSOR_SECRET} characters, not the published "
+                "development key: openssl rand -hex 32 makes one)"
+            )
+        if not self.secret_keys:
+            missing.append("OUTFITTER_SECRET_KEYS")
+        elif any(len(key) < MIN_SECRET_KEY or key == DEVELOPMENT_SECRET_KEY for key in self.secret_keys):
+            weak.append(
+                f"OUTFITTER_SECRET_KEYS (each at least {MIN_SECRET_KEY} characters, not the published "
                 "development key: openssl rand -hex 32 makes one)"
             )
         refused = []

@@ -3,7 +3,7 @@ pyotp) at enrolment and at sign-in, their live sessions, and the company's "requ
 
 Each change to a user is a `console_user.*` event with the acting user as actor
 (`accounts.record_user_event`). The TOTP secret stays on the server once enrolment is confirmed:
-it is shown once, while enrolling, and never in an event.
+it is shown once, while enrolling, never in an event, and kept sealed (core.sealing).
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ import segno
 from sqlalchemy import ColumnElement, delete, or_, select, update
 from sqlalchemy.orm import Session
 
+from outfitter.config import get_settings
 from outfitter.console import accounts
 from outfitter.console.accounts import SignedIn
+from outfitter.core.sealing import is_sealed_with_first, seal, unseal
 from outfitter.db.base import utcnow
 from outfitter.db.tenancy import bind_company
 from outfitter.events.schemas import ConsoleSettingsOut
@@ -159,10 +161,11 @@ def matching_step(secret: str, code: str, now: datetime | None = None) -> int | 
     return None
 
 
-def _spend_code(session: Session, user_id: uuid.UUID, secret: str, code: str) -> bool:
-    """Whether `code` is a fresh code of `secret`; if so it is spent (a code, or one of an earlier
-    step, is not accepted again: one conditional UPDATE, so two requests racing spend it once)."""
-    step = matching_step(secret, code)
+def _spend_code(session: Session, user_id: uuid.UUID, sealed: str, code: str) -> bool:
+    """Whether `code` is a fresh code of the user's (sealed) key; if so it is spent (a code, or
+    one of an earlier step, is not accepted again: one conditional UPDATE, so two requests racing
+    spend it once)."""
+    step = matching_step(_opened(sealed), code)
     if step is None:
         return False
     spent = session.execute(
@@ -177,11 +180,20 @@ def _spend_code(session: Session, user_id: uuid.UUID, secret: str, code: str) ->
     return bool(spent.rowcount)  # type: ignore[attr-defined]
 
 
+def _keys() -> tuple[str, ...]:
+    return tuple(get_settings().secret_keys)
+
+
+def _opened(stored: str) -> str:
+    """The TOTP key a user's row keeps sealed (core.sealing)."""
+    return unseal(stored, _keys())
+
+
 def pending_enrolment(session: Session, signed: SignedIn) -> Enrolment | None:
     user = _user(session, signed)
     if user.totp_enabled or user.totp_secret is None:
         return None
-    return enrolment(user.email, user.totp_secret)
+    return enrolment(user.email, _opened(user.totp_secret))
 
 
 def start_enrolment(session: Session, signed: SignedIn) -> Enrolment:
@@ -189,10 +201,11 @@ def start_enrolment(session: Session, signed: SignedIn) -> Enrolment:
     user = _user(session, signed)
     if user.totp_enabled:
         raise Refused("code", "A second factor is already on: turn it off first to enrol a new one.")
-    user.totp_secret = pyotp.random_base32()
+    secret = pyotp.random_base32()
+    user.totp_secret = seal(secret, _keys())
     user.totp_last_step = None
     session.flush()
-    return enrolment(user.email, user.totp_secret)
+    return enrolment(user.email, secret)
 
 
 def confirm_enrolment(session: Session, signed: SignedIn, code: str) -> None:
@@ -313,3 +326,20 @@ def set_require_totp(session: Session, user: SignedIn, value: bool) -> None:
         actor=user.actor,
         company_id=user.company_id,
     )
+
+
+# --- the keys at rest ----------------------------------------------------------------------------------
+
+
+def reseal_totp_keys(session: Session) -> int:
+    """Seal every console user's TOTP key with the first of OUTFITTER_SECRET_KEYS (after a new key
+    was put first): answers how many were sealed again. Across companies: an operator's command."""
+    keys = _keys()
+    count = 0
+    for user in session.scalars(select(ConsoleUser).where(ConsoleUser.totp_secret.is_not(None))):
+        assert user.totp_secret is not None
+        if not is_sealed_with_first(user.totp_secret, keys):
+            user.totp_secret = seal(unseal(user.totp_secret, keys), keys)
+            count += 1
+    session.flush()
+    return count

@@ -42,10 +42,10 @@ class ConsoleUser(IdMixin, CompanyOwned, TimestampMixin, Base):
     invite_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
     invite_expires_at: Mapped[datetime | None]
     deactivated_at: Mapped[datetime | None]
-    # The TOTP second factor (RFC 6238): the shared secret (base32), set when enrolment starts and
-    # kept once a code confirms it (`totp_enabled_at`); the time step of the last code accepted, so
-    # that a code is used once.
-    totp_secret: Mapped[str | None] = mapped_column(String(64))
+    # The TOTP second factor (RFC 6238): the shared secret (base32, sealed: core.sealing), set when
+    # enrolment starts and kept once a code confirms it (`totp_enabled_at`); the time step of the
+    # last code accepted, so that a code is used once.
+    totp_secret: Mapped[str | None] = mapped_column(String(255))
     totp_enabled_at: Mapped[datetime | None]
     totp_last_step: Mapped[int | None] = mapped_column(BigInteger)
 
