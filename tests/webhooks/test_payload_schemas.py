@@ -25,6 +25,10 @@ SUBJECT_ANSWERS = {
     "order": "OrderOut",
     "wallet": "WalletOut",
     "console_user": "ConsoleUserOut",
+    "api_token": "ApiTokenOut",
+    "webhook_endpoint": "WebhookEndpointOut",
+    "webhook_delivery": "WebhookDeliveryOut",
+    "scim_settings": "ScimSettingsOut",
 }
 
 
