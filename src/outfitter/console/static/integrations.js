@@ -3,24 +3,28 @@
 // is plain text to select.
 "use strict";
 (function () {
+  // The outcome goes to the status beside the button (read out by screen readers); the button's
+  // own name stays what it shows.
   function say(button, words) {
-    button.textContent = words;
-    window.setTimeout(function () { button.textContent = "Copy"; }, 2000);
+    var status = button.nextElementSibling;
+    if (status && status.classList.contains("copy-status")) {
+      status.textContent = words;
+      window.setTimeout(function () { status.textContent = ""; }, 4000);
+    }
   }
   document.querySelectorAll("button.copy[data-copy]").forEach(function (button) {
     if (!navigator.clipboard) {
       return;
     }
     button.hidden = false;
-    button.setAttribute("aria-live", "polite");
     button.addEventListener("click", function () {
       var source = document.getElementById(button.getAttribute("data-copy"));
       if (!source) {
         return;
       }
       navigator.clipboard.writeText(source.textContent.trim()).then(
-        function () { say(button, "Copied"); },
-        function () { say(button, "Select and copy it"); }
+        function () { say(button, "Copied."); },
+        function () { say(button, "Not copied: select the text and copy it."); }
       );
     });
   });
