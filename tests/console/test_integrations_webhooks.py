@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
 
-from outfitter.models import WebhookEndpoint
+from outfitter.models import WebhookDelivery, WebhookEndpoint
 from outfitter.worker import Worker
 from tests.console.conftest import Browser, sign_up
 from tests.console.test_integrations import events
@@ -185,3 +185,27 @@ def test_another_companys_endpoint_and_delivery_are_not_found(
     assert theirs["url"] not in ada.get("/integrations/webhooks").text
     assert other_api.get(f"/client/webhook-endpoints/{theirs['id']}").json()["data"]["enabled"] is True
     assert ada.get(f"/integrations/webhooks/{uuid.uuid4()}").status_code == 404
+
+
+def test_deliveries_come_25_a_page_newest_first(
+    app: FastAPI,
+    engine: Engine,
+    api: Api,
+    db: Session,
+    private_ok: Any,  # noqa: F811
+) -> None:
+    ada = sign_up(app, engine, api.company_id, "ada@example.com")
+    endpoint = register(api, "https://hooks.example.com/busy")
+    for _ in range(26):
+        assert api.post(f"/client/webhook-endpoints/{endpoint['id']}/ping").status_code == 202
+    order = (WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())
+    newest_first = [str(id_) for id_ in db.scalars(select(WebhookDelivery.id).order_by(*order))]
+    db.commit()
+    assert len(newest_first) == 26
+    path = f"/integrations/webhooks/{endpoint['id']}"
+    first = ada.get(path).text
+    assert re.findall(r'data-delivery="([0-9a-f-]+)"', first) == newest_first[:25]
+    assert f'href="/console{path}?page=2">Older deliveries' in first
+    second = ada.get(f"{path}?page=2").text
+    assert re.findall(r'data-delivery="([0-9a-f-]+)"', second) == newest_first[25:]
+    assert "Page 2 of 2" in second and "Older deliveries" not in second
