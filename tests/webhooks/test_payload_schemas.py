@@ -26,6 +26,10 @@ SUBJECT_ANSWERS = {
     "wallet": "WalletOut",
     "console_user": "ConsoleUserOut",
     "console_settings": "ConsoleSettingsOut",
+    "api_token": "ApiTokenOut",
+    "webhook_endpoint": "WebhookEndpointOut",
+    "webhook_delivery": "WebhookDeliveryOut",
+    "scim_settings": "ScimSettingsOut",
 }
 
 

@@ -36,7 +36,12 @@ router = APIRouter(include_in_schema=False)
 PER_PAGE = 25
 PATH = f"{MOUNT_PATH}/activity"
 # The record pages an event links to, by subject; the others (payments, orders, wallets) have none yet.
-RECORD_PAGES = {"employee": "employees", "department": "departments", "equipment": "devices"}
+RECORD_PAGES = {
+    "employee": "employees",
+    "department": "departments",
+    "equipment": "devices",
+    "webhook_endpoint": "integrations/webhooks",
+}
 GONE = {EventType.EMPLOYEE_OFFBOARDED, EventType.DEPARTMENT_DELETED}
 # Fields an edit always changes, or that are other records' (not the subject's own facts).
 NOT_FACTS = {
@@ -47,6 +52,13 @@ NOT_FACTS = {
     "orders",
     "open_retrievals",
     "members",
+}
+# The integrations' subjects (console/integrations.py): the data field naming one, or the words.
+INTEGRATION_NAMES = {
+    "api_token": ("name", "a token"),
+    "webhook_endpoint": ("url", "a webhook endpoint"),
+    "webhook_delivery": ("event_type", "an event"),
+    "scim_settings": ("", "the SCIM settings"),
 }
 STATUS_MOVES = {
     EventType.EQUIPMENT_UNASSIGNED,
@@ -223,6 +235,9 @@ def _subject_name(event: Event) -> str:
         return str(data.get("title") or "a device")
     if event.subject_type in ("transaction", "order"):
         return str(data.get("tx_ref") or f"a {event.subject_type}")
+    if event.subject_type in INTEGRATION_NAMES:  # the field that names it, else how to say it
+        field, otherwise = INTEGRATION_NAMES[event.subject_type]
+        return str(data.get(field) or otherwise)
     return f"a {event.subject_type}"
 
 
@@ -250,6 +265,14 @@ def sentence(event: Event, before: dict[str, Any] | None = None) -> Sentence:
         EventType.ORDER_COMPLETED: "completed order",
         EventType.WALLET_CREDITED: "credited",
         EventType.WALLET_DEBITED: "debited",
+        EventType.API_TOKEN_CREATED: "created API token",
+        EventType.API_TOKEN_REVOKED: "revoked API token",
+        EventType.WEBHOOK_ENDPOINT_CREATED: "registered webhook endpoint",
+        EventType.WEBHOOK_ENDPOINT_UPDATED: "changed webhook endpoint",
+        EventType.WEBHOOK_ENDPOINT_SECRET_ROTATED: "rotated the secret of webhook endpoint",
+        EventType.WEBHOOK_ENDPOINT_PINGED: "pinged webhook endpoint",
+        EventType.WEBHOOK_DELIVERY_REPLAYED: "replayed a delivery of",
+        EventType.SCIM_SETTINGS_UPDATED: "changed",
     }.get(kind, "moved")
     rest = ""
     if kind in STATUS_MOVES:
@@ -261,6 +284,8 @@ def sentence(event: Event, before: dict[str, Any] | None = None) -> Sentence:
         rest = f"to {assignee.get('name') or 'an employee'}"
         if before and before.get("status"):
             rest += f" (was {_status(before['status'])})"
+    elif kind == EventType.WEBHOOK_ENDPOINT_UPDATED:
+        rest = "(enabled)" if data.get("enabled") else "(disabled)"
     elif kind == EventType.EQUIPMENT_ADDED:
         rest = f"as {_status(data.get('status'))}"
     elif kind in (EventType.EMPLOYEE_UPDATED, EventType.EQUIPMENT_UPDATED):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
+from pydantic import Field
+
 from outfitter.core.schemas import Schema, Timestamp
 from outfitter.models.console import ConsoleRole
 from outfitter.models.events import EventType
@@ -39,3 +41,24 @@ class ConsoleSettingsOut(Schema):
     """The `data` of `console_settings.updated`: the company's console settings after the change."""
 
     require_totp: bool
+
+
+class ApiTokenOut(Schema):
+    """The `data` of the `api_token.*` events: a token as the console lists it. Never the token
+    itself (shown once, at creation) nor its hash."""
+
+    id: uuid.UUID
+    name: str
+    scopes: list[str]
+    created_at: Timestamp
+    expires_at: Timestamp | None
+    last_used_at: Timestamp | None
+    revoked_at: Timestamp | None
+
+
+class ScimSettingsOut(Schema):
+    """The `data` of `scim_settings.updated`: the company's SCIM provisioning settings."""
+
+    offboard_retrieval: bool
+    default_country: str | None = Field(description="ISO 3166-1 alpha-2, or null: none")
+    updated_at: Timestamp

@@ -48,6 +48,15 @@ class EventType(StrEnum):
     CONSOLE_USER_TOTP_ENABLED = "console_user.totp_enabled"
     CONSOLE_USER_TOTP_DISABLED = "console_user.totp_disabled"
     CONSOLE_SETTINGS_UPDATED = "console_settings.updated"
+    # The company's integrations, changed in the console (docs/console.md, "Integrations").
+    API_TOKEN_CREATED = "api_token.created"
+    API_TOKEN_REVOKED = "api_token.revoked"
+    WEBHOOK_ENDPOINT_CREATED = "webhook_endpoint.created"
+    WEBHOOK_ENDPOINT_UPDATED = "webhook_endpoint.updated"
+    WEBHOOK_ENDPOINT_SECRET_ROTATED = "webhook_endpoint.secret_rotated"
+    WEBHOOK_ENDPOINT_PINGED = "webhook_endpoint.pinged"
+    WEBHOOK_DELIVERY_REPLAYED = "webhook_delivery.replayed"
+    SCIM_SETTINGS_UPDATED = "scim_settings.updated"
 
     @property
     def subject_type(self) -> str:

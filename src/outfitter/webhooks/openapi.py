@@ -15,11 +15,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from outfitter.equipment.schemas import EquipmentOut
-from outfitter.events.schemas import ConsoleSettingsOut, ConsoleUserOut
+from outfitter.events.schemas import ApiTokenOut, ConsoleSettingsOut, ConsoleUserOut, ScimSettingsOut
 from outfitter.http.openapi import example_of
 from outfitter.models import PING_EVENT_TYPE, EventType
 from outfitter.payments.schemas import OrderOut, TransactionOut, WalletOut
 from outfitter.people.schemas import DepartmentOut, EmployeeOut
+from outfitter.webhooks.schemas import WebhookDeliveryOut, WebhookEndpointOut
 
 # The answer whose shape an event's `data` has, by the event's subject (the type's part before the dot).
 SUBJECT_SCHEMAS: dict[str, type[BaseModel]] = {
@@ -30,10 +31,20 @@ SUBJECT_SCHEMAS: dict[str, type[BaseModel]] = {
     "order": OrderOut,
     "wallet": WalletOut,
     "console_user": ConsoleUserOut,
+    "api_token": ApiTokenOut,
+    "webhook_endpoint": WebhookEndpointOut,
+    "webhook_delivery": WebhookDeliveryOut,
+    "scim_settings": ScimSettingsOut,
     "console_settings": ConsoleSettingsOut,
 }
-# Subjects no API operation answers (the console's users and settings): their components are added here.
-EVENT_ONLY_SCHEMAS: tuple[type[BaseModel], ...] = (ConsoleUserOut, ConsoleSettingsOut)
+# Subjects no API operation answers (the console's users and settings, tokens, SCIM settings):
+# their components are added here.
+EVENT_ONLY_SCHEMAS: tuple[type[BaseModel], ...] = (
+    ConsoleUserOut,
+    ApiTokenOut,
+    ScimSettingsOut,
+    ConsoleSettingsOut,
+)
 _PING_DATA = {
     "type": "object",
     "properties": {"endpoint_id": {"type": "string", "format": "uuid"}, "url": {"type": "string"}},
