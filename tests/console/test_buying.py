@@ -201,7 +201,12 @@ def test_shipping_from_storage_lists_exports_and_other_companies(
     add_credit(db, api.company_id, "NGN", "1000000")
     ada = sign_up(app, engine, api.company_id, "ada@example.com")
     ship = ada.get("/buy/storage", params={"country": "NG"})
-    data = {"csrf_token": form_token(ship), "country": "NG", f"ship-{device}": str(employee), "method": "Credit"}
+    data = {
+        "csrf_token": form_token(ship),
+        "country": "NG",
+        f"ship-{device}": str(employee),
+        "method": "Credit",
+    }
     review = ada.post("/buy/storage/review", data)
     assert dict(FEE.findall(review.text)) == {
         "Onboarding": "15000.00",
@@ -244,7 +249,11 @@ def test_shipping_from_storage_lists_exports_and_other_companies(
     add_credit(db, other_api.company_id, "NGN", "1000000")
     other = other_api.post(
         "/client/transactions/offboard/initiate",
-        {"payment_method": "Credit", "employee_country_id": "NG", "orders": {str(theirs): [str(their_device)]}},
+        {
+            "payment_method": "Credit",
+            "employee_country_id": "NG",
+            "orders": {str(theirs): [str(their_device)]},
+        },
     ).json()["data"]
     assert ada.get(f"/transactions/{other['tx_ref']}").status_code == 404
     assert ada.post(f"/orders/{other['order_id']}/received", {"csrf_token": token}).status_code == 404
