@@ -24,6 +24,7 @@ from tests.payments.conftest import (
     add_assigned_device,
     add_credit,
     add_employee,
+    add_storage_device,
     live_server,  # noqa: F401  (the module's server)
 )
 
@@ -188,6 +189,17 @@ def test_an_offboarding_with_the_keyboard_alone_at_360_px(
         assert page.locator("#tracker li.done").inner_text().startswith("Retrieval scheduled")
         assert page.locator("#tracker li.current").inner_text().startswith("Picked up")
         check_page(page, "order-retrieval-360")
+
+        add_storage_device(db, api.company_id, "ThinkPad T14")  # the storage shipment's form
+        page.goto(f"{url}/console/buy/storage?country=NG")
+        check_page(page, "ship-360")
+        tab_to(page, 'select[name^="ship-"]')
+        page.keyboard.press("ArrowDown")  # Lin Lovelace
+        tab_to(page, 'form#ship button[type="submit"]')
+        page.keyboard.press("Enter")
+        page.wait_for_url(f"{url}/console/buy/storage/review")
+        assert page.locator('td[data-fee="Onboarding"]').inner_text() == "15000.00 NGN"
+        check_page(page, "ship-review-360")
         assert errors == []
     finally:
         context.close()

@@ -65,6 +65,9 @@ def test_credit_refused_when_short_then_paid_once_for_a_double_click(
         catalog.text
     )
     assert str(first) in catalog.text and str(second) in catalog.text  # both are choices
+    schedule = catalog.text.split('id="fee-schedule"')[1].split("</table>")[0]
+    for rule in ("3 % of the equipment", "15000.00 NGN a device", "1.5 % of the rest, by Card only"):
+        assert rule in schedule, rule
 
     review = ada.post("/buy/review", purchase(ada, [first, second], offer["asset_pricing"]["id"], "Credit"))
     assert review.status_code == 200, review.text
@@ -117,6 +120,7 @@ def test_credit_refused_when_short_then_paid_once_for_a_double_click(
     placed = api.get(f"/client/orders/{order_id}").json()["data"]["items"][0]["stages"][0]["at"]
     assert f'<time datetime="{placed[:19]}' in order.text.split('id="tracker"')[1]
     assert order.text.count("Device for ") == 2
+    assert f'For <a href="/console/employees/{second}">Grace Lovelace</a>' in order.text
 
 
 def test_card_purchase_goes_to_the_gateway_and_its_page_shows_the_outcome(

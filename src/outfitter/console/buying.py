@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -22,8 +23,9 @@ from outfitter.console.pages import page, render
 from outfitter.console.web import MOUNT_PATH, ConsoleWork, console_work, error_page, redirect
 from outfitter.core.errors import DomainError, ValidationFailed, validation_message
 from outfitter.db.keyset import PageParams
-from outfitter.models import PaymentMethod
+from outfitter.models import FeeSchedule, PaymentMethod
 from outfitter.payments import initiate
+from outfitter.payments.fees import schedule_for, to_minor_units
 from outfitter.payments.schemas import InitiateRequest
 from outfitter.people import service as employee_service
 from outfitter.people.schemas import EmployeeOut
@@ -148,12 +150,14 @@ def _catalog(request: Request, work: ConsoleWork, form: PurchaseForm, status: in
     offers: Sequence[object] = []
     employees: Sequence[object] = []
     market_error = ""
+    schedule: FeeSchedule | None = None
     if form.country or form.currency:
         try:
             country, currency = catalog_service.resolve_market(session, form.country, form.currency)
             offers, _ = catalog_service.list_assets(session, country, currency, PageParams(1, CATALOG_ROWS))
             employees = employees_in(session, country.code)
             form.country, form.currency = country.code, currency.code
+            schedule = _schedule(session, currency.code)
         except ValidationFailed as exc:
             market_error = " ".join(" ".join(messages) for messages in (exc.errors or {}).values())
             status = 422
@@ -171,7 +175,35 @@ def _catalog(request: Request, work: ConsoleWork, form: PurchaseForm, status: in
         market_error=market_error,
         methods=list(PaymentMethod),
         spec_name=spec_name,
+        fees=_fees_shown(schedule, form.currency),
     )
+
+
+def _schedule(session: Session, currency: str) -> FeeSchedule | None:
+    try:
+        return schedule_for(session, currency, "currency")
+    except ValidationFailed:
+        return None  # the page says so; the review refuses it with the service's words
+
+
+def _fees_shown(schedule: FeeSchedule | None, currency: str) -> list[tuple[str, str]]:
+    """The schedule's catalog fees as a person reads them (the service computes them)."""
+    if schedule is None:
+        return []
+
+    def percent(value: Decimal) -> str:
+        return f"{value.normalize():f} %"
+
+    return [
+        ("Insurance", f"{percent(schedule.insurance_percent)} of the equipment"),
+        ("Platform fee", f"{percent(schedule.platform_percent)} of the equipment"),
+        ("Onboarding", f"{to_minor_units(schedule.onboarding_fee_per_device, currency)} {currency} a device"),
+        (
+            "Device configuration",
+            f"{to_minor_units(schedule.device_config_fee_per_device, currency)} {currency} a device",
+        ),
+        ("Card gateway fee", f"{percent(schedule.gateway_percent)} of the rest, by Card only"),
+    ]
 
 
 def employees_in(session: Session, country_code: str) -> list[EmployeeOut]:
