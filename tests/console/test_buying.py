@@ -10,25 +10,28 @@ import csv
 import io
 import re
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
+import httpx
 from fastapi import FastAPI
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from tests.console.conftest import Browser, form_token, sign_up
+from tests.console.conftest import PASSWORD, Browser, form_token, invite_token, sign_up
 from tests.factories import Api
 from tests.payments.conftest import (
+    LiveServer,
     add_assigned_device,
     add_credit,
     add_employee,
     add_storage_device,
+    live_server,  # noqa: F401  (the module's server)
     prices,
     record_sandbox_payment,
 )
 
-KEY = re.compile(r'name="idempotency_key" value="([^"]+)"')
 HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
 FEE = re.compile(r'<td data-fee="([^"]+)">([0-9.]+) [A-Z]{3}</td>')
 
@@ -270,3 +273,42 @@ def test_shipping_from_storage_lists_exports_and_other_companies(
     assert refused.status_code == 403
     assert ada.post("/buy/review", {"country": "NG"}).status_code == 403
     assert len(transactions(api)) == 1
+
+
+def test_two_clicks_at_once_make_one_card_transaction(
+    engine: Engine,
+    live_server: LiveServer,  # noqa: F811
+    api: Api,
+    db: Session,
+    demo_catalog: None,
+) -> None:
+    """Two Pay requests with one form's key, sent together to a real server: the second waits for
+    the first (at the gateway) and is sent to the same checkout page."""
+    employee = add_employee(db, api.company_id)
+    pricing = prices(api)[0]["asset_pricing"]["id"]
+    origin = {"Origin": live_server.url}
+    with httpx.Client(base_url=f"{live_server.url}/console", headers=origin, timeout=60) as browser:
+        token = invite_token(engine, api.company_id, "ada@example.com")
+        invite = browser.get(f"/invite/{token}")
+        signed = browser.post(
+            f"/invite/{token}",
+            data={"password": PASSWORD, "confirm": PASSWORD, "csrf_token": form_token(invite)},
+        )
+        assert signed.status_code == 303
+        data = {
+            "csrf_token": form_token(browser.get("/buy")),
+            "country": "NG",
+            "currency": "NGN",
+            "method": "Card",
+            "lines": "1",
+            "line-0-employee": str(employee),
+            "line-0-pricing": pricing,
+            "line-0-quantity": "2",
+        }
+        form = pay_form(browser.post("/buy/review", data=data).text)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            answers = list(pool.map(lambda _: browser.post("/buy/pay", data=form), range(2)))
+    assert [answer.status_code for answer in answers] == [303, 303]
+    assert answers[0].headers["location"] == answers[1].headers["location"]
+    (listed,) = transactions(api)
+    assert answers[0].headers["location"].endswith(f"/sandbox/checkout/{listed['tx_ref']}")
