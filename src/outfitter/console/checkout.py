@@ -106,6 +106,7 @@ def pay(
     except DomainError:
         session.rollback()
         idempotency.release(session, keyed)  # a claim committed before the gateway call
+        session.commit()  # released for good, whatever the page shown next does
         raise
 
 
