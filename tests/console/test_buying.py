@@ -106,6 +106,10 @@ def test_credit_refused_when_short_then_paid_once_for_a_double_click(
     assert f'<td id="tx-total">{total} NGN</td>' in page.text
     order_id = listed[0]["order_id"]
     assert f'href="/console/orders/{order_id}" id="tx-order"' in page.text
+    told = ada.get("/activity").text  # each change an event, linking to its record
+    assert f'href="/console/transactions/{listed[0]["tx_ref"]}"' in told
+    assert f'href="/console/orders/{listed[0]["order_id"]}"' in told
+    assert 'href="/console/wallet?currency=NGN"' in told
     wallet = ada.get("/wallet")
     assert '<td data-balance="NGN">100.00 NGN</td>' in wallet.text
     assert f'href="/console/transactions/{listed[0]["tx_ref"]}"' in wallet.text
