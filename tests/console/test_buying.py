@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
@@ -30,6 +31,7 @@ from tests.payments.conftest import (
     live_server,  # noqa: F401  (the module's server)
     prices,
     record_sandbox_payment,
+    sandbox_gateway,
 )
 
 HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
@@ -287,7 +289,7 @@ def test_two_clicks_at_once_make_one_card_transaction(
     demo_catalog: None,
 ) -> None:
     """Two Pay requests with one form's key, sent together to a real server: the second waits for
-    the first (at the gateway) and is sent to the same checkout page."""
+    the first, still at the gateway, and is sent to the same checkout page."""
     employee = add_employee(db, api.company_id)
     pricing = prices(api)[0]["asset_pricing"]["id"]
     origin = {"Origin": live_server.url}
@@ -310,8 +312,26 @@ def test_two_clicks_at_once_make_one_card_transaction(
             "line-0-quantity": "2",
         }
         form = pay_form(browser.post("/buy/review", data=data).text)
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            answers = list(pool.map(lambda _: browser.post("/buy/pay", data=form), range(2)))
+        # The gateway takes a second to open the checkout: the second request arrives meanwhile.
+        gateway = sandbox_gateway(live_server.app)
+        opened: list[str] = []
+
+        def slow_checkout(request: Any) -> str:
+            opened.append(request.tx_ref)
+            time.sleep(1)
+            return original(request)
+
+        original, gateway.create_checkout = gateway.create_checkout, slow_checkout  # type: ignore[method-assign]
+        try:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                first = pool.submit(browser.post, "/buy/pay", data=form)
+                time.sleep(0.3)
+                second = pool.submit(browser.post, "/buy/pay", data=form)
+                answers = [first.result(), second.result()]
+        finally:
+            gateway.create_checkout = original  # type: ignore[method-assign]
+    assert len(opened) == 1  # one payment registered with the gateway
+    assert answers[1].elapsed.total_seconds() > 0.4  # the second waited for the first's answer
     assert [answer.status_code for answer in answers] == [303, 303]
     assert answers[0].headers["location"] == answers[1].headers["location"]
     (listed,) = transactions(api)
