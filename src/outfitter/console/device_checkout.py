@@ -7,6 +7,7 @@ console's idempotency (console.checkout); the payment makes a retrieval (or onbo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -26,6 +27,7 @@ from outfitter.payments import initiate, offboard
 from outfitter.payments.drafts import Complete, Draft
 from outfitter.payments.schemas import OffboardInitiateRequest, StorageInitiateRequest
 from outfitter.people import service as employee_service
+from outfitter.people.schemas import EmployeeOut
 
 router = APIRouter(include_in_schema=False)
 ONLY_ADMINS = "Only an admin can pay for retrievals and shipments."
@@ -40,7 +42,10 @@ def _method(values: dict[str, str]) -> str:
     return values.get("method") or PaymentMethod.CARD.value
 
 
-def _body(model: type[BaseModel], body: dict[str, object]) -> tuple[BaseModel | None, str]:
+BodyT = TypeVar("BodyT", bound=BaseModel)
+
+
+def _body(model: type[BodyT], body: dict[str, object]) -> tuple[BodyT | None, str]:
     try:
         return model.model_validate(body), ""
     except ValidationError as exc:
@@ -65,8 +70,8 @@ def _offboard_choices(values: dict[str, str]) -> dict[str, str]:
 
 
 def _offboard_body(
-    request: Request, employee: object, values: dict[str, str]
-) -> tuple[BaseModel | None, str]:
+    request: Request, employee: EmployeeOut, values: dict[str, str]
+) -> tuple[OffboardInitiateRequest | None, str]:
     chosen = _offboard_choices(values)
     if not chosen:
         return None, "Choose where at least one device goes."
@@ -74,10 +79,10 @@ def _offboard_body(
         OffboardInitiateRequest,
         {
             "payment_method": _method(values),
-            "employee_country_id": employee.country_code,  # type: ignore[attr-defined]
+            "employee_country_id": employee.country_code,
             "redirect_url": return_url(request),
             "orders": {
-                str(employee.id): [  # type: ignore[attr-defined]
+                str(employee.id): [
                     {"equipment_id": equipment_id, "destination": destination}
                     for equipment_id, destination in chosen.items()
                 ]
@@ -145,7 +150,7 @@ def _offboard_review(
     if body is None:
         return _offboard_form(request, work, employee_id, values, 422, problem)
     try:
-        draft = offboard.draft_offboard(work.session, body)  # type: ignore[arg-type]
+        draft = offboard.draft_offboard(work.session, body)
     except DomainError as exc:
         work.session.rollback()
         return _offboard_form(request, work, employee_id, values, exc.status_code, _errors_text(exc))
@@ -181,7 +186,7 @@ def pay_offboard(request: Request, employee_id: str, values: PaymentForm) -> Res
         body, problem = _offboard_body(request, employee, values)
         if body is None:
             raise ValidationFailed(problem)
-        return offboard.draft_offboard(session, body)  # type: ignore[arg-type]
+        return offboard.draft_offboard(session, body)
 
     def retry(work: ConsoleWork, exc: DomainError) -> Response:
         return _offboard_review(request, work, employee_id, values, exc.status_code, exc.message)
@@ -220,7 +225,7 @@ def _ship_choices(values: dict[str, str]) -> dict[str, str]:
     }
 
 
-def _ship_body(request: Request, values: dict[str, str]) -> tuple[BaseModel | None, str]:
+def _ship_body(request: Request, values: dict[str, str]) -> tuple[StorageInitiateRequest | None, str]:
     chosen = _ship_choices(values)
     if not chosen:
         return None, "Choose who receives at least one device."
@@ -289,7 +294,7 @@ def _ship_review(
     if body is None:
         return _ship_form(request, work, values, 422, problem)
     try:
-        draft = initiate.draft_storage(work.session, body)  # type: ignore[arg-type]
+        draft = initiate.draft_storage(work.session, body)
     except DomainError as exc:
         work.session.rollback()
         return _ship_form(request, work, values, exc.status_code, _errors_text(exc))
@@ -322,7 +327,7 @@ def pay_ship(request: Request, values: PaymentForm) -> Response:
         body, problem = _ship_body(request, values)
         if body is None:
             raise ValidationFailed(problem)
-        return initiate.draft_storage(session, body)  # type: ignore[arg-type]
+        return initiate.draft_storage(session, body)
 
     def retry(work: ConsoleWork, exc: DomainError) -> Response:
         return _ship_review(request, work, values, exc.status_code, exc.message)

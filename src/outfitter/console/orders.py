@@ -133,7 +133,8 @@ def tracker(order: OrderOut) -> list[TrackerStep]:
         if not concerned:
             continue
         times = [_reached(item, stage) for item in concerned]
-        at = max(times) if all(at is not None for at in times) else None  # type: ignore[type-var]
+        reached = [at for at in times if at is not None]
+        at = max(reached) if len(reached) == len(times) else None
         if at is not None:
             state = "done"
         elif order.status == OrderStatus.IN_PROGRESS and not current_placed:
