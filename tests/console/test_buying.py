@@ -20,6 +20,8 @@ from fastapi import FastAPI
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from outfitter.models import GatewayPaymentStatus, IdempotencyRecord
+from outfitter.payments.gateways.base import GatewayError
 from tests.console.conftest import PASSWORD, Browser, form_token, invite_token, sign_up
 from tests.factories import Api
 from tests.payments.conftest import (
@@ -28,6 +30,7 @@ from tests.payments.conftest import (
     add_credit,
     add_employee,
     add_storage_device,
+    count,
     live_server,  # noqa: F401  (the module's server)
     prices,
     record_sandbox_payment,
@@ -142,6 +145,23 @@ def test_card_purchase_goes_to_the_gateway_and_its_page_shows_the_outcome(
     fees = {name: Decimal(amount) for name, amount in FEE.findall(review.text)}
     assert fees["Card gateway fee"] > 0
     form = pay_form(review.text)
+
+    # The gateway cannot be reached: the reason on the review, nothing written, and the form's key
+    # (committed before the gateway was asked) released, so the same form pays once it answers.
+    gateway = sandbox_gateway(app)
+
+    def unreachable(request: Any) -> str:
+        raise GatewayError("connection refused")
+
+    original, gateway.create_checkout = gateway.create_checkout, unreachable  # type: ignore[method-assign]
+    try:
+        down = ada.post("/buy/pay", form)
+    finally:
+        gateway.create_checkout = original  # type: ignore[method-assign]
+    assert down.status_code == 502
+    assert "The payment gateway could not start the payment: connection refused" in down.text
+    assert transactions(api) == [] and count(db, IdempotencyRecord) == 0
+
     sent = ada.post("/buy/pay", form)
     assert sent.status_code == 303
     (listed,) = transactions(api)
@@ -158,6 +178,19 @@ def test_card_purchase_goes_to_the_gateway_and_its_page_shows_the_outcome(
     outcome = ada.get(f"/transactions/{listed['tx_ref']}/outcome")
     assert 'id="tx-status">Fulfilled<' in outcome.text and "hx-trigger" not in outcome.text
     assert api.get(f"/client/transactions/{listed['tx_ref']}/verify").json()["data"]["status"] == "Fulfilled"
+
+    # Another payment, declined at the gateway: its page says so, with the reason.
+    declined = ada.post(
+        "/buy/pay",
+        pay_form(
+            ada.post("/buy/review", purchase(ada, [employee], offer["asset_pricing"]["id"], "Card")).text
+        ),
+    )
+    tx_ref = declined.headers["location"].rsplit("/", 1)[1]
+    record_sandbox_payment(db, tx_ref, "1", "NGN", GatewayPaymentStatus.DECLINED)
+    failed = ada.get(f"/transactions/{tx_ref}")
+    assert 'id="tx-status">Failed<' in failed.text
+    assert '<p id="tx-reason">The payment was declined.</p>' in failed.text
     assert ada.get("/transactions/return", params={"tx_ref": "../x"}).status_code == 404
 
 
