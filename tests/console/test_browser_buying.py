@@ -200,6 +200,14 @@ def test_an_offboarding_with_the_keyboard_alone_at_360_px(
         page.wait_for_url(f"{url}/console/buy/storage/review")
         assert page.locator('td[data-fee="Onboarding"]').inner_text() == "15000.00 NGN"
         check_page(page, "ship-review-360")
+
+        for name, path in (
+            ("buy-360", "/console/buy?country=NG&currency=NGN"),
+            ("transactions-360", "/console/transactions"),
+            ("wallet-360", "/console/wallet"),
+        ):
+            page.goto(f"{url}{path}")
+            check_page(page, name)  # no sideways scroll at 360 px, no serious axe violation
         assert errors == []
     finally:
         context.close()
