@@ -266,6 +266,7 @@ def test_shipping_from_storage_lists_exports_and_other_companies(
     (tx,) = transactions(api)
     assert f'href="/console/transactions/{tx["tx_ref"]}"' in listed.text
     assert 'id="result-count">(1)<' in listed.text
+    assert "<li>Onboarding: 15000.00</li><li>Device configuration: 10000.00</li>" in listed.text
     assert 'id="result-count">(0)<' in ada.get("/transactions", params={"kind": "catalog"}).text
     odd = ada.get("/transactions", params={"status": "Lost", "currency": "naira"})
     assert odd.status_code == 200 and "Choose a status from the list." in odd.text

@@ -116,6 +116,7 @@ def transactions_page(request: Request) -> Response:
             kinds=list(TransactionKind),
             methods=list(PaymentMethod),
             urlencode=urlencode,
+            fees_of=lambda tx: fee_lines(tx.kind, tx, tx.currency),
         )
 
 
