@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -35,11 +35,12 @@ router = APIRouter(include_in_schema=False)
 
 PER_PAGE = 25
 PATH = f"{MOUNT_PATH}/activity"
-# The record pages an event links to, by subject; the others (payments, orders, wallets) have none yet.
+# The record pages an event links to, by subject (a transaction's is by its tx_ref: `_record_page`).
 RECORD_PAGES = {
     "employee": "employees",
     "department": "departments",
     "equipment": "devices",
+    "order": "orders",
     "webhook_endpoint": "integrations/webhooks",
 }
 GONE = {EventType.EMPLOYEE_OFFBOARDED, EventType.DEPARTMENT_DELETED}
@@ -301,12 +302,19 @@ def sentence(event: Event, before: dict[str, Any] | None = None) -> Sentence:
             actor_words(event.actor),
             verb,
             f"the {entry.get('currency', '')} wallet".replace("  ", " "),
-            None,
+            f"{MOUNT_PATH}/wallet?{urlencode({'currency': entry.get('currency', '')})}",
             f"{'with' if kind == EventType.WALLET_CREDITED else 'by'} {entry.get('amount', '?')}",
         )
-    pages = RECORD_PAGES.get(event.subject_type)
-    href = f"{MOUNT_PATH}/{pages}/{event.subject_id}" if pages and kind not in GONE else None
+    href = _record_page(event) if kind not in GONE else None
     return Sentence(actor_words(event.actor), verb, _subject_name(event), href, rest)
+
+
+def _record_page(event: Event) -> str | None:
+    if event.subject_type == "transaction":
+        tx_ref = (event.data or {}).get("tx_ref")
+        return f"{MOUNT_PATH}/transactions/{quote(str(tx_ref))}" if tx_ref else None
+    pages = RECORD_PAGES.get(event.subject_type)
+    return f"{MOUNT_PATH}/{pages}/{event.subject_id}" if pages else None
 
 
 def _department_change(before: dict[str, Any] | None, after: dict[str, Any]) -> str:

@@ -14,12 +14,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from outfitter.config import Settings
 from outfitter.console import (
     activity,
+    buying,
     device_bulk,
+    device_checkout,
     device_pages,
+    employee_export,
     integration_pages,
     orders,
     people,
     profile,
+    transactions,
     webhook_pages,
 )
 from outfitter.console.pages import router
@@ -58,10 +62,14 @@ def create_console_app(state: State) -> FastAPI:
     )
     app.mount("/static", StaticFiles(directory=HERE / "static", packages=None), name="static")
     app.include_router(router)
+    app.include_router(device_checkout.router)  # before people: /employees/{id}/offboard
+    app.include_router(employee_export.router)  # before people: /employees/export is no id
     app.include_router(people.router)
     app.include_router(activity.router)
     app.include_router(profile.router)
     app.include_router(orders.router)
+    app.include_router(buying.router)
+    app.include_router(transactions.router)
     app.include_router(integration_pages.router)
     app.include_router(webhook_pages.router)
     app.include_router(device_bulk.router)  # before device_pages: /devices/import is not a device id

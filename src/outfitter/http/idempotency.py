@@ -241,6 +241,20 @@ def settle(session: Session, request: KeyedRequest, response: Response) -> None:
         )
 
 
+def release(session: Session, request: KeyedRequest) -> None:
+    """Give up a claim that has no answer (its request failed after committing the claim, as a Card
+    payment does before it calls the gateway): a retry with the key then runs afresh at once,
+    instead of waiting out CLAIM_LEASE. A stored answer is never released."""
+    if request.claim_id is None:
+        return
+    session.connection().execute(
+        delete(IdempotencyRecord).where(
+            IdempotencyRecord.id == request.claim_id, IdempotencyRecord.status_code.is_(None)
+        )
+    )
+    request.claim_id = None
+
+
 class IdempotencyMiddleware:
     def __init__(self, app: ASGIApp, sessions: sessionmaker[Session], ttl: timedelta, prefix: str) -> None:
         self.app = app

@@ -93,7 +93,11 @@ def order_out(order: Order) -> OrderOut:
     )
 
 
-def wallet_summary(session: Session) -> WalletOut:
+def wallet_summary(
+    session: Session, limit: int = 20, currency: str | None = None, offset: int = 0
+) -> WalletOut:
+    """The balances, and the newest `limit` ledger entries after `offset` (of one currency's
+    wallet, if given)."""
     return WalletOut(
         balances=[
             WalletBalanceOut(
@@ -106,15 +110,15 @@ def wallet_summary(session: Session) -> WalletOut:
         entries=[
             WalletEntryOut(
                 id=entry.id,
-                currency=currency,
+                currency=code,
                 kind=entry.kind,
-                amount=to_minor_units(entry.amount, currency),
-                balance_after=to_minor_units(entry.balance_after, currency),
+                amount=to_minor_units(entry.amount, code),
+                balance_after=to_minor_units(entry.balance_after, code),
                 description=entry.description,
                 transaction_id=entry.transaction_id,
                 tx_ref=tx_ref,
                 created_at=entry.created_at,
             )
-            for entry, currency, tx_ref in recent_wallet_entries(session)
+            for entry, code, tx_ref in recent_wallet_entries(session, limit, currency, offset)
         ],
     )

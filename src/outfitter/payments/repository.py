@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import ColumnElement, Select, delete, exists, func, select
+from sqlalchemy import ColumnElement, Select, and_, delete, exists, func, or_, select
 from sqlalchemy.orm import Session, joinedload, selectinload
 
 from outfitter.core.errors import NotFound
@@ -27,12 +28,33 @@ from outfitter.models import (
     OrderKind,
     OrderStage,
     OrderStatus,
+    PaymentMethod,
     Transaction,
     TransactionItem,
+    TransactionKind,
     TransactionStatus,
     Wallet,
     WalletEntry,
 )
+
+
+@dataclass(frozen=True)
+class TransactionFilters:
+    """What the console's list and export filter by, beside the API's `status`."""
+
+    kind: TransactionKind | None = None
+    payment_method: PaymentMethod | None = None
+    currency: str | None = None
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        found: list[ColumnElement[bool]] = []
+        if self.kind is not None:
+            found.append(Transaction.kind == self.kind)
+        if self.payment_method is not None:
+            found.append(Transaction.payment_method == self.payment_method)
+        if self.currency is not None:
+            found.append(Transaction.currency_code == self.currency)
+        return found
 
 
 class TransactionRepository(CompanyRepository[Transaction]):
@@ -47,11 +69,30 @@ class TransactionRepository(CompanyRepository[Transaction]):
             raise NotFound.record("Transaction")
         return transaction
 
-    def listing(self, status: TransactionStatus | None) -> Select[Transaction]:
+    def listing(
+        self, status: TransactionStatus | None, filters: TransactionFilters | None = None
+    ) -> Select[Transaction]:
         statement = self.select().order_by(Transaction.created_at.desc(), Transaction.id.desc())
         if status is not None:
             statement = statement.where(Transaction.status == status)
+        if filters is not None:
+            statement = statement.where(*filters.conditions())
         return statement
+
+    def chunk(
+        self, listing: Select[Transaction], after: tuple[datetime, uuid.UUID] | None, limit: int
+    ) -> list[Transaction]:
+        """Up to `limit` transactions of `listing` (newest first) after the keyset `after`: an
+        export's chunk."""
+        if after is not None:
+            created, last_id = after
+            listing = listing.where(
+                or_(
+                    Transaction.created_at < created,
+                    and_(Transaction.created_at == created, Transaction.id < last_id),
+                )
+            )
+        return list(self.session.scalars(listing.limit(limit)))
 
     def fulfilled_since(self, since: datetime) -> Sequence[tuple[datetime, str, Decimal]]:
         """(settled_at, currency, total_amount) of each transaction fulfilled since `since`."""
@@ -231,14 +272,20 @@ def wallet_balances(session: Session) -> Sequence[Wallet]:
     return session.scalars(select(Wallet).order_by(Wallet.currency_code)).all()
 
 
-def recent_wallet_entries(session: Session, limit: int = 20) -> Sequence[tuple[WalletEntry, str, str | None]]:
-    """The newest entries, each with its currency and the tx_ref of its transaction (if any): the
-    reference clients know a transaction by."""
-    rows = session.execute(
+def recent_wallet_entries(
+    session: Session, limit: int = 20, currency: str | None = None, offset: int = 0
+) -> Sequence[tuple[WalletEntry, str, str | None]]:
+    """The newest entries (of one currency's wallet, if given), each with its currency and the
+    tx_ref of its transaction (if any): the reference clients know a transaction by."""
+    statement = (
         select(WalletEntry, Wallet.currency_code, Transaction.tx_ref)
         .join(Wallet, Wallet.id == WalletEntry.wallet_id)
         .outerjoin(Transaction, Transaction.id == WalletEntry.transaction_id)
         .order_by(WalletEntry.created_at.desc(), WalletEntry.id.desc())
         .limit(limit)
-    ).all()
+        .offset(offset)
+    )
+    if currency is not None:
+        statement = statement.where(Wallet.currency_code == currency)
+    rows = session.execute(statement).all()
     return [(entry, code, tx_ref) for entry, code, tx_ref in rows]

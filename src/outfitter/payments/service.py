@@ -44,6 +44,7 @@ from outfitter.payments.orders import receive
 from outfitter.payments.presenters import order_out, transaction_fields
 from outfitter.payments.repository import (
     OrderRepository,
+    TransactionFilters,
     TransactionRepository,
     find_by_ref,
     load_order,
@@ -173,10 +174,13 @@ def record_notice(
 
 
 def list_transactions(
-    session: Session, status: TransactionStatus | None, params: ListParams
+    session: Session,
+    status: TransactionStatus | None,
+    params: ListParams,
+    filters: TransactionFilters | None = None,
 ) -> dict[str, Any]:
     order = list_order(session, Transaction, params)
-    statement = TransactionRepository(session).listing(status).where(*order.conditions)
+    statement = TransactionRepository(session).listing(status, filters).where(*order.conditions)
     page = list_page(session, statement, order.keyset, params)
     orders = OrderRepository(session).ids_by_transaction([tx.id for tx in page.items])
     records = [TransactionOut.model_validate(transaction_fields(tx, orders.get(tx.id))) for tx in page.items]
