@@ -30,6 +30,7 @@ from outfitter.csvio.reader import MAX_IMPORT_BYTES
 from outfitter.db.reads import AsyncpgReads, OptionsAsyncpgLacks
 from outfitter.db.session import make_engine, make_sessionmaker, watch_pool
 from outfitter.db.tenancy import TenantSession, across_companies
+from outfitter.customfields.router import router as custom_fields_router
 from outfitter.equipment.router import router as equipment_router
 from outfitter.events.router import router as events_router
 from outfitter.http.cors import ListedOriginsCORS
@@ -145,6 +146,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         payments_router,
         events_router,
         webhooks_router,
+        custom_fields_router,
     )
     for domain_router in domain_routers:
         app.include_router(domain_router, prefix=API_PREFIX)
