@@ -317,7 +317,7 @@ def _impact(
         try:
             new = check_value(rules, value)
         except ValueError as error:
-            if migrate != ValueMigration.CONVERT:
+            if migrate == ValueMigration.CLEAR:  # refuse: say which ones convert would keep
                 impact.cleared[row.id] = f"{_as_text(value)[:50]!r}: {error}"
                 continue
             try:
