@@ -27,10 +27,10 @@ from outfitter.core import metrics
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.schemas import Envelope, Schema, ok
 from outfitter.csvio.reader import MAX_IMPORT_BYTES
+from outfitter.customfields.router import router as custom_fields_router
 from outfitter.db.reads import AsyncpgReads, OptionsAsyncpgLacks
 from outfitter.db.session import make_engine, make_sessionmaker, watch_pool
 from outfitter.db.tenancy import TenantSession, across_companies
-from outfitter.customfields.router import router as custom_fields_router
 from outfitter.equipment.router import router as equipment_router
 from outfitter.events.router import router as events_router
 from outfitter.http.cors import ListedOriginsCORS

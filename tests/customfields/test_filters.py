@@ -24,10 +24,30 @@ def test_filters_by_equality_by_range_and_by_a_choice_held(api: Api) -> None:
     define(api, "warranty", "date")
     define(api, "rugged", "boolean")
     define(api, "tags", "multi_choice", choices=["loaner", "spare", "vip"])
-    device(api, "A", custom_fields={"imei": "111", "ram": 8, "price": "10.5", "warranty": "2026-01-31",
-                                    "rugged": True, "tags": ["loaner"]})
-    device(api, "B", custom_fields={"imei": "222", "ram": 16, "price": "99.99", "warranty": "2027-06-01",
-                                    "rugged": False, "tags": ["spare", "loaner"]})
+    device(
+        api,
+        "A",
+        custom_fields={
+            "imei": "111",
+            "ram": 8,
+            "price": "10.5",
+            "warranty": "2026-01-31",
+            "rugged": True,
+            "tags": ["loaner"],
+        },
+    )
+    device(
+        api,
+        "B",
+        custom_fields={
+            "imei": "222",
+            "ram": 16,
+            "price": "99.99",
+            "warranty": "2027-06-01",
+            "rugged": False,
+            "tags": ["spare", "loaner"],
+        },
+    )
     device(api, "C", custom_fields={"ram": 32})
     device(api, "D")  # fmt: skip
 

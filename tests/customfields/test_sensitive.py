@@ -17,7 +17,10 @@ PIN = "8841"
 
 
 def test_a_sensitive_value_is_kept_out_of_answers_exports_and_webhooks(
-    api: Api, companies: CompanyFactory, db: Session, private_ok: Settings  # noqa: F811
+    api: Api,
+    companies: CompanyFactory,
+    db: Session,
+    private_ok: Settings,  # noqa: F811
 ) -> None:
     register(api, "http://127.0.0.1:9/hook")
     define(api, "imei")
@@ -38,10 +41,14 @@ def test_a_sensitive_value_is_kept_out_of_answers_exports_and_webhooks(
     assert '"imei"' in str(added.payload).replace("'", '"')
 
     # Asking for them needs the scope: 403 without it, the values with it.
-    assert_error(api.get("/client/equipment/export", include_sensitive="true"), 403, "custom_fields:sensitive")
+    assert_error(
+        api.get("/client/equipment/export", include_sensitive="true"), 403, "custom_fields:sensitive"
+    )
     assert_error(api.get(f"/client/equipment/{made['id']}/sensitive-fields"), 403, "custom_fields:sensitive")
     trusted = companies.token(api, ["read", "custom_fields:sensitive"])
-    rows = list(csv.DictReader(io.StringIO(trusted.get("/client/equipment/export", include_sensitive="true").text)))
+    rows = list(
+        csv.DictReader(io.StringIO(trusted.get("/client/equipment/export", include_sensitive="true").text))
+    )
     assert rows[0]["custom_fields.unlock_pin"] == PIN and rows[0]["custom_fields.imei"] == "111"
     values = trusted.get(f"/client/equipment/{made['id']}/sensitive-fields").json()["data"]
     assert values == {"id": made["id"], "sensitive_fields": {"unlock_pin": PIN}}

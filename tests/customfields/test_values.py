@@ -52,13 +52,18 @@ def test_each_type_checks_its_values_and_names_the_field(
 def test_unknown_keys_defaults_required_fields_and_device_types(api: Api) -> None:
     define(api, "imei", required=True, device_types=["Phones"], pattern="[0-9]{15}")
     define(api, "site", "choice", choices=["HQ", "Remote"], default="HQ")
-    errors = errors_of(api.post("/client/equipment", {"title": "P", "type": "Phones", "custom_fields": {"nope": 1}}))
+    errors = errors_of(
+        api.post("/client/equipment", {"title": "P", "type": "Phones", "custom_fields": {"nope": 1}})
+    )
     assert errors == {
         "custom_fields.nope": ["No custom field 'nope' is defined for devices."],
         "custom_fields.imei": ["Imei is required."],
     }
     errors = errors_of(
-        api.post("/client/equipment", {"title": "L", "type": "Laptop", "custom_fields": {"imei": "356938035643809"}})
+        api.post(
+            "/client/equipment",
+            {"title": "L", "type": "Laptop", "custom_fields": {"imei": "356938035643809"}},
+        )
     )
     assert errors == {"custom_fields.imei": ["Imei applies only to devices of type Phones."]}
     laptop = device(api, "Laptop", type="Laptop")  # imei is not required of a laptop
@@ -70,25 +75,42 @@ def test_unknown_keys_defaults_required_fields_and_device_types(api: Api) -> Non
     path = f"/client/equipment/{phone['id']}"
     changed = api.patch(path, {"custom_fields": {"site": None}}).json()["data"]
     assert changed["custom_fields"] == {"imei": "356938035643809"}
-    assert errors_of(api.patch(path, {"custom_fields": {"imei": None}})) == {"custom_fields.imei": ["Imei is required."]}
-    events = api.get("/client/events", type="equipment.updated", subject_id=phone["id"]).json()["data"]["data"]
+    assert errors_of(api.patch(path, {"custom_fields": {"imei": None}})) == {
+        "custom_fields.imei": ["Imei is required."]
+    }
+    events = api.get("/client/events", type="equipment.updated", subject_id=phone["id"]).json()["data"][
+        "data"
+    ]
     assert len(events) == 1 and events[0]["data"]["custom_fields"] == {"imei": "356938035643809"}
     # A PATCH giving the values a device already has changes nothing and writes no event.
     api.patch(path, {"custom_fields": {"imei": "356938035643809"}})
-    assert api.get("/client/events", type="equipment.updated", subject_id=phone["id"]).json()["data"]["total"] == 1
+    assert (
+        api.get("/client/events", type="equipment.updated", subject_id=phone["id"]).json()["data"]["total"]
+        == 1
+    )
 
 
 def test_bulk_writes_check_every_item_and_write_none_on_an_error(api: Api) -> None:
     define(api, "ram", "number", maximum=64)
     bad = api.post(
         "/client/equipment/bulk",
-        {"equipment": [{"title": "A", "custom_fields": {"ram": 16}}, {"title": "B", "custom_fields": {"ram": 128}}]},
+        {
+            "equipment": [
+                {"title": "A", "custom_fields": {"ram": 16}},
+                {"title": "B", "custom_fields": {"ram": 128}},
+            ]
+        },
     )
     assert errors_of(bad) == {"equipment.1.custom_fields.ram": ["Must be 64 or less."]}
     assert api.get("/client/equipment").json()["data"]["total"] == 0
     made = api.post(
         "/client/equipment/bulk",
-        {"equipment": [{"title": "A", "custom_fields": {"ram": 16}}, {"title": "B", "custom_fields": {"ram": 32}}]},
+        {
+            "equipment": [
+                {"title": "A", "custom_fields": {"ram": 16}},
+                {"title": "B", "custom_fields": {"ram": 32}},
+            ]
+        },
     )
     assert made.status_code == 201, made.text
     assert [item["custom_fields"] for item in made.json()["data"]] == [{"ram": 16}, {"ram": 32}]
@@ -98,15 +120,25 @@ def test_the_csv_import_takes_a_column_per_field(api: Api) -> None:
     define(api, "ram", "number")
     define(api, "rugged", "boolean")
     define(api, "tags", "multi_choice", choices=["loaner", "spare"])
-    csv = "title,custom_fields.ram,custom_fields.rugged,custom_fields.tags\nA,16,yes,spare|loaner\nB,,false,\n"
-    imported = api.post("/client/equipment/import", content=csv.encode(), headers={"Content-Type": "text/csv"})
+    csv = (
+        "title,custom_fields.ram,custom_fields.rugged,custom_fields.tags\nA,16,yes,spare|loaner\nB,,false,\n"
+    )
+    imported = api.post(
+        "/client/equipment/import", content=csv.encode(), headers={"Content-Type": "text/csv"}
+    )
     assert imported.status_code == 200, imported.text
-    rows = {item["title"]: item["custom_fields"] for item in api.get("/client/equipment").json()["data"]["data"]}
+    rows = {
+        item["title"]: item["custom_fields"] for item in api.get("/client/equipment").json()["data"]["data"]
+    }
     assert rows == {"A": {"ram": 16, "rugged": True, "tags": ["loaner", "spare"]}, "B": {"rugged": False}}
     bad = "title,custom_fields.ram,custom_fields.colour\nC,many,x\n"
-    errors = errors_of(api.post("/client/equipment/import", content=bad.encode(), headers={"Content-Type": "text/csv"}))
+    errors = errors_of(
+        api.post("/client/equipment/import", content=bad.encode(), headers={"Content-Type": "text/csv"})
+    )
     assert "rows.1.custom_fields.colour" in errors
     bad = "title,custom_fields.ram\nC,many\n"
-    errors = errors_of(api.post("/client/equipment/import", content=bad.encode(), headers={"Content-Type": "text/csv"}))
+    errors = errors_of(
+        api.post("/client/equipment/import", content=bad.encode(), headers={"Content-Type": "text/csv"})
+    )
     assert errors == {"rows.2.custom_fields.ram": ["'many' is not a number."]}
     assert api.get("/client/equipment").json()["data"]["total"] == 2

@@ -25,6 +25,7 @@ SUBJECT_ANSWERS = {
     "order": "OrderOut",
     "wallet": "WalletOut",
     "console_user": "ConsoleUserOut",
+    "custom_field": "CustomFieldOut",
 }
 
 

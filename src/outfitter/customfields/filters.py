@@ -103,13 +103,24 @@ def parameters(filters: tuple[CustomFilter, ...]) -> dict[str, str]:
     return {f"cf_{position}": custom.value for position, custom in enumerate(filters)}
 
 
-def conditions(column: Any, shape: tuple[tuple[str, str, str], ...]) -> list[ColumnElement[bool]]:
+def conditions(
+    column: Any, shape: tuple[tuple[str, str, str], ...], values: tuple[str, ...] | None = None
+) -> list[ColumnElement[bool]]:
+    """The filters' conditions; their values are given at execution (`parameters`), or carried
+    by the statement when `values` are given (a statement built per request)."""
     made: list[ColumnElement[bool]] = []
     for position, (key, operator, kind) in enumerate(shape):
         parameter = f"cf_{position}"
+        value = values[position] if values is not None else None
         if operator == "eq":
-            made.append(value_matches(column, key, parameter, contains=kind == CustomFieldType.MULTI_CHOICE))
+            contains = kind == CustomFieldType.MULTI_CHOICE
+            made.append(value_matches(column, key, parameter, contains=contains, value=value))
         else:
             numeric = kind != CustomFieldType.DATE
-            made.append(value_in_range(column, key, operator, parameter, numeric=numeric))
+            made.append(value_in_range(column, key, operator, parameter, numeric=numeric, value=value))
     return made
+
+
+def carried(column: Any, filters: tuple[CustomFilter, ...]) -> list[ColumnElement[bool]]:
+    """`conditions` carrying the filters' values."""
+    return conditions(column, tuple(item.shape for item in filters), tuple(item.value for item in filters))

@@ -171,7 +171,7 @@ def update_definition(
 
 def delete_definition(session: Session, actor: Actor, definition_id: str) -> tuple[CustomFieldOut, int]:
     """Delete a field and clear its values from every record; its events stay in the activity log
-    (`custom_field.deleted` carries the definition as it was, and how many values went)."""
+    (`custom_field.deleted` carries the definition as it was). Answers it and how many values went."""
     definition = DefinitionRepository(session).get(definition_id, for_update=True)
     answer = present(definition)
     records = RecordValues(session, definition.entity)
@@ -182,16 +182,10 @@ def delete_definition(session: Session, actor: Actor, definition_id: str) -> tup
         sensitive.pop(definition.key, None)
         records.rewrite(row.id, public, sensitive)
         cleared += 1
-    data = as_event_data(CustomFieldOut, answer)
+    data = as_event_data(CustomFieldOut, answer)  # as it was: the activity log keeps it
     session.delete(definition)
     session.flush()
-    record_event(
-        session,
-        EventType.CUSTOM_FIELD_DELETED,
-        answer.id,
-        data | {"values_cleared": cleared},
-        actor=actor.name,
-    )
+    record_event(session, EventType.CUSTOM_FIELD_DELETED, answer.id, data, actor=actor.name)
     return answer, cleared
 
 

@@ -28,6 +28,13 @@ def _key(key: str) -> str:
     return key
 
 
+def _bound(name: str, value: str | None) -> BindParameter[str]:
+    """The parameter, given at execution (a statement built once), or carrying its `value`."""
+    if value is None:
+        return bindparam(name, type_=String())
+    return bindparam(name, value, type_=String())
+
+
 class value_matches(ColumnElement[bool]):
     """`column`'s value of `key` equals the parameter's (JSON text `{"key": value}`), or, for
     many of a list (`contains`), the record's list holds it (`{"key": [value]}`)."""
@@ -35,10 +42,12 @@ class value_matches(ColumnElement[bool]):
     inherit_cache = False
     type = Boolean()
 
-    def __init__(self, column: Any, key: str, parameter: str, *, contains: bool = False) -> None:
+    def __init__(
+        self, column: Any, key: str, parameter: str, *, contains: bool = False, value: str | None = None
+    ) -> None:
         self.column = column
         self.key = _key(key)
-        self.parameter: BindParameter[str] = bindparam(parameter, type_=String())
+        self.parameter: BindParameter[str] = _bound(parameter, value)
         self.contains = contains
 
 
@@ -49,11 +58,13 @@ class value_in_range(ColumnElement[bool]):
     inherit_cache = False
     type = Boolean()
 
-    def __init__(self, column: Any, key: str, operator: str, parameter: str, *, numeric: bool) -> None:
+    def __init__(
+        self, column: Any, key: str, operator: str, parameter: str, *, numeric: bool, value: str | None = None
+    ) -> None:
         self.column = column
         self.key = _key(key)
         self.operator = RANGE_OPERATORS[operator]
-        self.parameter: BindParameter[str] = bindparam(parameter, type_=String())
+        self.parameter: BindParameter[str] = _bound(parameter, value)
         self.numeric = numeric
 
 

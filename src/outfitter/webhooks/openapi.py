@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from outfitter.customfields.schemas import CustomFieldOut
 from outfitter.equipment.schemas import EquipmentOut
 from outfitter.events.schemas import ConsoleUserOut
 from outfitter.http.openapi import example_of
@@ -30,6 +31,7 @@ SUBJECT_SCHEMAS: dict[str, type[BaseModel]] = {
     "order": OrderOut,
     "wallet": WalletOut,
     "console_user": ConsoleUserOut,
+    "custom_field": CustomFieldOut,
 }
 # Subjects no API operation answers (the console's users): their components are added here.
 EVENT_ONLY_SCHEMAS: tuple[type[BaseModel], ...] = (ConsoleUserOut,)
