@@ -193,10 +193,10 @@ def sensitive_values(
     session: Session, actor: Actor, entity: CustomFieldEntity, record_id: str
 ) -> SensitiveValuesOut:
     """A record's sensitive values, for a token holding the custom_fields:sensitive scope."""
-    require_sensitive_scope(actor)
     values = RecordValues(session, entity).sensitive_of(parse_uuid(record_id))
-    if values is None:
+    if values is None:  # first: another company's record is a 404, whatever the token's scopes
         raise NotFound.record("Equipment" if entity == CustomFieldEntity.DEVICE else "Employee")
+    require_sensitive_scope(actor)
     return SensitiveValuesOut(id=uuid.UUID(str(parse_uuid(record_id))), sensitive_fields=values)
 
 
