@@ -165,7 +165,8 @@ def run(url: str, rows: int, runs: int) -> None:
         app.state.engine.dispose()
         sql = sql_cases(engine, company_ids[0], imei, runs)
         print(
-            f"\n{rows:,} devices, {COMPANIES} companies; median of {runs} requests, ms (TestClient, per_page=15)"
+            f"\n{rows:,} devices, {COMPANIES} companies; "
+            f"median of {runs} requests, ms (TestClient, per_page=15)"
         )
         for name, (median, total) in report.items():
             print(f"  {name:<45}{median:>9.1f} ms   total {total:,}")

@@ -50,7 +50,10 @@ def test_employee_values_are_checked_written_filtered_and_exported(
     assert errors_of(bulk) == {
         "employees.1.custom_fields.badge": ["Give the number as a JSON integer, not a string."]
     }
-    csv_text = "first_name,last_name,email,country_id,phone,address,custom_fields.badge\nGrace,H,g@example.com,NG,+234 801 000 0000,2 Marina,9\n"
+    csv_text = (
+        "first_name,last_name,email,country_id,phone,address,custom_fields.badge\n"
+        "Grace,H,g@example.com,NG,+234 801 000 0000,2 Marina,9\n"
+    )
     imported = api.post(
         "/client/employees/import", content=csv_text.encode(), headers={"Content-Type": "text/csv"}
     )

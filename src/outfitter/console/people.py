@@ -163,7 +163,7 @@ def _paged(records: list[Any], result: Any, page_number: int) -> Listing:
 def list_employees(session: Session, query: EmployeeQuery) -> Listing:
     """A page of employees as `GET /client/employees` answers the same filters; a filter the
     service refuses (an unknown country or department) is noted beside its field and left out."""
-    given = {"country": query.country or None, "department_id": query.department or None}
+    given: dict[str, Any] = {"country": query.country or None, "department_id": query.department or None}
     while True:
         try:
             filters = employee_service.resolve_filters(session, search=query.q or None, **given)

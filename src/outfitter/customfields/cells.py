@@ -24,7 +24,5 @@ def cell_text(value: Any) -> str:
 def custom_cells(values: Mapping[str, Any] | str | None, keys: Sequence[str]) -> list[str]:
     """A record's cells of the columns `custom_fields.<key>`, from its values (a dict, or the JSON
     text a driver may hand over)."""
-    if isinstance(values, str):
-        values = json.loads(values)
-    values = values or {}
-    return [escaped(cell_text(values.get(key))) for key in keys]
+    found: Mapping[str, Any] = (json.loads(values) if isinstance(values, str) else values) or {}
+    return [escaped(cell_text(found.get(key))) for key in keys]

@@ -56,7 +56,8 @@ def parse_filters(fields: FieldSet, parameters: Mapping[str, str]) -> tuple[Cust
         definition = fields.definitions.get(key)
         problem = None
         if definition is None:
-            problem = f"No custom field {key!r} is defined for {NOUNS[fields.entity]}: this filter cannot be applied."
+            noun = NOUNS[fields.entity]
+            problem = f"No custom field {key!r} is defined for {noun}: this filter cannot be applied."
         elif definition.sensitive:
             problem = f"{definition.label} is a sensitive field: lists do not filter on it."
         elif operator != "eq" and (operator not in RANGE_OPERATORS or definition.type not in ORDERED):

@@ -57,9 +57,8 @@ class FieldSet:
                 errors[key] = f"No custom field {key!r} is defined for {NOUNS[self.entity]}."
                 continue
             if not self.applies(definition, device_type):
-                errors[key] = (
-                    f"{definition.label} applies only to devices of type {', '.join(definition.device_types)}."
-                )
+                types = ", ".join(definition.device_types)
+                errors[key] = f"{definition.label} applies only to devices of type {types}."
                 continue
             if raw is None or (from_text and raw == ""):
                 values.pop(key, None)

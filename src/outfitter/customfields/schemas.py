@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
+from fastapi import Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from outfitter.core.schemas import Schema, Timestamp
@@ -64,7 +65,8 @@ class _DefinitionFields(BaseModel):
     )
     sensitive: bool | None = Field(
         default=None,
-        description="Kept out of answers, filters, exports and webhooks; read with the custom_fields:sensitive scope",
+        description="Kept out of answers, filters, exports and webhooks; "
+        "read with the custom_fields:sensitive scope",
     )
     device_types: list[EquipmentType] | None = Field(
         default=None,
@@ -91,7 +93,7 @@ class CustomFieldCreate(_DefinitionFields):
 
     entity: CustomFieldEntity
     key: str = Field(pattern=KEY_PATTERN, min_length=1, max_length=MAX_KEY)
-    label: str = Field(min_length=1, max_length=200)  # type: ignore[assignment]
+    label: str = Field(min_length=1, max_length=200)
     type: CustomFieldType
 
 
@@ -105,6 +107,12 @@ class CustomFieldPatch(_DefinitionFields):
         default=ValueMigration.REFUSE,
         description="Values that would no longer fit: refuse (409), convert them, or clear them",
     )
+
+
+IncludeSensitive = Annotated[
+    bool,
+    Query(description="Add the sensitive custom fields' columns (needs the custom_fields:sensitive scope)"),
+]
 
 
 class SensitiveValuesOut(Schema):

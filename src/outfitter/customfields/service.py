@@ -8,9 +8,8 @@ import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
 from types import SimpleNamespace
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Query
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -122,7 +121,7 @@ def update_definition(
     """Change a definition; the answer and a sentence saying what happened to the values."""
     definition = DefinitionRepository(session).get(definition_id, for_update=True)
     given = body.model_fields_set - {"migrate"}
-    nulls = {
+    nulls: dict[str, list[str]] = {
         name: ["May not be null."]
         for name in ("label", "type", "required", "sensitive")
         if name in given and getattr(body, name) is None
@@ -200,14 +199,6 @@ def sensitive_values(
     return SensitiveValuesOut(id=uuid.UUID(str(parse_uuid(record_id))), sensitive_fields=values)
 
 
-IncludeSensitive = Annotated[
-    bool,
-    Query(
-        description="Add the sensitive custom fields' columns (a token with the custom_fields:sensitive scope)"
-    ),
-]
-
-
 def export_fields(
     session: Session, actor: Actor, entity: CustomFieldEntity, include_sensitive: bool
 ) -> tuple[list[str], list[str]]:
@@ -266,14 +257,13 @@ def _check_rules(rules: SimpleNamespace) -> None:
         if kind == CustomFieldType.NUMBER and number != number.to_integral_value():
             errors[name] = "A number field's bounds are whole numbers."
         setattr(rules, name, canonical_decimal(number))
+    checked = "minimum" not in errors and "maximum" not in errors
     if (
-        "minimum" not in errors
-        and "maximum" not in errors
-        and rules.minimum is not None
-        and rules.maximum is not None
+        checked
+        and None not in (rules.minimum, rules.maximum)
+        and Decimal(rules.minimum) > Decimal(rules.maximum)
     ):
-        if Decimal(rules.minimum) > Decimal(rules.maximum):
-            errors["maximum"] = "The maximum is below the minimum."
+        errors["maximum"] = "The maximum is below the minimum."
     if rules.device_types and rules.entity != CustomFieldEntity.DEVICE:
         errors["device_types"] = "Only device fields apply to device types."
     rules.device_types = [str(kind_) for kind_ in dict.fromkeys(rules.device_types or [])]

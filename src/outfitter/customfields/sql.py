@@ -48,7 +48,7 @@ class value_matches(ColumnElement[bool]):
         self.column = column
         self.key = _key(key)
         self.parameter: BindParameter[str] = _bound(parameter, value)
-        self.contains = contains
+        self.in_list = contains
 
 
 class value_in_range(ColumnElement[bool]):
@@ -90,7 +90,7 @@ def _matches_postgresql(element: value_matches, compiler: Any, **kw: Any) -> str
 def _matches_sqlite(element: value_matches, compiler: Any, **kw: Any) -> str:
     column = compiler.process(element.column, **kw)
     parameter = compiler.process(element.parameter, **kw)
-    if element.contains:
+    if element.in_list:
         return (
             f"EXISTS (SELECT 1 FROM json_each({column}, '$.{element.key}') AS chosen "
             f"WHERE chosen.value = json_extract({parameter}, '$.{element.key}[0]'))"

@@ -132,7 +132,7 @@ def conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
         conditions.append(Equipment.serial_number.in_(bindparam("serial_numbers", expanding=True)))
     if search:
         conditions.append(_search())
-    conditions.extend(custom_filters.conditions(Equipment.custom_fields, custom))
+    conditions.extend(custom_filters.conditions(Equipment.custom_fields, custom))  # type: ignore[arg-type]
     if since:
         conditions.append(Equipment.updated_at >= bindparam("updated_since", type_=Equipment.updated_at.type))
         conditions.append(Equipment.updated_at < bindparam("horizon", type_=Equipment.updated_at.type))

@@ -12,7 +12,8 @@ from outfitter.core.schemas import Envelope, Rendered, error_responses, ok, rend
 from outfitter.csvio.reader import CsvBody, DryRun, ImportResult, csv_request_body, import_message
 from outfitter.csvio.writer import CSV_RESPONSE, csv_response
 from outfitter.customfields.filters import custom_parameters
-from outfitter.customfields.service import IncludeSensitive, export_fields
+from outfitter.customfields.schemas import IncludeSensitive
+from outfitter.customfields.service import export_fields
 from outfitter.db.keyset import ListParams
 from outfitter.db.reads import ReadPlan
 from outfitter.equipment import bulk, export, imports, service
@@ -106,8 +107,8 @@ async def list_equipment(
 ) -> Rendered:
     """A page of the company's devices, newest first (or in `sort` order), filtered by status, type, memory,
     storage, country, serial numbers, a search `q`, or custom fields (`cf_imei=...`; `cf_price__gte=...` and
-    `__lte`, `__gt`, `__lt` for numbers and dates; an unknown field is 422). Archived devices appear only with `status=Archived`
-    (or in an `updated_since` walk)."""
+    `__lte`, `__gt`, `__lt` for numbers and dates; an unknown field is 422). Archived devices appear only
+    with `status=Archived` (or in an `updated_since` walk)."""
     return await reads.run(_page_answer_plan(service.filters_plan(**query), pagination, sort))
 
 

@@ -12,7 +12,8 @@ from outfitter.core.schemas import Envelope, UuidText, counted, error_responses,
 from outfitter.csvio.reader import CsvBody, DryRun, ImportResult, csv_request_body, import_message
 from outfitter.csvio.writer import CSV_RESPONSE, csv_response
 from outfitter.customfields.filters import custom_parameters
-from outfitter.customfields.service import IncludeSensitive, export_fields
+from outfitter.customfields.schemas import IncludeSensitive
+from outfitter.customfields.service import export_fields
 from outfitter.http.openapi import id_path
 from outfitter.http.pagination import SyncListing
 from outfitter.http.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess

@@ -11,6 +11,7 @@ Create Date: 2026-12-08 00:00:00.000000
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -27,7 +28,7 @@ Time = outfitter.db.base.UTCDateTime
 RECORD_TABLES = ("equipment", "employees")
 
 
-def _values() -> sa.types.TypeEngine[object]:
+def _values() -> Any:
     return sa.JSON().with_variant(JSONB(), "postgresql")
 
 
