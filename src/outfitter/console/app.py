@@ -12,7 +12,7 @@ from starlette.datastructures import State
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from outfitter.config import Settings
-from outfitter.console import activity, device_bulk, device_pages, orders, people, profile
+from outfitter.console import activity, custom_fields, device_bulk, device_pages, orders, people, profile
 from outfitter.console.pages import router
 from outfitter.console.web import (
     HERE,
@@ -53,6 +53,7 @@ def create_console_app(state: State) -> FastAPI:
     app.include_router(activity.router)
     app.include_router(profile.router)
     app.include_router(orders.router)
+    app.include_router(custom_fields.router)
     app.include_router(device_bulk.router)  # before device_pages: /devices/import is not a device id
     app.include_router(device_pages.router)
     app.add_exception_handler(StarletteHTTPException, http_error)

@@ -14,6 +14,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 from starlette.datastructures import FormData
 
+from outfitter.console.custom_values import panel, submitted_values
 from outfitter.console.device_bulk import ACTIONS
 from outfitter.console.devices import (
     COLUMNS,
@@ -35,7 +36,7 @@ from outfitter.db.tenancy import bind_company, reads_only
 from outfitter.equipment import export
 from outfitter.equipment import service as equipment_service
 from outfitter.equipment.schemas import EquipmentCreate, EquipmentPatch
-from outfitter.models import EquipmentState, EquipmentStatus, EquipmentType
+from outfitter.models import CustomFieldEntity, EquipmentState, EquipmentStatus, EquipmentType
 
 router = APIRouter(include_in_schema=False)
 
@@ -234,9 +235,16 @@ def device_page(request: Request, device_id: str) -> Response:
 
 
 def _device(
-    request: Request, work: ConsoleWork, device_id: str, status: int = 200, error: str = ""
+    request: Request,
+    work: ConsoleWork,
+    device_id: str,
+    status: int = 200,
+    error: str = "",
+    custom_errors: dict[str, str] | None = None,
 ) -> Response:
     device = run_in_session(work.session, equipment_service.detail_plan(device_id))
+    entity = CustomFieldEntity.DEVICE
+    custom = panel(work.session, entity, device["id"], device["custom_fields"], device["type"], custom_errors)
     return render(
         request,
         "device.html",
@@ -245,6 +253,7 @@ def _device(
         nav="devices",
         device=device,
         moves=device_moves(device["status"]),
+        custom=custom,
         error=error,
         saved=request.query_params.get("saved"),
     )
@@ -269,4 +278,38 @@ def move_device(
         except DomainError as exc:
             work.session.rollback()  # nothing of the refused move stays
             return _device(request, work, device_id, exc.status_code, exc.message)
+    return redirect(f"{MOUNT_PATH}/devices/{device_id}?saved=1")
+
+
+@router.post("/devices/{device_id}/custom-fields")
+@page
+def update_device_custom_fields(request: Request, device_id: str, form: AnyForm) -> Response:
+    """The device page's custom fields form, as a PATCH of `custom_fields` (sensitive ones kept
+    unless a new value or a clear is given)."""
+    values = _form_values(form)
+    with console_work(request, values) as work:
+        if not work.user.is_admin:
+            return error_page(request, 403, ADMIN_ONLY, work.user)
+        device = run_in_session(
+            work.session, equipment_service.detail_plan(device_id)
+        )  # another company's: 404
+        given, errors = submitted_values(
+            work.session, CustomFieldEntity.DEVICE, values, device["custom_fields"]
+        )
+        if not errors:
+            try:
+                equipment_service.update_equipment(
+                    work.session, work.actor, device_id, EquipmentPatch(custom_fields=given)
+                )
+            except ValidationFailed as exc:
+                work.session.rollback()
+                errors = {
+                    path.removeprefix("custom_fields."): messages[0]
+                    for path, messages in (exc.errors or {}).items()
+                }
+            except DomainError as exc:
+                work.session.rollback()
+                return _device(request, work, device_id, exc.status_code, exc.message)
+        if errors:
+            return _device(request, work, device_id, 422, "", errors)
     return redirect(f"{MOUNT_PATH}/devices/{device_id}?saved=1")

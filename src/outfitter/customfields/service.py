@@ -63,6 +63,12 @@ def list_definitions(
     return [present(definition) for definition in page.items], page
 
 
+def all_definitions(session: Session) -> list[CustomFieldOut]:
+    """Every field of the company (at most 100 of each kind), newest first: the console's list."""
+    statement = DefinitionRepository(session).newest_first(None)
+    return [present(definition) for definition in session.scalars(statement)]
+
+
 def get_definition(session: Session, definition_id: str) -> CustomFieldOut:
     return present(DefinitionRepository(session).get(definition_id))
 
