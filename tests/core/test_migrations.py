@@ -674,3 +674,23 @@ def test_0021_gives_employees_without_a_status_the_status_active(database_url: s
         with _client_of(url, token) as get:
             assert get(f"/client/employees/{created}")["status"] == "Active"
             assert get(f"/client/employees/{offboarded}")["status"] == "Offboarded"
+
+
+def test_0022_adds_the_custom_fields_and_downgrades(database_url: str, tmp_path: Path) -> None:
+    """The definitions table and the value columns come (with the GIN index on PostgreSQL), and go
+    on a downgrade; rows written before keep reading, with no values."""
+    with _database_at(database_url, tmp_path, "0022_custom_fields") as (_url, engine):
+        columns = {
+            table: {c["name"] for c in inspect(engine).get_columns(table)}
+            for table in ("equipment", "employees")
+        }
+        assert all({"custom_fields", "sensitive_fields"} <= names for names in columns.values())
+        assert "custom_field_definitions" in inspect(engine).get_table_names()
+        indexes = {index["name"] for index in inspect(engine).get_indexes("equipment")}
+        assert ("ix_equipment_custom_fields" in indexes) == (engine.dialect.name == "postgresql")
+        _migrate(engine, "0021", down=True)
+        inspector = inspect(engine)
+        assert "custom_field_definitions" not in inspector.get_table_names()
+        assert "custom_fields" not in {c["name"] for c in inspector.get_columns("equipment")}
+        upgrade(engine)
+        assert is_current(engine)
