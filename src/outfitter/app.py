@@ -27,6 +27,7 @@ from outfitter.core import metrics
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.schemas import Envelope, Schema, ok
 from outfitter.csvio.reader import MAX_IMPORT_BYTES
+from outfitter.customfields.router import router as custom_fields_router
 from outfitter.db.asyncpg_reads import AsyncpgReads, OptionsAsyncpgLacks
 from outfitter.db.session import make_engine, make_sessionmaker, watch_pool
 from outfitter.db.tenancy import TenantSession, across_companies
@@ -145,6 +146,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         payments_router,
         events_router,
         webhooks_router,
+        custom_fields_router,
     )
     for domain_router in domain_routers:
         app.include_router(domain_router, prefix=API_PREFIX)

@@ -224,6 +224,7 @@ def _device(**overrides: Any) -> dict[str, Any]:
         "status": "Assigned",
         "country": "Nigeria",
         "country_code": "NG",
+        "custom_fields": {"imei": "356938035643809", "ram": 16, "tags": ["loaner"], "rugged": True},
         "created_at": AT,
         "updated_at": datetime(2026, 2, 1, tzinfo=UTC),
         "assignee": None,

@@ -16,7 +16,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from fastapi.testclient import TestClient
-from sqlalchemy import JSON, Engine, String, Uuid, column, func, inspect, select, table, text, update
+from sqlalchemy import JSON, Engine, String, Uuid, column, func, insert, inspect, select, table, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -452,6 +452,18 @@ def _employee_indexes(engine: Engine) -> set[str]:
         return set(connection.scalars(text(sql)))
 
 
+def old_employee(session: Session, **values: Any) -> uuid.UUID:
+    """An employee row as the code of an older revision wrote it: only the columns given (the
+    model's later ones, such as custom_fields of 0022, do not exist yet)."""
+    now = datetime.now(UTC)
+    values = {"id": uuid.uuid4(), "created_at": now, "updated_at": now, **values}
+    columns = Employee.__table__.c
+    written = table("employees", *(column(name, columns[name].type) for name in values))
+    session.execute(insert(written).values(**values))
+    employee_id: uuid.UUID = values["id"]
+    return employee_id
+
+
 def test_0015_makes_one_scim_identity_per_employee_refusing_twins_and_downgrades(
     database_url: str, tmp_path: Path
 ) -> None:
@@ -465,17 +477,16 @@ def test_0015_makes_one_scim_identity_per_employee_refusing_twins_and_downgrades
             session.add(country)
             session.flush()
             for email, user_name in (("gina.w@acme.com", "gina@acme.com"), ("gina@acme.com", None)):
-                session.add(
-                    Employee(
-                        company_id=company,
-                        first_name="Gina",
-                        last_name="W",
-                        email=email,
-                        user_name=user_name,
-                        phone="+2348012345678",
-                        address="1 Road",
-                        country_id=country.id,
-                    )
+                old_employee(
+                    session,
+                    company_id=company,
+                    first_name="Gina",
+                    last_name="W",
+                    email=email,
+                    user_name=user_name,
+                    phone="+2348012345678",
+                    address="1 Road",
+                    country_id=country.id,
                 )
         with pytest.raises(
             RuntimeError, match=r"held by two employees of a company.*: gina@acme\.com\. Change"
@@ -677,15 +688,20 @@ def test_0021_gives_employees_without_a_status_the_status_active(database_url: s
             sync_reference_data(session)
             company_id = create_company(session, "Old Co").id
             token = issue_token(session, company_id).token
-        with Session(old, expire_on_commit=False) as session:
-            created = make_employee(session, company_id)  # commits, with no status
-            offboarded = make_employee(session, company_id, first="Bola")
-            offboarded.status = "Offboarded"
-            session.commit()
+        with Session(old, expire_on_commit=False) as session, session.begin():
+            nigeria = session.scalars(select(Country.id).where(Country.code == "NG")).one()
+            employee = {"company_id": company_id, "last_name": "Obi", "phone": "+2348000000000",
+                        "country_id": nigeria, "address": "1 Marina, Lagos"}  # fmt: skip
+            created = old_employee(
+                session, first_name="Ada", email="ada@example.com", **employee
+            )  # no status
+            offboarded = old_employee(
+                session, first_name="Bola", email="bola@example.com", status="Offboarded", **employee
+            )
         upgrade(old)
         with _client_of(url, token) as get:
-            assert get(f"/client/employees/{created.id}")["status"] == "Active"
-            assert get(f"/client/employees/{offboarded.id}")["status"] == "Offboarded"
+            assert get(f"/client/employees/{created}")["status"] == "Active"
+            assert get(f"/client/employees/{offboarded}")["status"] == "Offboarded"
 
 
 def test_0022_seals_the_totp_keys_kept_in_clear_and_downgrades(database_url: str, tmp_path: Path) -> None:
@@ -706,3 +722,23 @@ def test_0022_seals_the_totp_keys_kept_in_clear_and_downgrades(database_url: str
         _migrate(old, "0021", down=True)
         with old.connect() as connection:
             assert connection.execute(select(keys.c.totp_secret)).scalar_one() == "JBSWY3DPEHPK3PXP"
+
+
+def test_0023_adds_the_custom_fields_and_downgrades(database_url: str, tmp_path: Path) -> None:
+    """The definitions table and the value columns come (with the GIN index on PostgreSQL), and go
+    on a downgrade; rows written before keep reading, with no values."""
+    with _database_at(database_url, tmp_path, "0023") as (_url, engine):
+        columns = {
+            table: {c["name"] for c in inspect(engine).get_columns(table)}
+            for table in ("equipment", "employees")
+        }
+        assert all({"custom_fields", "sensitive_fields"} <= names for names in columns.values())
+        assert "custom_field_definitions" in inspect(engine).get_table_names()
+        indexes = {index["name"] for index in inspect(engine).get_indexes("equipment")}
+        assert ("ix_equipment_custom_fields" in indexes) == (engine.dialect.name == "postgresql")
+        _migrate(engine, "0022", down=True)
+        inspector = inspect(engine)
+        assert "custom_field_definitions" not in inspector.get_table_names()
+        assert "custom_fields" not in {c["name"] for c in inspector.get_columns("equipment")}
+        upgrade(engine)
+        assert is_current(engine)

@@ -38,7 +38,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.models import Asset
 from tests.equipment.helpers import register
-from tests.factories import Api, load_demo_catalog
+from tests.factories import Api, CompanyFactory, load_demo_catalog
 from tests.payments.conftest import add_credit, card_body, prices
 from tests.people.helpers import create_employee
 
@@ -93,6 +93,11 @@ BODIES: dict[Key, dict[str, Any] | None] = {
     ("POST", f"{API}/client/webhook-endpoints/{{endpointId}}/ping"): None,
     ("GET", f"{API}/client/webhook-endpoints/{{endpointId}}/deliveries"): None,
     ("POST", f"{API}/client/webhook-endpoints/{{endpointId}}/deliveries/{{deliveryId}}/retry"): None,
+    ("GET", f"{API}/client/custom-fields/{{fieldId}}"): None,
+    ("PATCH", f"{API}/client/custom-fields/{{fieldId}}"): {"label": "Mallory's", "required": False},
+    ("DELETE", f"{API}/client/custom-fields/{{fieldId}}"): None,
+    ("GET", f"{API}/client/equipment/{{equipmentId}}/sensitive-fields"): None,
+    ("GET", f"{API}/client/employees/{{userId}}/sensitive-fields"): None,
 }
 
 # GETs with a path id left out of the first company's snapshot, and why.
@@ -341,7 +346,20 @@ def first(api: Api, engine: Engine, db: Session) -> First:
         {"name": "Research", "head_id": employee["id"], "member_ids": [employee["id"], buyer["id"]]},
     )
     assert department.status_code == 201, department.text
-    device = register(api, serial_number=f"SN-ACME-{uuid.uuid4().hex[:8]}", make="Apple", year="2023")
+    # A custom field, and the device holding a value of it (and a sensitive one).
+    field = api.post(
+        "/client/custom-fields", {"entity": "device", "key": "asset_tag", "label": "Tag", "type": "text"}
+    )
+    assert field.status_code == 201, field.text
+    pin = {"entity": "device", "key": "pin", "label": "PIN", "type": "text", "sensitive": True}
+    assert api.post("/client/custom-fields", pin).status_code == 201
+    device = register(
+        api,
+        serial_number=f"SN-ACME-{uuid.uuid4().hex[:8]}",
+        make="Apple",
+        year="2023",
+        custom_fields={"asset_tag": "AT-1", "pin": "1234"},
+    )
 
     priced = prices(api)[0]
     pricing_id = priced["asset_pricing"]["id"]
@@ -380,6 +398,7 @@ def first(api: Api, engine: Engine, db: Session) -> First:
         "eventId": events[0]["id"],
         "endpointId": endpoint_id,
         "deliveryId": ping.json()["data"]["id"],
+        "fieldId": field.json()["data"]["id"],
     }
     reads = {name: [value] for name, value in records.items()}
     reads["userId"].append(buyer["id"])
@@ -388,17 +407,23 @@ def first(api: Api, engine: Engine, db: Session) -> First:
     return First(records=records, reads=reads, shared={"asset_id": priced["asset_id"]})
 
 
+def owner_token(companies: CompanyFactory, api: Api) -> Api:
+    """The first company with every scope a company may hold: its view includes sensitive values."""
+    return companies.token(api, ["read", "write", "custom_fields:sensitive"])
+
+
 def test_a_second_company_gets_404_on_every_path_id_of_the_first(
-    client: TestClient, api: Api, other_api: Api, first: First
+    client: TestClient, api: Api, other_api: Api, first: First, companies: CompanyFactory
 ) -> None:
     document = client.get(f"{API}/openapi.json").json()
     walked, failures = walked_operations(document, first.records)
     assert walked, "the walk found no company-owned operation with a path id: is the document served?"
 
-    before = snapshot(api, document, first)
+    owner = owner_token(companies, api)
+    before = snapshot(owner, document, first)
     for operation in walked:
         failures += cross_company_failures(other_api, operation, first.records)
-    after = snapshot(api, document, first)
+    after = snapshot(owner, document, first)
     failures += snapshot_failures(before, after)
 
     walked_names = "\n  ".join(operation.name for operation in walked)
@@ -414,11 +439,14 @@ OWNER_REFUSED: dict[Key, tuple[int, str]] = {
 }
 
 
-def test_the_walked_bodies_are_ones_the_owner_may_send(client: TestClient, api: Api, first: First) -> None:
+def test_the_walked_bodies_are_ones_the_owner_may_send(
+    client: TestClient, api: Api, first: First, companies: CompanyFactory
+) -> None:
     """The control: each walked call succeeds for the company that owns the record, so the second
     company's 404 is tenancy at work, not a refused body. Deletes go last: they end the records."""
     document = client.get(f"{API}/openapi.json").json()
     walked, _ = walked_operations(document, first.records)  # coverage problems fail the walk itself
+    api = owner_token(companies, api)
     failures = []
     for operation in sorted(walked, key=lambda operation: operation.method == "DELETE"):
         response = call(api, operation, {name: first.records[name] for name in operation.path_params})

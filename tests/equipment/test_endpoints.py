@@ -40,6 +40,7 @@ BASE_FIELDS = {
     "status",
     "country",
     "country_code",
+    "custom_fields",  # the company's own fields (docs/custom-fields.md)
     "created_at",
     "updated_at",
     "history",

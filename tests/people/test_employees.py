@@ -40,6 +40,7 @@ EMPLOYEE_FIELDS = {
     "equipment",
     "orders",
     "open_retrievals",
+    "custom_fields",  # the company's own fields (docs/custom-fields.md)
     "created_at",
     "updated_at",
 }

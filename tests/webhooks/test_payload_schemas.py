@@ -30,6 +30,7 @@ SUBJECT_ANSWERS = {
     "webhook_endpoint": "WebhookEndpointOut",
     "webhook_delivery": "WebhookDeliveryOut",
     "scim_settings": "ScimSettingsOut",
+    "custom_field": "CustomFieldOut",
 }
 
 

@@ -176,7 +176,9 @@ def token_create(
     scope: Annotated[
         list[str] | None,
         typer.Option(
-            "--scope", help="read, write or scim (the SCIM provisioning API only); repeat for several"
+            "--scope",
+            help="read, write, scim (the SCIM provisioning API only) or custom_fields:sensitive "
+            "(reading sensitive custom fields); repeat for several",
         ),
     ] = None,
     expires_in_days: Annotated[int | None, typer.Option(help="Days until the token expires")] = None,

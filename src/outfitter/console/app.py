@@ -15,6 +15,7 @@ from outfitter.config import Settings
 from outfitter.console import (
     activity,
     buying,
+    custom_fields,
     device_bulk,
     device_checkout,
     device_pages,
@@ -72,6 +73,7 @@ def create_console_app(state: State) -> FastAPI:
     app.include_router(transactions.router)
     app.include_router(integration_pages.router)
     app.include_router(webhook_pages.router)
+    app.include_router(custom_fields.router)
     app.include_router(device_bulk.router)  # before device_pages: /devices/import is not a device id
     app.include_router(device_pages.router)
     app.add_exception_handler(StarletteHTTPException, http_error)

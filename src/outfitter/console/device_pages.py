@@ -14,6 +14,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 from starlette.datastructures import FormData
 
+from outfitter.console.custom_values import panel, submitted_values
 from outfitter.console.device_bulk import ACTIONS
 from outfitter.console.devices import (
     COLUMNS,
@@ -37,7 +38,7 @@ from outfitter.equipment import export
 from outfitter.equipment import service as equipment_service
 from outfitter.equipment.lifecycle import ALLOWED_MOVES
 from outfitter.equipment.schemas import EquipmentCreate, EquipmentPatch
-from outfitter.models import EquipmentState, EquipmentStatus, EquipmentType
+from outfitter.models import CustomFieldEntity, EquipmentState, EquipmentStatus, EquipmentType
 
 router = APIRouter(include_in_schema=False)
 
@@ -242,12 +243,15 @@ def _device(
     status: int = 200,
     error: str = "",
     assign_error: str = "",
+    custom_errors: dict[str, str] | None = None,
 ) -> Response:
     device = run_in_session(work.session, equipment_service.detail_plan(device_id))
     current = EquipmentStatus(device["status"])  # an Assigned device may be reassigned
     assignable = work.user.is_admin and (
         current == EquipmentStatus.ASSIGNED or EquipmentStatus.ASSIGNED in ALLOWED_MOVES.get(current, ())
     )
+    entity = CustomFieldEntity.DEVICE
+    custom = panel(work.session, entity, device["id"], device["custom_fields"], device["type"], custom_errors)
     return render(
         request,
         "device.html",
@@ -259,6 +263,7 @@ def _device(
         employees=employee_choices(work.session, "") if assignable else None,
         values={},
         errors={"assignee_id": assign_error} if assign_error else {},
+        custom=custom,
         error=error,
         saved=request.query_params.get("saved"),
     )
@@ -310,4 +315,38 @@ def assign_device(
             work.session.rollback()  # nothing of the refused assignment stays
             reason = first_message(exc) if isinstance(exc, ValidationFailed) else None
             return _device(request, work, device_id, exc.status_code, assign_error=reason or exc.message)
+    return redirect(f"{MOUNT_PATH}/devices/{device_id}?saved=1")
+
+
+@router.post("/devices/{device_id}/custom-fields")
+@page
+def update_device_custom_fields(request: Request, device_id: str, form: AnyForm) -> Response:
+    """The device page's custom fields form, as a PATCH of `custom_fields` (sensitive ones kept
+    unless a new value or a clear is given)."""
+    values = _form_values(form)
+    with console_work(request, values) as work:
+        if not work.user.is_admin:
+            return error_page(request, 403, ADMIN_ONLY, work.user)
+        device = run_in_session(
+            work.session, equipment_service.detail_plan(device_id)
+        )  # another company's: 404
+        given, errors = submitted_values(
+            work.session, CustomFieldEntity.DEVICE, values, device["custom_fields"]
+        )
+        if not errors:
+            try:
+                equipment_service.update_equipment(
+                    work.session, work.actor, device_id, EquipmentPatch(custom_fields=given)
+                )
+            except ValidationFailed as exc:
+                work.session.rollback()
+                errors = {
+                    path.removeprefix("custom_fields."): messages[0]
+                    for path, messages in (exc.errors or {}).items()
+                }
+            except DomainError as exc:
+                work.session.rollback()
+                return _device(request, work, device_id, exc.status_code, exc.message)
+        if errors:
+            return _device(request, work, device_id, 422, custom_errors=errors)
     return redirect(f"{MOUNT_PATH}/devices/{device_id}?saved=1")

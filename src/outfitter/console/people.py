@@ -19,11 +19,13 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 from starlette.datastructures import QueryParams
 
+from outfitter.console.custom_values import panel, submitted_values
 from outfitter.console.pages import page, render
 from outfitter.console.web import MOUNT_PATH, ConsoleWork, console_work, error_page, redirect
 from outfitter.core.errors import Conflict, DomainError, NotFound, ValidationFailed, validation_message
 from outfitter.csvio.reader import MAX_IMPORT_BYTES
 from outfitter.db.keyset import PageParams, PageResult
+from outfitter.models import CustomFieldEntity
 from outfitter.people import departments as department_service
 from outfitter.people import imports
 from outfitter.people import service as employee_service
@@ -163,7 +165,7 @@ def _paged(records: list[Any], result: Any, page_number: int) -> Listing:
 def list_employees(session: Session, query: EmployeeQuery) -> Listing:
     """A page of employees as `GET /client/employees` answers the same filters; a filter the
     service refuses (an unknown country or department) is noted beside its field and left out."""
-    given = {"country": query.country or None, "department_id": query.department or None}
+    given: dict[str, Any] = {"country": query.country or None, "department_id": query.department or None}
     while True:
         try:
             filters = employee_service.resolve_filters(session, search=query.q or None, **given)
@@ -351,9 +353,16 @@ def create_employee(request: Request, values: Fields) -> Response:
 
 
 def _employee(
-    request: Request, work: ConsoleWork, employee_id: str, status: int = 200, error: str = ""
+    request: Request,
+    work: ConsoleWork,
+    employee_id: str,
+    status: int = 200,
+    error: str = "",
+    custom_errors: dict[str, str] | None = None,
 ) -> Response:
     employee = employee_service.get_employee(work.session, employee_id)
+    entity = CustomFieldEntity.EMPLOYEE
+    custom = panel(work.session, entity, employee.id, employee.custom_fields, errors=custom_errors)
     return render(
         request,
         "employee.html",
@@ -361,9 +370,35 @@ def _employee(
         user=work.user,
         nav="employees",
         employee=employee,
+        custom=custom,
         error=error,
         saved=request.query_params.get("saved"),
     )
+
+
+@router.post("/employees/{employee_id}/custom-fields")
+@page
+def update_employee_custom_fields(request: Request, employee_id: str, values: Fields) -> Response:
+    """The employee page's custom fields form, as a PATCH of `custom_fields` (sensitive ones kept
+    unless a new value or a clear is given)."""
+    with console_work(request, values) as work:
+        refused = _refused(request, work)
+        if refused:
+            return refused
+        employee = employee_service.get_employee(work.session, employee_id)  # another company's: 404
+        entity = CustomFieldEntity.EMPLOYEE
+        given, errors = submitted_values(work.session, entity, values, employee.custom_fields)
+        if not errors:
+            try:
+                patch = EmployeePatch(custom_fields=given)
+                employee_service.update_employee(work.session, work.actor, employee_id, patch)
+            except ValidationFailed as exc:
+                work.session.rollback()
+                found = (exc.errors or {}).items()
+                errors = {path.removeprefix("custom_fields."): messages[0] for path, messages in found}
+        if errors:
+            return _employee(request, work, employee_id, 422, "", errors)
+    return redirect(f"{MOUNT_PATH}/employees/{employee_id}?saved=updated")
 
 
 @router.get("/employees/{employee_id}")

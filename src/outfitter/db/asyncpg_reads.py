@@ -89,6 +89,7 @@ def _compiled_form(statement: Executable) -> _Compiled:
 async def _init_connection(connection: asyncpg.Connection) -> None:
     # JSON columns arrive decoded, as psycopg gives them to SQLAlchemy on the other driver.
     await connection.set_type_codec("json", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+    await connection.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
 async def _keep_as_is(_connection: asyncpg.Connection) -> None:

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from outfitter.catalog.reference import Countries, currencies_by_code
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.schemas import render_as
+from outfitter.customfields.records import CheckedValues
 from outfitter.db.base import utcnow
 from outfitter.db.bulk_rows import rows_written_meanwhile, take_turn
 from outfitter.db.tenancy import company_of
@@ -53,10 +54,16 @@ class CheckedDevice:
     assignee: Employee | None = None
     country: Country | None = None
     currency: Currency | None = None
+    values: CheckedValues | None = None
+    from_text: bool = False  # read from a CSV file
 
 
 def check_devices(
-    session: Session, items: Sequence[tuple[str, EquipmentCreate]], *, serials_taken: bool = True
+    session: Session,
+    items: Sequence[tuple[str, EquipmentCreate]],
+    *,
+    serials_taken: bool = True,
+    from_text: bool = False,
 ) -> list[CheckedDevice]:
     """Every rule of registering a device, for every item, by set queries; 422 with all the errors.
     Without `serials_taken` the serial numbers the company already holds are looked up only when
@@ -70,11 +77,12 @@ def check_devices(
     assignees = repository.employees({body.assignee_id for _, body in items if body.assignee_id})
     serials = {body.serial_number for _, body in items if body.serial_number}
     taken = repository.serial_holders(serials) if serials_taken else {}
+    fields = service.device_fields(session)  # `from_text`: a CSV file's cells, every value a string
     errors: dict[str, list[str]] = {}
     first_seen: dict[str, str] = {}
     checked: list[CheckedDevice] = []
     for path, body in items:
-        item = CheckedDevice(path, body, {"country_id": None, "currency_id": None})
+        item = CheckedDevice(path, body, {"country_id": None, "currency_id": None}, from_text=from_text)
         problems: dict[str, str] = {}
         if body.country:
             country = country_named[body.country]
@@ -100,6 +108,8 @@ def check_devices(
             assignee_error = UNKNOWN_EMPLOYEE if item.assignee is None else offboarded(item.assignee)
         if assignee_error is not None:
             problems["assignee_id"] = assignee_error
+        item.values = fields.check(body.custom_fields, device_type=body.type, from_text=from_text)
+        problems |= {f"custom_fields.{key}": message for key, message in item.values.errors.items()}
         serial = body.serial_number
         if serial and serial in taken:
             problems["serial_number"] = service.serial_taken_message(serial, taken[serial])
@@ -112,7 +122,7 @@ def check_devices(
         checked.append(item)
     if errors:
         if not serials_taken:  # every error is reported at once: the taken numbers too
-            check_devices(session, items)
+            check_devices(session, items, from_text=from_text)
         raise ValidationFailed.fields(errors)
     return checked
 
@@ -144,7 +154,10 @@ def write_or_report_taken(
         with session.begin_nested():
             return write_devices(session, actor, checked)
     except SerialNumberTaken:
-        check_devices(session, [(device.path, device.body) for device in checked])  # the 422
+        from_text = any(device.from_text for device in checked)
+        check_devices(
+            session, [(device.path, device.body) for device in checked], from_text=from_text
+        )  # the 422
         raise Conflict(  # the device holding it was deleted or renumbered since
             "A device held one of these serial numbers while the batch was written and holds it no "
             "more; nothing was registered: send the request again."
@@ -176,7 +189,7 @@ def write_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]
         for position, item in enumerate(checked):
             # a microsecond apart: the batch keeps its order in the list (newest first)
             device = service.new_equipment_row(
-                item.body, item.references, company, now + timedelta(microseconds=position)
+                item.body, item.references, company, now + timedelta(microseconds=position), item.values
             )
             history[device["id"]] = lifecycle.registered(device, item.body.status, actor, item.assignee)
             devices.append(device)

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from outfitter.csvio.writer import CHUNK_ROWS, csv_text, escaped, stream_chunks
+from outfitter.customfields.cells import custom_cells
 from outfitter.equipment import presenters
 from outfitter.equipment.repository import EquipmentFilters, EquipmentRepository
 
@@ -51,11 +52,18 @@ COLUMNS = (
 Keyset = tuple[datetime, uuid.UUID]
 
 
-def equipment_chunks(open_session: Callable[[], Session], filters: EquipmentFilters) -> Iterator[str]:
-    """The filtered list, newest first, chunk by chunk (each its own short read), as CSV text."""
+def equipment_chunks(
+    open_session: Callable[[], Session],
+    filters: EquipmentFilters,
+    custom_keys: Sequence[str] = (),
+    sensitive_keys: Sequence[str] = (),
+) -> Iterator[str]:
+    """The filtered list, newest first, chunk by chunk (each its own short read), as CSV text; a
+    column per custom field after the list's (`custom_keys`, then `sensitive_keys` if any)."""
+    sensitive = bool(sensitive_keys)
 
     def read(session: Session, after: Keyset | None) -> tuple[Sequence[Any], Keyset | None]:
-        rows = EquipmentRepository(session).chunk(filters, after, CHUNK_ROWS)
+        rows = EquipmentRepository(session).chunk(filters, after, CHUNK_ROWS, sensitive=sensitive)
         last = (
             (datetime.fromisoformat(rows[-1].created_at), uuid.UUID(rows[-1].id))
             if len(rows) == CHUNK_ROWS
@@ -64,7 +72,13 @@ def equipment_chunks(open_session: Callable[[], Session], filters: EquipmentFilt
         return rows, last
 
     def render(rows: Sequence[Any]) -> str:
-        return csv_text(_cells(row) for row in rows)
+        extra = 2 if sensitive else 1  # the values' columns, after the list's
+        return csv_text(
+            _cells(row[:-extra])
+            + custom_cells(row[-extra], custom_keys)
+            + (custom_cells(row[-1], sensitive_keys) if sensitive else [])
+            for row in rows
+        )
 
     return stream_chunks(open_session, read, render)
 

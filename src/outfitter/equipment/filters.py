@@ -21,6 +21,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
+from outfitter.customfields import filters as custom_filters
+from outfitter.customfields.filters import CustomFilter
 from outfitter.db.base import search_pattern, search_text
 from outfitter.db.keyset import Keyset
 from outfitter.models import (
@@ -75,6 +77,7 @@ class EquipmentFilters:
     search: str | None = None  # `q`: part of the serial number, title, or assignee's name or email
     updated_since: datetime | None = None  # every status, changed at or after this time...
     horizon: datetime | None = None  # ...and before this one (db.keyset.SYNC_HORIZON)
+    custom: tuple[CustomFilter, ...] = ()  # `cf_<key>=...` (customfields.filters)
 
     def shape(self) -> tuple[object, ...]:
         """Which filters are given (not their values): the statements are built once per shape."""
@@ -88,6 +91,7 @@ class EquipmentFilters:
             bool(self.serial_numbers),
             self.search is not None,
             self.updated_since is not None,
+            tuple(custom.shape for custom in self.custom),
         )
 
     def parameters(self) -> dict[str, object]:
@@ -101,13 +105,14 @@ class EquipmentFilters:
             "search": search_pattern(self.search) if self.search is not None else None,
             "updated_since": self.updated_since,
             "horizon": self.horizon,
+            **custom_filters.parameters(self.custom),
         }
         return {name: value for name, value in values.items() if value is not None}
 
 
 @functools.cache
 def conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
-    status, type_kind, memory, storage, country, serials, search, since = shape
+    status, type_kind, memory, storage, country, serials, search, since, custom = shape
     conditions: list[ColumnElement[bool]] = []
     if status:
         conditions.append(Equipment.status == bindparam("status"))
@@ -127,6 +132,7 @@ def conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
         conditions.append(Equipment.serial_number.in_(bindparam("serial_numbers", expanding=True)))
     if search:
         conditions.append(_search())
+    conditions.extend(custom_filters.conditions(Equipment.custom_fields, custom))  # type: ignore[arg-type]
     if since:
         conditions.append(Equipment.updated_at >= bindparam("updated_since", type_=Equipment.updated_at.type))
         conditions.append(Equipment.updated_at < bindparam("horizon", type_=Equipment.updated_at.type))

@@ -20,13 +20,13 @@ from outfitter.csvio.reader import (
     read_rows,
     validate_rows,
 )
-from outfitter.equipment import bulk
+from outfitter.equipment import bulk, service
 from outfitter.equipment.schemas import EquipmentCreate, SpecsIn
 from outfitter.models import Equipment
 from outfitter.tenants.actor import Actor
 
 COLUMNS = (
-    *(name for name in EquipmentCreate.model_fields if name != "specs"),
+    *(name for name in EquipmentCreate.model_fields if name not in ("specs", "custom_fields")),
     *(f"specs.{name}" for name in SpecsIn.model_fields),
 )
 _ROW = TypeAdapter(EquipmentCreate)
@@ -69,16 +69,18 @@ def import_equipment(
 def _import(
     session: Session, actor: str, data: bytes, *, dry_run: bool, progress: Progress | None
 ) -> dict[str, Any]:
-    rows = read_rows(data, COLUMNS, progress, required=REQUIRED)
+    # A column per custom field (`custom_fields.imei`), each cell read as text ("42", "true", "a|b").
+    columns = (*COLUMNS, *(f"custom_fields.{key}" for key in service.device_fields(session).definitions))
+    rows = read_rows(data, columns, progress, required=REQUIRED)
     unreadable: dict[str, list[str]] = {}
     for row in rows:
         problem = _other_details(row.fields)
         if problem is not None:
             unreadable[f"{row.path}.other_details"] = [problem]
-    valid, errors = validate_rows(rows, _ROW, COLUMNS)
+    valid, errors = validate_rows(rows, _ROW, columns)
     errors = {**unreadable, **errors}
     try:  # the numbers already taken are left to the write, unless there is something to report
-        checked = bulk.check_devices(session, valid, serials_taken=dry_run or bool(errors))
+        checked = bulk.check_devices(session, valid, serials_taken=dry_run or bool(errors), from_text=True)
     except ValidationFailed as failure:
         raise ValidationFailed.fields(merged(errors, failure)) from None
     if errors:

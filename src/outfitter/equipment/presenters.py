@@ -74,6 +74,7 @@ def _base_fields(row: Row[Any] | SimpleNamespace) -> dict[str, Any]:
         "status": row.status,
         "country": row.country_name,
         "country_code": row.country_code,
+        "custom_fields": row.custom_fields or {},
         "created_at": row.created_at,
         "updated_at": row.updated_at,
     }

@@ -65,6 +65,7 @@ _BASE_COLUMNS = (
     Equipment.description,
     Equipment.status,
     Equipment.country_id,
+    Equipment.custom_fields,
     Equipment.created_at,
     Equipment.updated_at,
     Currency.id.label("currency_id"),

@@ -114,9 +114,11 @@ _EXPORT_COLUMNS = (
 
 
 @functools.cache
-def _chunk(shape: tuple[object, ...], after: bool) -> Select[Any]:
-    """The list's rows in its order (newest first), from a keyset: after the row (created_at, id)."""
-    statement = with_references(select(*_EXPORT_COLUMNS)).where(*conditions(shape))
+def _chunk(shape: tuple[object, ...], after: bool, sensitive: bool = False) -> Select[Any]:
+    """The list's rows in its order (newest first), from a keyset: after the row (created_at, id).
+    Then the custom fields' values, and the sensitive ones only when the export asks for them."""
+    values = (Equipment.custom_fields, *([Equipment.sensitive_fields] if sensitive else []))
+    statement = with_references(select(*_EXPORT_COLUMNS, *values)).where(*conditions(shape))
     if after:
         # A row value, not an OR of comparisons: the index (company, created_at, id) seeks to it,
         # so a chunk deep in the list costs what the first does.
@@ -184,14 +186,19 @@ class EquipmentRepository(CompanyRepository[Equipment]):
     label = LABEL
 
     def chunk(
-        self, filters: EquipmentFilters, after: tuple[datetime, uuid.UUID] | None, limit: int
+        self,
+        filters: EquipmentFilters,
+        after: tuple[datetime, uuid.UUID] | None,
+        limit: int,
+        *,
+        sensitive: bool = False,
     ) -> Sequence[Row[Any]]:
         """Up to `limit` rows of the filtered list after the keyset `after`: an export's chunk, its
         columns those of the CSV file (see _EXPORT_COLUMNS)."""
         values = filters.parameters() | {"limit": limit}
         if after is not None:
             values |= {"after_created": after[0], "after_id": after[1]}
-        return company_rows(self.session, _chunk(filters.shape(), after is not None), values)
+        return company_rows(self.session, _chunk(filters.shape(), after is not None, sensitive), values)
 
     def details(self, equipment_ids: list[uuid.UUID]) -> dict[uuid.UUID, Row[Any]]:
         """Many devices' detail rows in one statement (bulk answers, the events of a batch), by id."""

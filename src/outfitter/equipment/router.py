@@ -5,12 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
 from outfitter.core.schemas import Envelope, Rendered, error_responses, ok, render_as, rendered_ok
 from outfitter.csvio.reader import CsvBody, DryRun, ImportResult, csv_request_body, import_message
 from outfitter.csvio.writer import CSV_RESPONSE, csv_response
+from outfitter.customfields.filters import custom_parameters
+from outfitter.customfields.schemas import IncludeSensitive
+from outfitter.customfields.service import export_fields
 from outfitter.db.keyset import ListParams
 from outfitter.db.reads import ReadPlan
 from outfitter.equipment import bulk, export, imports, service
@@ -27,7 +30,7 @@ from outfitter.equipment.schemas import (
 from outfitter.http.openapi import id_path
 from outfitter.http.pagination import Listing, SyncListing
 from outfitter.http.unit_of_work import ReadAccess, ReadOnlyAccess, UnitOfWorkRoute, WriteAccess
-from outfitter.models import EquipmentStatus
+from outfitter.models import CustomFieldEntity, EquipmentStatus
 
 router = APIRouter(prefix="/client", tags=["equipment"], route_class=UnitOfWorkRoute)
 
@@ -46,6 +49,7 @@ def _page_answer_plan(
 
 
 async def _list_query(
+    request: Request,
     status: Annotated[EquipmentStatus | None, Query(description="Only this status")] = None,
     type: Annotated[
         TypeFilter | None, Query(description="Laptop/Workstation also matches Laptop and Workstation")
@@ -76,6 +80,7 @@ async def _list_query(
         "country": country,
         "serial_number": serial_number,
         "q": q,
+        "custom": custom_parameters(request.query_params),
     }
 
 
@@ -101,8 +106,9 @@ async def list_equipment(
     ] = None,
 ) -> Rendered:
     """A page of the company's devices, newest first (or in `sort` order), filtered by status, type, memory,
-    storage, country, serial numbers or a search `q`. Archived devices appear only with `status=Archived`
-    (or in an `updated_since` walk)."""
+    storage, country, serial numbers, a search `q`, or custom fields (`cf_imei=...`; `cf_price__gte=...` and
+    `__lte`, `__gt`, `__lt` for numbers and dates; an unknown field is 422). Archived devices appear only
+    with `status=Archived` (or in an `updated_since` walk)."""
     return await reads.run(_page_answer_plan(service.filters_plan(**query), pagination, sort))
 
 
@@ -113,12 +119,19 @@ async def list_equipment(
     responses={**CSV_RESPONSE, **error_responses(422)},
     summary="The equipment list as a CSV file (the list's filters), streamed",
 )
-def export_equipment(client: ReadAccess, query: ListQuery) -> StreamingResponse:
+def export_equipment(
+    client: ReadAccess, query: ListQuery, include_sensitive: IncludeSensitive = False
+) -> StreamingResponse:
     """The equipment list as a CSV file (UTF-8, a header row, one row per device), with the list's filters,
-    streamed whatever its size."""
+    streamed whatever its size; a column per custom field (`custom_fields.imei`), the sensitive ones only
+    with `include_sensitive=true` and a token holding the custom_fields:sensitive scope."""
     filters = service.resolve_filters(client.session, **query)  # a bad filter is a 422, before any byte
-    chunks = export.equipment_chunks(client.sessions_after(), filters)
-    return csv_response(f"equipment-{datetime.now(UTC):%Y-%m-%d}.csv", export.COLUMNS, chunks)
+    public, sensitive = export_fields(
+        client.session, client.actor, CustomFieldEntity.DEVICE, include_sensitive
+    )
+    chunks = export.equipment_chunks(client.sessions_after(), filters, public, sensitive)
+    columns = (*export.COLUMNS, *(f"custom_fields.{key}" for key in (*public, *sensitive)))
+    return csv_response(f"equipment-{datetime.now(UTC):%Y-%m-%d}.csv", columns, chunks)
 
 
 @router.get(

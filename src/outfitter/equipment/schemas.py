@@ -147,6 +147,10 @@ class EquipmentBase(Schema):
     status: EquipmentStatus
     country: str | None
     country_code: str | None
+    custom_fields: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The company's custom fields (docs/custom-fields.md), sensitive ones left out",
+    )
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -276,6 +280,11 @@ class EquipmentFields(BaseModel):
     image_url: Annotated[str, WEB_URL_OR_BLANK] | None = Field(default=None, max_length=1000)
     other_details: list[str] | None = Field(default=None, max_length=100)
     assignee_id: uuid.UUID | None = None
+    custom_fields: dict[str, Any] | None = Field(
+        default=None,
+        max_length=100,
+        description="Values of the company's custom fields by key; a null clears one (docs/custom-fields.md)",
+    )
 
     @field_validator("purchase_date", mode="before")
     @classmethod

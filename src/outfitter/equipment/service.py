@@ -4,7 +4,7 @@ status change goes through `lifecycle.move`."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -21,6 +21,15 @@ from outfitter.catalog.reference import (
 )
 from outfitter.core.errors import Conflict, NotFound, ValidationFailed
 from outfitter.core.schemas import render_as
+from outfitter.customfields.filters import CustomFilter, parse_filters
+from outfitter.customfields.records import (
+    DEFINITION_ROWS,
+    CheckedValues,
+    FieldSet,
+    field_set,
+    field_set_of_rows,
+    value_errors,
+)
 from outfitter.db.base import new_id, utcnow
 from outfitter.db.clock import FEED_HOLDERS, NO_HORIZON, SYNC_HORIZON, held_too_long, warn_held
 from outfitter.db.keyset import CursorParams, ListParams, ListResult
@@ -45,6 +54,7 @@ from outfitter.equipment.schemas import (
 )
 from outfitter.models import (
     Currency,
+    CustomFieldEntity,
     Employee,
     Equipment,
     EquipmentSource,
@@ -87,8 +97,14 @@ def filters_plan(
     country: str | None = None,
     serial_number: str | None = None,
     q: str | None = None,
+    custom: Mapping[str, str] | None = None,
 ) -> ReadPlan[EquipmentFilters]:
-    """Query values as the list compares them; an unknown country is 422 naming query.country."""
+    """Query values as the list compares them; an unknown country is 422 naming query.country, an
+    unknown custom field 422 naming its parameter (`query.cf_imei`)."""
+    custom_found: tuple[CustomFilter, ...] = ()
+    if custom:
+        rows = yield Read(DEFINITION_ROWS, {"entity": CustomFieldEntity.DEVICE.value})
+        custom_found = parse_filters(field_set_of_rows(CustomFieldEntity.DEVICE, rows), custom)
     country_id = (yield from country_id_plan(country, "query.country")) if country else None
     serials = tuple(dict.fromkeys(part.strip() for part in (serial_number or "").split(",") if part.strip()))
     if len(serials) > MAX_SERIAL_FILTER:
@@ -103,6 +119,7 @@ def filters_plan(
         country_id=country_id,
         serial_numbers=serials,
         search=(q or "").strip() or None,
+        custom=custom_found,
     )
 
 
@@ -160,7 +177,10 @@ def create_equipment(session: Session, actor: Actor, body: EquipmentCreate) -> b
     if body.assignee_id is not None:
         assignee = _assignable(_employee(repository, body.assignee_id))
     references = {"country_id": country and country.id, "currency_id": currency and currency.id}
-    device = new_equipment_row(body, references, company_of(session), utcnow())
+    values = device_fields(session).check(body.custom_fields, device_type=body.type)
+    if values.errors:
+        raise ValidationFailed.fields(value_errors("custom_fields", values.errors))
+    device = new_equipment_row(body, references, company_of(session), utcnow(), values)
     history = lifecycle.registered(device, body.status, actor.name, assignee)
     assignee_fields = repository.assignee_fields({assignee.id}) if assignee is not None else {}
     answer = render_as(
@@ -197,11 +217,21 @@ def creation_assignee_error(body: EquipmentCreate) -> str | None:
     return None
 
 
+def device_fields(session: Session) -> FieldSet:
+    """The company's device fields (customfields): what `custom_fields` may hold."""
+    return field_set(session, CustomFieldEntity.DEVICE)
+
+
 def new_equipment_row(
-    body: EquipmentCreate, references: dict[str, Any], company_id: uuid.UUID, now: datetime
+    body: EquipmentCreate,
+    references: dict[str, Any],
+    company_id: uuid.UUID,
+    now: datetime,
+    values: CheckedValues | None = None,
 ) -> dict[str, Any]:
     """The columns of a device registered by the company (source External, Unassigned, created
-    at `now`), as the single create and a batch write it (bulk, CSV imports)."""
+    at `now`), as the single create and a batch write it (bulk, CSV imports), with its checked
+    custom field `values`."""
     specs = {
         key: value
         for key in (body.specs.model_fields_set if body.specs else ())
@@ -224,6 +254,8 @@ def new_equipment_row(
         "memory_key": fold_spec(specs.get("memory")),
         "storage_key": fold_spec(specs.get("storage")),
         "documents": [],
+        "custom_fields": values.public if values is not None else {},
+        "sensitive_fields": values.sensitive if values is not None else {},
         "created_at": now,
         "updated_at": now,
     }
@@ -245,6 +277,13 @@ def update_equipment(
     serial = body.serial_number if "serial_number" in fields else None
     if serial and (holder := repository.serial_holder(serial, except_id=equipment.id)) is not None:
         raise Conflict(serial_taken_message(serial, holder))
+    values = None
+    if "custom_fields" in fields:
+        device_type = body.type if "type" in fields else equipment.type
+        current = (dict(equipment.custom_fields or {}), dict(equipment.sensitive_fields or {}))
+        values = device_fields(session).check(body.custom_fields, current=current, device_type=device_type)
+        if values.errors:
+            raise ValidationFailed.fields(value_errors("custom_fields", values.errors))
 
     changes: list[tuple[EventType, Equipment]] = []
     if target is not None:
@@ -254,6 +293,9 @@ def update_equipment(
         changes.append((status_event(to_status), equipment))
     before = _edited_values(equipment)
     _apply_fields(equipment, body, fields, references)
+    if values is not None:
+        equipment.custom_fields = values.public
+        equipment.sensitive_fields = values.sensitive
     if _edited_values(equipment) != before:  # fields sent with the values they had change nothing
         changes.append((EventType.EQUIPMENT_UPDATED, equipment))
     _flush(session, serial)
@@ -403,7 +445,8 @@ def _apply_fields(
 def _edited_values(equipment: Equipment) -> tuple[object, ...]:
     """What a PATCH's fields edit (not the status), to tell an edit from a no-op."""
     names = ("title", *PLAIN_FIELDS, "country_id", "currency_id")
-    return (*(getattr(equipment, name) for name in names), dict(equipment.specs or {}))
+    custom = (dict(equipment.custom_fields or {}), dict(equipment.sensitive_fields or {}))
+    return (*(getattr(equipment, name) for name in names), dict(equipment.specs or {}), custom)
 
 
 def _flush(session: Session, serial_number: str | None) -> None:

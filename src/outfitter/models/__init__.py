@@ -18,6 +18,7 @@ from outfitter.models.catalog import (
     CurrencyStatus,
 )
 from outfitter.models.console import ConsoleRole, ConsoleSession, ConsoleSettings, ConsoleUser
+from outfitter.models.customfields import CustomFieldDefinition, CustomFieldEntity, CustomFieldType
 from outfitter.models.equipment import (
     Equipment,
     EquipmentEvent,
@@ -103,6 +104,9 @@ __all__ = [
     "Country",
     "Currency",
     "CurrencyStatus",
+    "CustomFieldDefinition",
+    "CustomFieldEntity",
+    "CustomFieldType",
     "DeliveryStatus",
     "Department",
     "Employee",

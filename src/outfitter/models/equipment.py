@@ -23,6 +23,7 @@ from outfitter.db.base import (
     utcnow,
 )
 from outfitter.models.catalog import Country, Currency
+from outfitter.models.customfields import EMPTY_VALUES, CustomValues, custom_values_index
 from outfitter.models.people import Employee
 
 
@@ -105,6 +106,7 @@ class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
         # entry for each NULL would cost every insert and serve no lookup (migration 0011).
         *(_set_only_index(column) for column in ("assignee_id", "asset_order_id")),
         trigram_index("equipment", "title"),
+        custom_values_index("equipment"),
         trigram_index("equipment", "serial_number"),
         # One per filter, led by it and carrying the other filter columns: a count or an id page
         # with any mix of filters is an index-only scan of the narrowest one.
@@ -168,6 +170,13 @@ class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
     device_setup: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     documents: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     insurance_expires_at: Mapped[datetime | None]
+    # The company's own fields (models.customfields): the sensitive ones apart, never in an answer.
+    custom_fields: Mapped[dict[str, Any]] = mapped_column(
+        CustomValues, default=dict, server_default=EMPTY_VALUES
+    )
+    sensitive_fields: Mapped[dict[str, Any]] = mapped_column(
+        CustomValues, default=dict, server_default=EMPTY_VALUES
+    )
     status_changed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     currency: Mapped[Currency | None] = relationship(lazy="raise")

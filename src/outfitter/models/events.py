@@ -40,6 +40,9 @@ class EventType(StrEnum):
     ORDER_COMPLETED = "order.completed"
     WALLET_CREDITED = "wallet.credited"
     WALLET_DEBITED = "wallet.debited"
+    CUSTOM_FIELD_CREATED = "custom_field.created"
+    CUSTOM_FIELD_UPDATED = "custom_field.updated"
+    CUSTOM_FIELD_DELETED = "custom_field.deleted"
     # The console's own users (docs/events.md): changes to who may sign in and how.
     CONSOLE_USER_INVITED = "console_user.invited"
     CONSOLE_USER_ROLE_CHANGED = "console_user.role_changed"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -21,6 +22,7 @@ from outfitter.db.base import (
     trigram_index,
 )
 from outfitter.models.catalog import Country
+from outfitter.models.customfields import EMPTY_VALUES, CustomValues, custom_values_index
 
 # `Employee.status` of an employee offboarded by SCIM (`active: false` or DELETE); "Active" again
 # when the identity provider reactivates them.
@@ -42,6 +44,7 @@ class Employee(IdMixin, ChangeTracked, CompanyOwned, Base):
         # The searches (the employee list's, and the equipment's by assignee) match part of a name
         # or email, whatever the case (trigram, PostgreSQL).
         *(trigram_index("employees", column) for column in ("first_name", "last_name", "email")),
+        custom_values_index("employees"),
         # SCIM identities (scim/): unique in the company; NULLs (employees made by the API) never clash.
         Index("uq_employees_company_user_name", "company_id", "user_name", unique=True),
         Index("uq_employees_company_external_id", "company_id", "external_id", unique=True),
@@ -78,6 +81,13 @@ class Employee(IdMixin, ChangeTracked, CompanyOwned, Base):
     manager_id: Mapped[uuid.UUID | None]  # no foreign key (migration 0008): a deleted manager reads as none
     department_name: Mapped[str | None] = mapped_column(String(200))
     deprovisioned_at: Mapped[datetime | None]
+    # The company's own fields (models.customfields): the sensitive ones apart, never in an answer.
+    custom_fields: Mapped[dict[str, Any]] = mapped_column(
+        CustomValues, default=dict, server_default=EMPTY_VALUES
+    )
+    sensitive_fields: Mapped[dict[str, Any]] = mapped_column(
+        CustomValues, default=dict, server_default=EMPTY_VALUES
+    )
 
     country: Mapped[Country] = relationship(lazy="raise")
 

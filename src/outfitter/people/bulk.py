@@ -20,7 +20,7 @@ from outfitter.outbox import NewEvent, as_event_data, record_events
 from outfitter.people.identities import email_taken, user_name_taken
 from outfitter.people.repository import EmployeeRepository, countries_matching
 from outfitter.people.schemas import EmployeeCreate, EmployeeOut
-from outfitter.people.service import employee_out
+from outfitter.people.service import employee_fields, employee_out
 from outfitter.tenants.actor import Actor
 
 MAX_BULK_EMPLOYEES = 1000
@@ -73,6 +73,7 @@ def create_validated(
     *,
     write: bool = True,
     actor: str | None = None,
+    from_text: bool = False,
 ) -> list[EmployeeOut]:
     """The batch rules (countries, emails unique in the batch and the company) for bodies already
     validated, keyed by their paths; 422 with these errors and `errors` (the bodies' own). Then one
@@ -86,6 +87,7 @@ def create_validated(
     emails = {body.email for _, body in valid}
     taken, known_as = repository.existing_emails(emails), repository.user_names_taken(emails)
     first_seen: dict[str, str] = {}
+    fields_of_company = employee_fields(session)  # `from_text`: a CSV file's cells, every value a string
     rows: list[dict[str, Any]] = []
     answer_countries: list[Country] = []
     now = utcnow()
@@ -104,11 +106,16 @@ def create_validated(
                 f"The email {body.email} is also given at {first_seen[body.email]}."
             )
         first_seen.setdefault(body.email, path)
+        values = fields_of_company.check(body.custom_fields, from_text=from_text)
+        for key, message in values.errors.items():
+            errors.setdefault(f"{path}.custom_fields.{key}", []).append(message)
         if country is not None:
-            fields = body.model_dump(exclude={"country_id"})
+            fields = body.model_dump(exclude={"country_id", "custom_fields"})
             rows.append(
                 {
                     **fields,
+                    "custom_fields": values.public,
+                    "sensitive_fields": values.sensitive,
                     "id": new_id(),
                     "country_id": country.id,
                     "status": EMPLOYEE_ACTIVE,

@@ -13,9 +13,10 @@ from outfitter.csvio.reader import Progress, analyze_if_many, merged, read_rows,
 from outfitter.models import Employee
 from outfitter.people import bulk
 from outfitter.people.schemas import EmployeeCreate
+from outfitter.people.service import employee_fields
 from outfitter.tenants.actor import Actor
 
-COLUMNS = tuple(EmployeeCreate.model_fields)
+COLUMNS = tuple(name for name in EmployeeCreate.model_fields if name != "custom_fields")
 _ROW = TypeAdapter(EmployeeCreate)
 REQUIRED = tuple(name for name, field in EmployeeCreate.model_fields.items() if field.is_required())
 # A file the import takes, for the OpenAPI document.
@@ -30,10 +31,14 @@ def import_employees(
     session: Session, actor: Actor, data: bytes, *, dry_run: bool, progress: Progress | None = None
 ) -> dict[str, Any]:
     """Create the file's employees, or with `dry_run` only check them: what was (would be) created."""
-    rows = read_rows(data, COLUMNS, progress, required=REQUIRED)
-    valid, errors = validate_rows(rows, _ROW, COLUMNS)
+    # A column per custom field (`custom_fields.badge`), each cell read as text ("42", "true", "a|b").
+    columns = (*COLUMNS, *(f"custom_fields.{key}" for key in employee_fields(session).definitions))
+    rows = read_rows(data, columns, progress, required=REQUIRED)
+    valid, errors = validate_rows(rows, _ROW, columns)
     try:
-        created = bulk.create_validated(session, valid, errors, write=not dry_run, actor=actor.name)
+        created = bulk.create_validated(
+            session, valid, errors, write=not dry_run, actor=actor.name, from_text=True
+        )
     except ValidationFailed as failure:
         raise ValidationFailed.fields(merged({}, failure)) from None
     if dry_run:

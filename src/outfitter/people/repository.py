@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, contains_eager, joinedload
 from sqlalchemy.orm.interfaces import ORMOption
 
 from outfitter.catalog.reference import country_code_named
+from outfitter.customfields.filters import CustomFilter, carried
 from outfitter.db.base import new_id, search_pattern, search_text
 from outfitter.db.bulk_rows import values_taken
 from outfitter.db.company_writes import company_insert, company_insert_statement, insert_unless_taken
@@ -78,7 +79,11 @@ class EmployeeRepository(CompanyRepository[Employee]):
     label = "Employee"
 
     def listing(
-        self, country_id: uuid.UUID | None, department_id: uuid.UUID | None, search: str | None
+        self,
+        country_id: uuid.UUID | None,
+        department_id: uuid.UUID | None,
+        search: str | None,
+        custom: tuple[CustomFilter, ...] = (),
     ) -> Select[Employee]:
         statement = self.select(joinedload(Employee.country)).order_by(
             Employee.created_at.desc(), Employee.id.desc()
@@ -95,6 +100,8 @@ class EmployeeRepository(CompanyRepository[Employee]):
             pattern = search_pattern(search)
             columns = (Employee.first_name, Employee.last_name, Employee.email)
             statement = statement.where(or_(*(search_text(column, pattern) for column in columns)))
+        if custom:
+            statement = statement.where(*carried(Employee.custom_fields, custom))
         return statement
 
     def chunk(

@@ -5,15 +5,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
 from outfitter.core.schemas import Envelope, UuidText, counted, error_responses, list_envelope, ok
 from outfitter.csvio.reader import CsvBody, DryRun, ImportResult, csv_request_body, import_message
 from outfitter.csvio.writer import CSV_RESPONSE, csv_response
+from outfitter.customfields.filters import custom_parameters
+from outfitter.customfields.schemas import IncludeSensitive
+from outfitter.customfields.service import export_fields
 from outfitter.http.openapi import id_path
 from outfitter.http.pagination import SyncListing
 from outfitter.http.unit_of_work import ReadAccess, UnitOfWorkRoute, WriteAccess
+from outfitter.models import CustomFieldEntity
 from outfitter.people import bulk, departments, export, imports, service
 from outfitter.people.schemas import (
     DepartmentChange,
@@ -34,6 +38,7 @@ DepartmentId = Annotated[str, id_path("The department's id", alias="departmentId
 
 
 async def _list_query(
+    request: Request,
     country: Annotated[str | None, Query(description="Country id, name or two-letter code")] = None,
     department_id: Annotated[
         UuidText | None, Query(description="Only active members of this department")
@@ -43,7 +48,12 @@ async def _list_query(
     ] = None,
 ) -> dict[str, Any]:
     """The list's filters, shared by the list and the export; `service.resolve_filters` checks them."""
-    return {"country": country, "department_id": department_id, "search": search}
+    return {
+        "country": country,
+        "department_id": department_id,
+        "search": search,
+        "custom": custom_parameters(request.query_params),
+    }
 
 
 ListQuery = Annotated[dict[str, Any], Depends(_list_query)]
@@ -56,8 +66,8 @@ ListQuery = Annotated[dict[str, Any], Depends(_list_query)]
     summary="List employees, newest first (or the changes since `updated_since`)",
 )
 def list_employees(client: ReadAccess, pagination: SyncListing, query: ListQuery) -> dict[str, object]:
-    """A page of the company's employees, newest first, filtered by country, department or a search of first
-    name, last name and email."""
+    """A page of the company's employees, newest first, filtered by country, department, a search of first
+    name, last name and email, or custom fields (`cf_badge=...`; ranges for numbers and dates)."""
     filters = service.resolve_filters(client.session, **query)
     records, page = service.list_employees(client.session, pagination, filters)
     return ok(page.body(records), "Employees fetched successfully.")
@@ -70,12 +80,19 @@ def list_employees(client: ReadAccess, pagination: SyncListing, query: ListQuery
     responses={**CSV_RESPONSE, **error_responses(422)},
     summary="The employee list as a CSV file (the list's filters), streamed",
 )
-def export_employees(client: ReadAccess, query: ListQuery) -> StreamingResponse:
+def export_employees(
+    client: ReadAccess, query: ListQuery, include_sensitive: IncludeSensitive = False
+) -> StreamingResponse:
     """The employee list as a CSV file (UTF-8, a header row, one row per employee), with the list's filters,
-    streamed whatever its size."""
+    streamed whatever its size; a column per custom field (`custom_fields.badge`), the sensitive ones only
+    with `include_sensitive=true` and a token holding the custom_fields:sensitive scope."""
     filters = service.resolve_filters(client.session, **query)  # a bad filter is a 422, before any byte
-    chunks = export.employee_chunks(client.sessions_after(), filters)
-    return csv_response(f"employees-{datetime.now(UTC):%Y-%m-%d}.csv", export.COLUMNS, chunks)
+    public, sensitive = export_fields(
+        client.session, client.actor, CustomFieldEntity.EMPLOYEE, include_sensitive
+    )
+    chunks = export.employee_chunks(client.sessions_after(), filters, public, sensitive)
+    columns = (*export.COLUMNS, *(f"custom_fields.{key}" for key in (*public, *sensitive)))
+    return csv_response(f"employees-{datetime.now(UTC):%Y-%m-%d}.csv", columns, chunks)
 
 
 @router.post(

@@ -104,6 +104,15 @@ Optional50 = Annotated[
 ]
 
 
+CustomFieldsIn = Annotated[
+    dict[str, Any] | None,
+    Field(
+        max_length=100,
+        description="Values of the company's custom fields by key; a null clears one (docs/custom-fields.md)",
+    ),
+]
+
+
 class Body(BaseModel):
     """A request body: unknown fields are refused with 422 naming them."""
 
@@ -136,6 +145,7 @@ class EmployeeCreate(Body):
     job_title: Optional200 = None
     tax_number: Optional100 = None
     employment_type: Optional50 = None
+    custom_fields: CustomFieldsIn = None
 
 
 class EmployeeBulkCreate(Body):
@@ -177,6 +187,7 @@ class EmployeePatch(Body):
     tax_number: Optional100 = None
     address: Annotated[Address | None, NotNull()] = None
     employment_type: Optional50 = None
+    custom_fields: CustomFieldsIn = None
 
 
 REQUIRED_ON_PATCH = ("first_name", "last_name", "phone", "country", "address")
@@ -269,6 +280,10 @@ class EmployeeOut(Schema):
     equipment: list[EquipmentBrief]
     orders: list[OrderBrief]
     open_retrievals: list[OpenRetrieval]
+    custom_fields: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The company's custom fields (docs/custom-fields.md), sensitive ones left out",
+    )
     created_at: Timestamp
     updated_at: Timestamp = Field(
         description="When the employee's own fields last changed: where an `updated_since` sync resumes"

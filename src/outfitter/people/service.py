@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -15,6 +15,8 @@ from sqlalchemy.orm import Session, aliased
 from outfitter.catalog.reference import CountryRef, resolve_country, resolve_country_ref
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.core.money import round_money
+from outfitter.customfields.filters import CustomFilter, parse_filters
+from outfitter.customfields.records import FieldSet, field_set, value_errors
 from outfitter.db.base import new_id, utcnow
 from outfitter.db.clock import NO_HORIZON
 from outfitter.db.keyset import (
@@ -29,7 +31,16 @@ from outfitter.db.keyset import (
     merge_pages,
 )
 from outfitter.db.tenancy import company_of
-from outfitter.models import EMPLOYEE_ACTIVE, Country, Department, Employee, Equipment, Order, OrderItem
+from outfitter.models import (
+    EMPLOYEE_ACTIVE,
+    Country,
+    CustomFieldEntity,
+    Department,
+    Employee,
+    Equipment,
+    Order,
+    OrderItem,
+)
 from outfitter.models.events import Event, EventType
 from outfitter.outbox import NewEvent, as_event_data, event_rows, record_event
 from outfitter.people.identities import SCIM_IDENTITY, email_taken, user_name_taken
@@ -98,9 +109,15 @@ def employee_out(
             )
             for item in retrievals
         ],
+        custom_fields=getattr(employee, "custom_fields", None) or {},
         created_at=employee.created_at,
         updated_at=employee.updated_at,
     )
+
+
+def employee_fields(session: Session) -> FieldSet:
+    """The company's employee fields (customfields): what `custom_fields` may hold."""
+    return field_set(session, CustomFieldEntity.EMPLOYEE)
 
 
 def present(repository: EmployeeRepository, employees: Sequence[Employee]) -> list[EmployeeOut]:
@@ -135,9 +152,14 @@ def create_employee(session: Session, actor: Actor, body: EmployeeCreate) -> Emp
     an email that is another employee's SCIM userName: migration 0015), the country from the
     process's copy, and the answer (and the event's data) from the row to write."""
     country = resolve_country_ref(session, body.country_id, "country_id")
+    values = employee_fields(session).check(body.custom_fields)
+    if values.errors:
+        raise ValidationFailed.fields(value_errors("custom_fields", values.errors))
     now = utcnow()
     row = {
-        **body.model_dump(exclude={"country_id"}),
+        **body.model_dump(exclude={"country_id", "custom_fields"}),
+        "custom_fields": values.public,
+        "sensitive_fields": values.sensitive,
         "id": new_id(),
         "company_id": company_of(session),
         "country_id": country.id,
@@ -167,10 +189,15 @@ class EmployeeFilters:
     country_id: uuid.UUID | None = None
     department_id: uuid.UUID | None = None
     search: str | None = None
+    custom: tuple[CustomFilter, ...] = ()  # `cf_<key>=...` (customfields.filters)
 
 
 def resolve_filters(
-    session: Session, country: str | None, department_id: str | None, search: str | None
+    session: Session,
+    country: str | None,
+    department_id: str | None,
+    search: str | None,
+    custom: Mapping[str, str] | None = None,
 ) -> EmployeeFilters:
     """Query values as the list compares them: 422 naming query.country or query.department_id.
     An empty country is no filter, as the equipment lists read theirs (a form's empty select); an
@@ -187,7 +214,8 @@ def resolve_filters(
         if found is None:
             raise ValidationFailed.field("query.department_id", "Unknown department.")
         department = found.id
-    return EmployeeFilters(country_id, department, (search or "").strip() or None)
+    custom_found = parse_filters(employee_fields(session), custom) if custom else ()
+    return EmployeeFilters(country_id, department, (search or "").strip() or None, custom_found)
 
 
 def list_employees(
@@ -196,7 +224,7 @@ def list_employees(
     """A page of either mode. With `updated_since`, the employees offboarded since then come in
     the same order as tombstones (their last state, `deleted: true`), whatever the filters."""
     repository = EmployeeRepository(session)
-    statement = repository.listing(filters.country_id, filters.department_id, filters.search)
+    statement = repository.listing(filters.country_id, filters.department_id, filters.search, filters.custom)
     order = list_order(session, Employee, params)
     page = list_page(session, statement.where(*order.conditions), order.keyset, params)
     if not isinstance(page, CursorResult) or not isinstance(params, CursorParams):
@@ -256,6 +284,12 @@ def update_employee(session: Session, actor: Actor, user_id: str, body: Employee
     repository = EmployeeRepository(session)
     employee = repository.get_with_country(user_id, for_update=True)  # a racing delete: 404
     changes = {name: getattr(body, name) for name in body.model_fields_set}
+    if "custom_fields" in changes:
+        current = (dict(employee.custom_fields or {}), dict(employee.sensitive_fields or {}))
+        values = employee_fields(session).check(changes.pop("custom_fields"), current=current)
+        if values.errors:
+            raise ValidationFailed.fields(value_errors("custom_fields", values.errors))
+        changes |= {"custom_fields": values.public, "sensitive_fields": values.sensitive}
     missing = {
         name: ["May not be null or empty."]
         for name in REQUIRED_ON_PATCH

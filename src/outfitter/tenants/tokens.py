@@ -16,7 +16,9 @@ from outfitter.db.base import utcnow
 from outfitter.models import ApiToken, Company
 
 TOKEN_PREFIX = "otf_"
-SCOPES = ("read", "write", "scim")  # `scim`: only the SCIM provisioning API (/scim/v2)
+# `scim`: only the SCIM provisioning API (/scim/v2). `custom_fields:sensitive`: with `read`, the
+# values of sensitive custom fields (their endpoints, and exports that ask for them).
+SCOPES = ("read", "write", "scim", "custom_fields:sensitive")
 DEFAULT_SCOPES = ("read", "write")
 
 

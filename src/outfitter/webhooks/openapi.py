@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from outfitter.customfields.schemas import CustomFieldOut
 from outfitter.equipment.schemas import EquipmentOut
 from outfitter.events.schemas import ApiTokenOut, ConsoleSettingsOut, ConsoleUserOut, ScimSettingsOut
 from outfitter.http.openapi import example_of
@@ -36,6 +37,7 @@ SUBJECT_SCHEMAS: dict[str, type[BaseModel]] = {
     "webhook_delivery": WebhookDeliveryOut,
     "scim_settings": ScimSettingsOut,
     "console_settings": ConsoleSettingsOut,
+    "custom_field": CustomFieldOut,
 }
 # Subjects no API operation answers (the console's users and settings, tokens, SCIM settings):
 # their components are added here.
