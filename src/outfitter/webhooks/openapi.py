@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from outfitter.equipment.schemas import EquipmentOut
 from outfitter.events.schemas import ConsoleUserOut
 from outfitter.http.openapi import example_of
+from outfitter.locations.schemas import LocationOut
 from outfitter.models import PING_EVENT_TYPE, EventType
 from outfitter.payments.schemas import OrderOut, TransactionOut, WalletOut
 from outfitter.people.schemas import DepartmentOut, EmployeeOut
@@ -26,6 +27,7 @@ SUBJECT_SCHEMAS: dict[str, type[BaseModel]] = {
     "employee": EmployeeOut,
     "department": DepartmentOut,
     "equipment": EquipmentOut,
+    "location": LocationOut,
     "transaction": TransactionOut,
     "order": OrderOut,
     "wallet": WalletOut,
