@@ -23,12 +23,14 @@ from sqlalchemy.orm import aliased
 
 from outfitter.db.base import search_pattern, search_text
 from outfitter.db.keyset import Keyset
+from outfitter.locations.reads import in_subtree
 from outfitter.models import (
     Employee,
     Equipment,
     EquipmentStatus,
     EquipmentType,
 )
+from outfitter.models.locations import subtree_end
 
 # The filter's value Laptop/Workstation matches all three.
 LAPTOP_TYPES = [EquipmentType.LAPTOP_WORKSTATION, EquipmentType.LAPTOP, EquipmentType.WORKSTATION]
@@ -73,6 +75,8 @@ class EquipmentFilters:
     country_id: uuid.UUID | None = None
     serial_numbers: tuple[str, ...] = field(default_factory=tuple)
     search: str | None = None  # `q`: part of the serial number, title, or assignee's name or email
+    location_path: str | None = None  # at this location or beneath it (`location_id`)
+    home_location_path: str | None = None  # home at this location or beneath it (`home_location_id`)
     updated_since: datetime | None = None  # every status, changed at or after this time...
     horizon: datetime | None = None  # ...and before this one (db.keyset.SYNC_HORIZON)
 
@@ -88,6 +92,8 @@ class EquipmentFilters:
             bool(self.serial_numbers),
             self.search is not None,
             self.updated_since is not None,
+            self.location_path is not None,
+            self.home_location_path is not None,
         )
 
     def parameters(self) -> dict[str, object]:
@@ -102,12 +108,16 @@ class EquipmentFilters:
             "updated_since": self.updated_since,
             "horizon": self.horizon,
         }
+        for name in ("location_path", "home_location_path"):
+            path = getattr(self, name)
+            if path is not None:
+                values |= {name: path, f"{name}_end": subtree_end(path)}
         return {name: value for name, value in values.items() if value is not None}
 
 
 @functools.cache
 def conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
-    status, type_kind, memory, storage, country, serials, search, since = shape
+    status, type_kind, memory, storage, country, serials, search, since, location, home = shape
     conditions: list[ColumnElement[bool]] = []
     if status:
         conditions.append(Equipment.status == bindparam("status"))
@@ -127,6 +137,10 @@ def conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
         conditions.append(Equipment.serial_number.in_(bindparam("serial_numbers", expanding=True)))
     if search:
         conditions.append(_search())
+    if location:
+        conditions.append(in_subtree(Equipment.location_id, "location_path"))
+    if home:
+        conditions.append(in_subtree(Equipment.home_location_id, "home_location_path"))
     if since:
         conditions.append(Equipment.updated_at >= bindparam("updated_since", type_=Equipment.updated_at.type))
         conditions.append(Equipment.updated_at < bindparam("horizon", type_=Equipment.updated_at.type))

@@ -74,6 +74,8 @@ def _base_fields(row: Row[Any] | SimpleNamespace) -> dict[str, Any]:
         "status": row.status,
         "country": row.country_name,
         "country_code": row.country_code,
+        "location_id": row.location_id,
+        "home_location_id": row.home_location_id,
         "created_at": row.created_at,
         "updated_at": row.updated_at,
     }

@@ -65,6 +65,8 @@ _BASE_COLUMNS = (
     Equipment.description,
     Equipment.status,
     Equipment.country_id,
+    Equipment.location_id,
+    Equipment.home_location_id,
     Equipment.created_at,
     Equipment.updated_at,
     Currency.id.label("currency_id"),

@@ -147,6 +147,8 @@ class EquipmentBase(Schema):
     status: EquipmentStatus
     country: str | None
     country_code: str | None
+    location_id: uuid.UUID | None
+    home_location_id: uuid.UUID | None
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -276,6 +278,10 @@ class EquipmentFields(BaseModel):
     image_url: Annotated[str, WEB_URL_OR_BLANK] | None = Field(default=None, max_length=1000)
     other_details: list[str] | None = Field(default=None, max_length=100)
     assignee_id: uuid.UUID | None = None
+    location_id: uuid.UUID | None = Field(
+        default=None, description="Where the device is now (not while Assigned); docs/locations.md"
+    )
+    home_location_id: uuid.UUID | None = Field(default=None, description="Where the device belongs")
 
     @field_validator("purchase_date", mode="before")
     @classmethod
@@ -383,3 +389,6 @@ class EquipmentBulkMove(BaseModel):
     )
     status: EquipmentStatus
     assignee_id: uuid.UUID | None = Field(default=None, description="Required when status is Assigned")
+    location_id: uuid.UUID | None = Field(
+        default=None, description="Where the devices go (Unassigned or In_Storage only); docs/locations.md"
+    )

@@ -26,9 +26,10 @@ from outfitter.db.clock import FEED_HOLDERS, NO_HORIZON, SYNC_HORIZON, held_too_
 from outfitter.db.keyset import CursorParams, ListParams, ListResult
 from outfitter.db.reads import Read, ReadPlan, run_in_session
 from outfitter.db.tenancy import company_of
-from outfitter.equipment import lifecycle, presenters
+from outfitter.equipment import lifecycle, placement, presenters
 from outfitter.equipment.events import answered_events, record_equipment_events, status_event
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort
+from outfitter.equipment.placement import ASSIGNED_HAS_NO_LOCATION
 from outfitter.equipment.reads import cursor_rows, detail_row, history_rows, page_rows
 from outfitter.equipment.repository import EquipmentRepository
 from outfitter.equipment.schemas import (
@@ -37,6 +38,8 @@ from outfitter.equipment.schemas import (
     EquipmentOut,
     EquipmentPatch,
 )
+from outfitter.locations.reads import subtree_path_plan
+from outfitter.locations.service import device_location
 from outfitter.models import (
     Currency,
     Employee,
@@ -81,9 +84,18 @@ def filters_plan(
     country: str | None = None,
     serial_number: str | None = None,
     q: str | None = None,
+    location_id: str | None = None,
+    home_location_id: str | None = None,
 ) -> ReadPlan[EquipmentFilters]:
-    """Query values as the list compares them; an unknown country is 422 naming query.country."""
+    """Query values as the list compares them; an unknown country is 422 naming query.country, an
+    unknown location query.location_id (a location filter takes everything beneath it too)."""
     country_id = (yield from country_id_plan(country, "query.country")) if country else None
+    location_path = (yield from subtree_path_plan(location_id, "query.location_id")) if location_id else None
+    home_path = (
+        (yield from subtree_path_plan(home_location_id, "query.home_location_id"))
+        if home_location_id
+        else None
+    )
     serials = tuple(dict.fromkeys(part.strip() for part in (serial_number or "").split(",") if part.strip()))
     if len(serials) > MAX_SERIAL_FILTER:
         raise ValidationFailed.field(
@@ -97,6 +109,8 @@ def filters_plan(
         country_id=country_id,
         serial_numbers=serials,
         search=(q or "").strip() or None,
+        location_path=location_path,
+        home_location_path=home_path,
     )
 
 
@@ -148,7 +162,11 @@ def create_equipment(session: Session, actor: Actor, body: EquipmentCreate) -> b
         raise ValidationFailed.field("assignee_id", assignee_error)
     if body.assignee_id is not None:
         assignee = _assignable(_employee(repository, body.assignee_id))
-    references = {"country_id": country and country.id, "currency_id": currency and currency.id}
+    references = {
+        "country_id": country and country.id,
+        "currency_id": currency and currency.id,
+        **creation_locations(session, body),
+    }
     device = new_equipment_row(body, references, company_of(session), utcnow())
     history = lifecycle.registered(device, body.status, actor.name, assignee)
     assignee_fields = repository.assignee_fields({assignee.id}) if assignee is not None else {}
@@ -175,6 +193,25 @@ def _creation_references(
     country = resolve_country_ref(session, body.country, "country") if body.country else None
     currency = resolve_currency(session, body.currency, "currency") if body.currency else None
     return country, currency
+
+
+def creation_locations(session: Session, body: EquipmentCreate) -> dict[str, uuid.UUID | None]:
+    """A new device's location and home location (422 naming the field): where it lands when its
+    status places it and none is given (placement.landing)."""
+    if body.location_id is not None and body.status == EquipmentStatus.ASSIGNED:
+        raise ValidationFailed.field("location_id", ASSIGNED_HAS_NO_LOCATION)
+    found = {
+        field: device_location(session, value, field).id
+        for field in ("location_id", "home_location_id")
+        if (value := getattr(body, field)) is not None
+    }
+    device = {"company_id": company_of(session), "location_id": None, **found}
+    device.setdefault("home_location_id", None)
+    given = found.get("location_id", placement.KEEP)
+    return {
+        "location_id": placement.landing(session, device, None, body.status, given),
+        "home_location_id": device["home_location_id"],
+    }
 
 
 def creation_assignee_error(body: EquipmentCreate) -> str | None:
@@ -209,6 +246,8 @@ def new_equipment_row(
         "other_details": list(body.other_details or []),
         "country_id": references.get("country_id"),
         "currency_id": references.get("currency_id"),
+        "location_id": references.get("location_id"),
+        "home_location_id": references.get("home_location_id"),
         "specs": specs,
         "memory_key": fold_spec(specs.get("memory")),
         "storage_key": fold_spec(specs.get("storage")),
@@ -235,12 +274,18 @@ def update_equipment(
     if serial and (holder := repository.serial_holder(serial, except_id=equipment.id)) is not None:
         raise Conflict(serial_taken_message(serial, holder))
 
+    location = _given_location(session, equipment, body, fields, target)
+
     changes: list[tuple[EventType, Equipment]] = []
     if target is not None:
         refuse_reserved(repository, [equipment])
         to_status, assignee = target
-        lifecycle.move(session, equipment, to_status, actor.name, assignee=assignee)
+        lifecycle.move(session, equipment, to_status, actor.name, assignee=assignee, location=location)
         changes.append((status_event(to_status), equipment))
+    elif location is not placement.KEEP:
+        refuse_reserved(repository, [equipment])
+        if placement.place(session, equipment, location, actor.name):
+            changes.append((EventType.EQUIPMENT_MOVED, equipment))
     before = _edited_values(equipment)
     _apply_fields(equipment, body, fields, references)
     if _edited_values(equipment) != before:  # fields sent with the values they had change nothing
@@ -331,9 +376,35 @@ def _target_move(
     return status, None
 
 
+def _given_location(
+    session: Session,
+    equipment: Equipment,
+    body: EquipmentPatch,
+    fields: set[str],
+    target: tuple[EquipmentStatus, Employee | None] | None,
+) -> placement.GivenLocation:
+    """The location a PATCH gives (checked: 422 naming it), or KEEP."""
+    if "location_id" not in fields:
+        return placement.KEEP
+    status = target[0] if target is not None else equipment.status
+    if body.location_id is None:
+        return None
+    if status in placement.NOT_PLACED:
+        if target is None:
+            raise Conflict(f"Equipment is {status}. {ASSIGNED_HAS_NO_LOCATION}")
+        raise ValidationFailed.field("location_id", ASSIGNED_HAS_NO_LOCATION)
+    return device_location(session, body.location_id, "location_id").id
+
+
 def _resolve_references(session: Session, body: EquipmentFields, fields: set[str]) -> dict[str, Any]:
-    """Country and currency ids for the fields given (None clears them); 422 naming the field."""
+    """Country, currency and home location ids for the fields given (None clears them); 422
+    naming the field."""
     references: dict[str, Any] = {}
+    if "home_location_id" in fields:
+        home = body.home_location_id
+        references["home_location_id"] = (
+            device_location(session, home, "home_location_id").id if home is not None else None
+        )
     if "country" in fields:
         references["country_id"] = (
             resolve_country(session, body.country, "country").id if body.country else None
@@ -391,7 +462,7 @@ def _apply_fields(
 
 def _edited_values(equipment: Equipment) -> tuple[object, ...]:
     """What a PATCH's fields edit (not the status), to tell an edit from a no-op."""
-    names = ("title", *PLAIN_FIELDS, "country_id", "currency_id")
+    names = ("title", *PLAIN_FIELDS, "country_id", "currency_id", "home_location_id")
     return (*(getattr(equipment, name) for name in names), dict(equipment.specs or {}))
 
 
