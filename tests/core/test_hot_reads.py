@@ -224,6 +224,8 @@ def _device(**overrides: Any) -> dict[str, Any]:
         "status": "Assigned",
         "country": "Nigeria",
         "country_code": "NG",
+        "location_id": None,
+        "home_location_id": None,
         "created_at": AT,
         "updated_at": datetime(2026, 2, 1, tzinfo=UTC),
         "assignee": None,

@@ -40,6 +40,8 @@ BASE_FIELDS = {
     "status",
     "country",
     "country_code",
+    "location_id",
+    "home_location_id",
     "created_at",
     "updated_at",
     "history",

@@ -54,11 +54,11 @@ def test_every_write_carries_the_locations_and_the_history_records_each_move(api
     laptop = register(api, title="Laptop", location_id=room["id"], home_location_id=office["id"])
     assert (laptop["location_id"], laptop["home_location_id"]) == (room["id"], office["id"])
 
-    # Put in storage with nothing said: its home if it has one, else the default storage location.
+    # Put in storage with nothing said: the default storage location, whatever its home.
     stored = register(api, title="Stored", status="In_Storage")
     assert stored["location_id"] == warehouse["id"]
     stored_home = register(api, title="Stored home", status="In_Storage", home_location_id=office["id"])
-    assert stored_home["location_id"] == office["id"]
+    assert stored_home["location_id"] == warehouse["id"]
 
     # Checked out to another location: a `moved` entry and an equipment.moved event.
     moved = api.patch(f"/client/equipment/{laptop['id']}", {"location_id": office["id"]})
@@ -69,13 +69,13 @@ def test_every_write_carries_the_locations_and_the_history_records_each_move(api
         (laptop["id"], office["id"])
     ]
 
-    # Assigned to an employee: with them, at no location; returned to storage: back home.
+    # Assigned to an employee: with them, at no location; returned to storage: the warehouse.
     employee = create_employee(api)
     assigned = api.patch(f"/client/equipment/{laptop['id']}", {"assignee_id": employee["id"]})
     assert assigned.json()["data"]["location_id"] is None
     assert_error(api.patch(f"/client/equipment/{laptop['id']}", {"location_id": room["id"]}), 409, "Assigned")
     returned = api.patch(f"/client/equipment/{laptop['id']}", {"status": "In_Storage"})
-    assert returned.json()["data"]["location_id"] == office["id"]
+    assert returned.json()["data"]["location_id"] == warehouse["id"]
     checked_in = api.patch(
         f"/client/equipment/{laptop['id']}", {"status": "Unassigned", "location_id": room["id"]}
     )
@@ -84,8 +84,8 @@ def test_every_write_carries_the_locations_and_the_history_records_each_move(api
     assert moves(record) == [
         ("Room 7", "Lagos office"),
         ("Lagos office", None),
-        (None, "Lagos office"),
-        ("Lagos office", "Room 7"),
+        (None, "Warehouse"),
+        ("Warehouse", "Room 7"),
     ]
     assert [entry["event_type"] for entry in record["history"]][-4:] == [
         "moved_to_storage",
@@ -230,6 +230,9 @@ def test_a_device_received_back_from_an_offboarding_lands_at_its_home(api: Api, 
     assert (record["status"], record["location_id"]) == ("Unassigned", office["id"])
     assert moves(record) == [(None, "Lagos office")]
     assert counts(get_location(api, office), "here") == {"Unassigned": 1, "total": 1}
+    # No default storage location: put in storage, it stays where it is.
+    stored = api.patch(f"/client/equipment/{laptop}", {"status": "In_Storage"})
+    assert stored.json()["data"]["location_id"] == office["id"]
 
 
 def test_the_csv_export_and_import_carry_both_locations(api: Api) -> None:

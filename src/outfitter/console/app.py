@@ -12,7 +12,7 @@ from starlette.datastructures import State
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from outfitter.config import Settings
-from outfitter.console import activity, device_bulk, device_pages, orders, people, profile
+from outfitter.console import activity, device_bulk, device_pages, locations, orders, people, profile
 from outfitter.console.pages import router
 from outfitter.console.web import (
     HERE,
@@ -50,6 +50,7 @@ def create_console_app(state: State) -> FastAPI:
     app.mount("/static", StaticFiles(directory=HERE / "static", packages=None), name="static")
     app.include_router(router)
     app.include_router(people.router)
+    app.include_router(locations.router)
     app.include_router(activity.router)
     app.include_router(profile.router)
     app.include_router(orders.router)

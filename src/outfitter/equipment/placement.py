@@ -4,9 +4,10 @@ writes a `moved` history entry (`place`) and, through `events.record_equipment_e
 
 - an Assigned device is with its employee, and a Sold or Archived one has left: no location;
 - a location given with the move wins;
-- a device already at a location keeps it (Unassigned <-> In_Storage);
-- a device coming back from an employee lands at its home location; put in storage with no home
-  location, it lands at the company's default storage location (if it has one).
+- put in storage, a device lands at the company's default storage location (if it has one; else
+  it stays where it is, or lands at its home location);
+- back from an employee (Unassigned), it lands at its home location;
+- otherwise (out of storage, Unassigned) it stays where it is.
 """
 
 from __future__ import annotations
@@ -63,16 +64,15 @@ def landing(
         return None
     if given is not KEEP:
         return given
-    if value("location_id") is not None:
-        return value("location_id")  # type: ignore[no-any-return]
+    current: uuid.UUID | None = value("location_id")
     home: uuid.UUID | None = value("home_location_id")
     if to_status == EquipmentStatus.IN_STORAGE:
-        if home is not None:
-            return home
-        return (
-            default_storage_id(session, value("company_id")) if default_storage is KEEP else default_storage
-        )
-    return home if from_status == EquipmentStatus.ASSIGNED else None
+        if default_storage is KEEP:
+            default_storage = default_storage_id(session, value("company_id"))
+        return default_storage or current or home
+    if from_status == EquipmentStatus.ASSIGNED:
+        return home
+    return current
 
 
 def place(session: Session, equipment: Equipment, location_id: uuid.UUID | None, actor: str) -> bool:
