@@ -90,10 +90,13 @@ def filters_plan(
     """Query values as the list compares them; an unknown country is 422 naming query.country, an
     unknown location query.location_id (a location filter takes everything beneath it too)."""
     country_id = (yield from country_id_plan(country, "query.country")) if country else None
-    location_path = (yield from subtree_path_plan(location_id, "query.location_id")) if location_id else None
+    # `location_id=` (empty) is a 422 naming it, never every location.
+    location_path = (
+        (yield from subtree_path_plan(location_id, "query.location_id")) if location_id is not None else None
+    )
     home_path = (
         (yield from subtree_path_plan(home_location_id, "query.home_location_id"))
-        if home_location_id
+        if home_location_id is not None
         else None
     )
     serials = tuple(dict.fromkeys(part.strip() for part in (serial_number or "").split(",") if part.strip()))
