@@ -127,9 +127,9 @@ def run(url: str, devices: int, runs: int) -> None:
     try:
         upgrade(engine)
         with Session(engine) as session, session.begin():
-            company = create_company(session, "Bench")
-            token = issue_token(session, company.id).token
-            tree = load_tree(session, company.id)
+            company_id = create_company(session, "Bench").id
+            token = issue_token(session, company_id).token
+            tree = load_tree(session, company_id)
             currency_id = session.execute(text("SELECT id FROM currencies WHERE code = 'USD'")).scalar_one()
         started = time.perf_counter()
         with engine.begin() as connection:
@@ -138,7 +138,7 @@ def run(url: str, devices: int, runs: int) -> None:
                 text(EQUIPMENT_SQL),
                 {
                     "devices": devices,
-                    "company_id": str(company.id),
+                    "company_id": str(company_id),
                     "currency_id": str(currency_id),
                     "places": places,
                     "place_count": len(places),
