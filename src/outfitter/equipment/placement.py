@@ -19,8 +19,12 @@ from typing import Any, Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from outfitter.core.errors import Conflict, ValidationFailed
+from outfitter.db.tenancy import company_of
+from outfitter.equipment.schemas import EquipmentCreate, EquipmentPatch
 from outfitter.locations.repository import LocationRepository
-from outfitter.models import Equipment, EquipmentEvent, EquipmentHistory, EquipmentStatus, Location
+from outfitter.locations.service import device_location
+from outfitter.models import Employee, Equipment, EquipmentEvent, EquipmentHistory, EquipmentStatus, Location
 
 
 class _Keep(Enum):
@@ -99,3 +103,42 @@ def place(session: Session, equipment: Equipment, location_id: uuid.UUID | None,
     equipment.location_id = location_id
     equipment.note_moved()
     return True
+
+
+def creation_locations(session: Session, body: EquipmentCreate) -> dict[str, uuid.UUID | None]:
+    """A new device's location and home location (422 naming the field): where it lands when its
+    status places it and none is given (landing)."""
+    if body.location_id is not None and body.status == EquipmentStatus.ASSIGNED:
+        raise ValidationFailed.field("location_id", ASSIGNED_HAS_NO_LOCATION)
+    found = {
+        field: device_location(session, value, field).id
+        for field in ("location_id", "home_location_id")
+        if (value := getattr(body, field)) is not None
+    }
+    device = {"company_id": company_of(session), "location_id": None, **found}
+    device.setdefault("home_location_id", None)
+    given = found.get("location_id", KEEP)
+    return {
+        "location_id": landing(session, device, None, body.status, given),
+        "home_location_id": device["home_location_id"],
+    }
+
+
+def given_location(
+    session: Session,
+    equipment: Equipment,
+    body: EquipmentPatch,
+    fields: set[str],
+    target: tuple[EquipmentStatus, Employee | None] | None,
+) -> GivenLocation:
+    """The location a PATCH gives (checked: 422 naming it), or KEEP."""
+    if "location_id" not in fields:
+        return KEEP
+    status = target[0] if target is not None else equipment.status
+    if body.location_id is None:
+        return None
+    if status in NOT_PLACED:
+        if target is None:
+            raise Conflict(f"Equipment is {status}. {ASSIGNED_HAS_NO_LOCATION}")
+        raise ValidationFailed.field("location_id", ASSIGNED_HAS_NO_LOCATION)
+    return device_location(session, body.location_id, "location_id").id

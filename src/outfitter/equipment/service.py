@@ -29,7 +29,6 @@ from outfitter.db.tenancy import company_of
 from outfitter.equipment import lifecycle, placement, presenters
 from outfitter.equipment.events import answered_events, record_equipment_events, status_event
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort
-from outfitter.equipment.placement import ASSIGNED_HAS_NO_LOCATION
 from outfitter.equipment.reads import cursor_rows, detail_row, history_rows, page_rows
 from outfitter.equipment.repository import EquipmentRepository
 from outfitter.equipment.schemas import (
@@ -168,7 +167,7 @@ def create_equipment(session: Session, actor: Actor, body: EquipmentCreate) -> b
     references = {
         "country_id": country and country.id,
         "currency_id": currency and currency.id,
-        **creation_locations(session, body),
+        **placement.creation_locations(session, body),
     }
     device = new_equipment_row(body, references, company_of(session), utcnow())
     history = lifecycle.registered(device, body.status, actor.name, assignee)
@@ -196,25 +195,6 @@ def _creation_references(
     country = resolve_country_ref(session, body.country, "country") if body.country else None
     currency = resolve_currency(session, body.currency, "currency") if body.currency else None
     return country, currency
-
-
-def creation_locations(session: Session, body: EquipmentCreate) -> dict[str, uuid.UUID | None]:
-    """A new device's location and home location (422 naming the field): where it lands when its
-    status places it and none is given (placement.landing)."""
-    if body.location_id is not None and body.status == EquipmentStatus.ASSIGNED:
-        raise ValidationFailed.field("location_id", ASSIGNED_HAS_NO_LOCATION)
-    found = {
-        field: device_location(session, value, field).id
-        for field in ("location_id", "home_location_id")
-        if (value := getattr(body, field)) is not None
-    }
-    device = {"company_id": company_of(session), "location_id": None, **found}
-    device.setdefault("home_location_id", None)
-    given = found.get("location_id", placement.KEEP)
-    return {
-        "location_id": placement.landing(session, device, None, body.status, given),
-        "home_location_id": device["home_location_id"],
-    }
 
 
 def creation_assignee_error(body: EquipmentCreate) -> str | None:
@@ -277,7 +257,7 @@ def update_equipment(
     if serial and (holder := repository.serial_holder(serial, except_id=equipment.id)) is not None:
         raise Conflict(serial_taken_message(serial, holder))
 
-    location = _given_location(session, equipment, body, fields, target)
+    location = placement.given_location(session, equipment, body, fields, target)
 
     changes: list[tuple[EventType, Equipment]] = []
     if target is not None:
@@ -377,26 +357,6 @@ def _target_move(
     if status == current:
         return None
     return status, None
-
-
-def _given_location(
-    session: Session,
-    equipment: Equipment,
-    body: EquipmentPatch,
-    fields: set[str],
-    target: tuple[EquipmentStatus, Employee | None] | None,
-) -> placement.GivenLocation:
-    """The location a PATCH gives (checked: 422 naming it), or KEEP."""
-    if "location_id" not in fields:
-        return placement.KEEP
-    status = target[0] if target is not None else equipment.status
-    if body.location_id is None:
-        return None
-    if status in placement.NOT_PLACED:
-        if target is None:
-            raise Conflict(f"Equipment is {status}. {ASSIGNED_HAS_NO_LOCATION}")
-        raise ValidationFailed.field("location_id", ASSIGNED_HAS_NO_LOCATION)
-    return device_location(session, body.location_id, "location_id").id
 
 
 def _resolve_references(session: Session, body: EquipmentFields, fields: set[str]) -> dict[str, Any]:

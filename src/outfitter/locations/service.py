@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -53,7 +53,7 @@ def present(repository: LocationRepository, locations: Sequence[Location]) -> li
     """Locations with their ancestors and device counts (here, and here and beneath): three
     statements for any number of locations, whatever the size of their subtrees."""
     listed = {location.id for location in locations}
-    members = repository.subtree([location.path for location in locations])
+    members = repository.subtree(_outermost(location.path for location in locations))
     counts = repository.status_counts([member_id for member_id, _ in members])
     beneath: dict[uuid.UUID, Counter[EquipmentStatus]] = {location_id: Counter() for location_id in listed}
     for member_id, path in members:
@@ -85,6 +85,15 @@ def present(repository: LocationRepository, locations: Sequence[Location]) -> li
         )
         for location in locations
     ]
+
+
+def _outermost(paths: Iterable[str]) -> list[str]:
+    """The paths not beneath another of them: their ranges cover all the others' (the tree: its roots)."""
+    kept: list[str] = []
+    for path in sorted(set(paths)):
+        if not kept or not path.startswith(kept[-1]):
+            kept.append(path)
+    return kept
 
 
 def _record(session: Session, actor: Actor, type: EventType, location: LocationOut) -> LocationOut:
@@ -153,9 +162,15 @@ def _flush_name(session: Session, name: str) -> None:
     try:
         session.flush()
     except IntegrityError as error:
+        # A concurrent request took the name, or made another location the default storage one,
+        # after our checks.
+        if "default_storage" in str(error.orig):
+            raise Conflict(
+                "Another location became the default storage location meanwhile: try again."
+            ) from None
         if "sibling_name" not in str(error.orig):
             raise
-        raise Conflict(name_taken(name)) from None  # a concurrent request took the name after our check
+        raise Conflict(name_taken(name)) from None
 
 
 def create_location(session: Session, actor: Actor, body: LocationCreate) -> LocationOut:
