@@ -108,7 +108,7 @@ class LocationChange(LocationOut):
 
 
 class LocationNode(LocationOut):
-    children: list[LocationNode]
+    children: list[LocationNode] = Field(description="The locations directly inside it", examples=[[]])
 
 
 def counts_of(by_status: dict[EquipmentStatus, int]) -> StatusCounts:
