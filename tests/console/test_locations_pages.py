@@ -72,6 +72,9 @@ def test_the_forms_create_move_and_delete_with_the_apis_rules(
         ("location.created", "console:ada@example.com"),
     ]
 
+    activity = ada.get("/activity")
+    assert "created location" in activity.text and f'href="/console/locations/{lagos_id}"' in activity.text
+
     viewer = sign_up(app, engine, api.company_id, "vic@example.com", role="viewer")
     assert (
         viewer.post("/locations", {"csrf_token": viewer.csrf("/locations"), "name": "X"}).status_code == 403
