@@ -40,6 +40,7 @@ from outfitter.http.input_guard import InputGuardMiddleware
 from outfitter.http.middleware import BodyLimitMiddleware, HeadAsGetMiddleware, RequestContextMiddleware
 from outfitter.http.openapi import install_contract, operation_id
 from outfitter.http.ratelimit import RateLimiter
+from outfitter.locations.router import router as locations_router
 from outfitter.migrations import schema_state
 from outfitter.payments.router import router as payments_router
 from outfitter.payments.router import sandbox_router
@@ -142,6 +143,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     domain_routers = (
         equipment_router,
         people_router,
+        locations_router,
         catalog_router,
         payments_router,
         events_router,

@@ -225,6 +225,8 @@ def _device(**overrides: Any) -> dict[str, Any]:
         "country": "Nigeria",
         "country_code": "NG",
         "custom_fields": {"imei": "356938035643809", "ram": 16, "tags": ["loaner"], "rugged": True},
+        "location_id": None,
+        "home_location_id": None,
         "created_at": AT,
         "updated_at": datetime(2026, 2, 1, tzinfo=UTC),
         "assignee": None,

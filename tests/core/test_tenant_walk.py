@@ -77,6 +77,9 @@ BODIES: dict[Key, dict[str, Any] | None] = {
     ("GET", f"{API}/client/equipment/{{equipmentId}}"): None,
     ("PATCH", f"{API}/client/equipment/{{equipmentId}}"): {"title": "Mallory's now", "status": "Sold"},
     ("DELETE", f"{API}/client/equipment/{{equipmentId}}"): None,
+    ("GET", f"{API}/client/locations/{{locationId}}"): None,
+    ("PATCH", f"{API}/client/locations/{{locationId}}"): {"name": "Pwned", "parent_id": None},
+    ("DELETE", f"{API}/client/locations/{{locationId}}"): None,
     ("GET", f"{API}/client/transactions/{{tx_ref}}/verify"): None,
     ("GET", f"{API}/client/orders/{{orderId}}"): None,
     ("POST", f"{API}/client/orders/{{orderId}}/received"): {},
@@ -353,12 +356,17 @@ def first(api: Api, engine: Engine, db: Session) -> First:
     assert field.status_code == 201, field.text
     pin = {"entity": "device", "key": "pin", "label": "PIN", "type": "text", "sensitive": True}
     assert api.post("/client/custom-fields", pin).status_code == 201
+    site = api.post("/client/locations", {"name": "Lagos campus", "kind": "Site"})
+    assert site.status_code == 201, site.text
+    room = api.post("/client/locations", {"name": "Room 7", "parent_id": site.json()["data"]["id"]})
+    assert room.status_code == 201, room.text
     device = register(
         api,
         serial_number=f"SN-ACME-{uuid.uuid4().hex[:8]}",
         make="Apple",
         year="2023",
         custom_fields={"asset_tag": "AT-1", "pin": "1234"},
+        location_id=site.json()["data"]["id"],
     )
 
     priced = prices(api)[0]
@@ -399,11 +407,13 @@ def first(api: Api, engine: Engine, db: Session) -> First:
         "endpointId": endpoint_id,
         "deliveryId": ping.json()["data"]["id"],
         "fieldId": field.json()["data"]["id"],
+        "locationId": room.json()["data"]["id"],
     }
     reads = {name: [value] for name, value in records.items()}
     reads["userId"].append(buyer["id"])
     reads["equipmentId"] = [record["id"] for record in devices]
     reads["eventId"] = [record["id"] for record in events]
+    reads["locationId"].append(site.json()["data"]["id"])
     return First(records=records, reads=reads, shared={"asset_id": priced["asset_id"]})
 
 

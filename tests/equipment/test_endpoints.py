@@ -41,6 +41,8 @@ BASE_FIELDS = {
     "country",
     "country_code",
     "custom_fields",  # the company's own fields (docs/custom-fields.md)
+    "location_id",
+    "home_location_id",
     "created_at",
     "updated_at",
     "history",

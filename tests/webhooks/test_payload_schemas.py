@@ -21,6 +21,7 @@ SUBJECT_ANSWERS = {
     "employee": "EmployeeOut",
     "department": "DepartmentOut",
     "equipment": "EquipmentOut",
+    "location": "LocationOut",
     "transaction": "TransactionOut",
     "order": "OrderOut",
     "wallet": "WalletOut",

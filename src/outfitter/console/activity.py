@@ -42,8 +42,9 @@ RECORD_PAGES = {
     "equipment": "devices",
     "order": "orders",
     "webhook_endpoint": "integrations/webhooks",
+    "location": "locations",
 }
-GONE = {EventType.EMPLOYEE_OFFBOARDED, EventType.DEPARTMENT_DELETED}
+GONE = {EventType.EMPLOYEE_OFFBOARDED, EventType.DEPARTMENT_DELETED, EventType.LOCATION_DELETED}
 # Fields an edit always changes, or that are other records' (not the subject's own facts).
 NOT_FACTS = {
     "updated_at",
@@ -230,8 +231,8 @@ def _subject_name(event: Event) -> str:
     data = event.data or {}
     if event.subject_type == "employee":
         return f"{data.get('first_name', '')} {data.get('last_name', '')}".strip() or "an employee"
-    if event.subject_type == "department":
-        return str(data.get("name") or "a department")
+    if event.subject_type in ("department", "location"):
+        return str(data.get("name") or f"a {event.subject_type}")
     if event.subject_type == "equipment":
         return str(data.get("title") or "a device")
     if event.subject_type in ("transaction", "order"):
@@ -254,6 +255,9 @@ def sentence(event: Event, before: dict[str, Any] | None = None) -> Sentence:
         EventType.DEPARTMENT_CREATED: "created department",
         EventType.DEPARTMENT_UPDATED: "changed department",
         EventType.DEPARTMENT_DELETED: "deleted department",
+        EventType.LOCATION_CREATED: "created location",
+        EventType.LOCATION_UPDATED: "changed location",
+        EventType.LOCATION_DELETED: "deleted location",
         EventType.EQUIPMENT_ADDED: "added",
         EventType.EQUIPMENT_UPDATED: "edited",
         EventType.EQUIPMENT_ASSIGNED: "assigned",

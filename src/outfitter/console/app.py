@@ -21,6 +21,7 @@ from outfitter.console import (
     device_pages,
     employee_export,
     integration_pages,
+    locations,
     orders,
     people,
     profile,
@@ -66,6 +67,7 @@ def create_console_app(state: State) -> FastAPI:
     app.include_router(device_checkout.router)  # before people: /employees/{id}/offboard
     app.include_router(employee_export.router)  # before people: /employees/export is no id
     app.include_router(people.router)
+    app.include_router(locations.router)
     app.include_router(activity.router)
     app.include_router(profile.router)
     app.include_router(orders.router)

@@ -26,10 +26,11 @@ from outfitter.customfields.records import CheckedValues
 from outfitter.db.base import utcnow
 from outfitter.db.bulk_rows import rows_written_meanwhile, take_turn
 from outfitter.db.tenancy import company_of
-from outfitter.equipment import lifecycle, presenters, service
+from outfitter.equipment import lifecycle, placement, presenters, service
 from outfitter.equipment.events import answered_events, record_equipment_events, status_event
 from outfitter.equipment.repository import UNKNOWN_DEVICE, EquipmentRepository
 from outfitter.equipment.schemas import EquipmentBulkMove, EquipmentCreate, EquipmentOut
+from outfitter.locations.repository import UNKNOWN_LOCATION, LocationRepository
 from outfitter.models import Country, Currency, Employee, Equipment, EquipmentHistory, EquipmentStatus, Event
 from outfitter.models.events import EventType
 from outfitter.models.webhooks import WebhookDelivery
@@ -75,6 +76,12 @@ def check_devices(
     country_named = {name: countries.find(name) for name in named_countries}  # per name, not per item
     currencies = currencies_by_code(session, {body.currency for _, body in items if body.currency})
     assignees = repository.employees({body.assignee_id for _, body in items if body.assignee_id})
+    places = _named_locations(session, items)
+    storage = (
+        placement.default_storage_id(session, company_of(session))
+        if any(body.status == EquipmentStatus.IN_STORAGE for _, body in items)
+        else None
+    )
     serials = {body.serial_number for _, body in items if body.serial_number}
     taken = repository.serial_holders(serials) if serials_taken else {}
     fields = service.device_fields(session)  # `from_text`: a CSV file's cells, every value a string
@@ -110,6 +117,7 @@ def check_devices(
             problems["assignee_id"] = assignee_error
         item.values = fields.check(body.custom_fields, device_type=body.type, from_text=from_text)
         problems |= {f"custom_fields.{key}": message for key, message in item.values.errors.items()}
+        problems |= _place(session, item, places, storage)
         serial = body.serial_number
         if serial and serial in taken:
             problems["serial_number"] = service.serial_taken_message(serial, taken[serial])
@@ -125,6 +133,38 @@ def check_devices(
             check_devices(session, items, from_text=from_text)
         raise ValidationFailed.fields(errors)
     return checked
+
+
+def _named_locations(session: Session, items: Sequence[tuple[str, EquipmentCreate]]) -> set[uuid.UUID]:
+    """The live locations the items name (locked against a delete): one statement."""
+    named = {
+        value for _, body in items for value in (body.location_id, body.home_location_id) if value is not None
+    }
+    return set(LocationRepository(session).lock(named, share=True)) if named else set()
+
+
+def _place(
+    session: Session, item: CheckedDevice, places: set[uuid.UUID], storage: placement.GivenLocation
+) -> dict[str, str]:
+    """An item's location and home location into its references (placement.landing), or what is
+    wrong with them."""
+    body, problems = item.body, {}
+    for name in ("location_id", "home_location_id"):
+        value = getattr(body, name)
+        if value is not None and value not in places:
+            problems[name] = UNKNOWN_LOCATION
+    if body.location_id is not None and body.status == EquipmentStatus.ASSIGNED:
+        problems["location_id"] = placement.ASSIGNED_HAS_NO_LOCATION
+    if not problems:
+        device = {
+            "company_id": company_of(session),
+            "location_id": None,
+            "home_location_id": body.home_location_id,
+        }
+        given = body.location_id if body.location_id is not None else placement.KEEP
+        item.references["location_id"] = placement.landing(session, device, None, body.status, given, storage)
+        item.references["home_location_id"] = body.home_location_id
+    return problems
 
 
 def insert_devices(session: Session, actor: str, checked: Sequence[CheckedDevice]) -> list[uuid.UUID]:
@@ -231,8 +271,9 @@ def move_devices(session: Session, actor: Actor, body: EquipmentBulkMove) -> lis
     all can. One read locks every device; each move writes its history entry and its event."""
     devices, assignee = check_move(session, body)
     moved = [devices[equipment_id] for equipment_id in body.equipment_ids]
+    location = body.location_id if body.location_id is not None else placement.KEEP
     for equipment in moved:
-        lifecycle.move(session, equipment, body.status, actor.name, assignee=assignee)
+        lifecycle.move(session, equipment, body.status, actor.name, assignee=assignee, location=location)
     record_equipment_events(session, [(status_event(body.status), device) for device in moved], actor.name)
     return EquipmentRepository(session).answers(body.equipment_ids)
 
@@ -261,6 +302,11 @@ def check_move(
             errors["assignee_id"] = [UNKNOWN_EMPLOYEE]
         elif refusal := offboarded(assignee):
             errors["assignee_id"] = [refusal]
+    if body.location_id is not None:
+        if body.status in placement.NOT_PLACED:
+            errors["location_id"] = [placement.ASSIGNED_HAS_NO_LOCATION]
+        elif not LocationRepository(session).lock({body.location_id}, share=True):
+            errors["location_id"] = [UNKNOWN_LOCATION]
     devices = repository.for_move(set(body.equipment_ids))
     for index, equipment_id in enumerate(body.equipment_ids):
         if equipment_id not in devices:  # unknown, or another company's: the same words

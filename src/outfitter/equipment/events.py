@@ -33,8 +33,15 @@ def status_event(status: EquipmentStatus) -> EventType:
 def record_equipment_events(
     session: Session, changes: Sequence[tuple[EventType, Equipment]], actor: str | None
 ) -> None:
-    """One event per (type, device); data = the device as GET /client/equipment/{id} answers it
-    after the change; a constant number of statements for the whole batch (up to 1,000 devices)."""
+    """One event per (type, device), and `equipment.moved` for each device whose location changed
+    (placement.place); data = the device as GET /client/equipment/{id} answers it after the
+    change; a constant number of statements for the whole batch (up to 1,000 devices)."""
+    moved = {equipment.id: equipment for _, equipment in changes if equipment.take_moved()}
+    changes = [
+        *changes,
+        *((EventType.EQUIPMENT_MOVED, equipment) for equipment in moved.values()),
+    ]
+    changes = list(dict.fromkeys((type, equipment) for type, equipment in changes))
     if not changes:
         return
     ids = list(dict.fromkeys(equipment.id for _, equipment in changes))

@@ -25,12 +25,14 @@ from outfitter.customfields import filters as custom_filters
 from outfitter.customfields.filters import CustomFilter
 from outfitter.db.base import search_pattern, search_text
 from outfitter.db.keyset import Keyset
+from outfitter.locations.reads import in_subtree
 from outfitter.models import (
     Employee,
     Equipment,
     EquipmentStatus,
     EquipmentType,
 )
+from outfitter.models.locations import subtree_end
 
 # The filter's value Laptop/Workstation matches all three.
 LAPTOP_TYPES = [EquipmentType.LAPTOP_WORKSTATION, EquipmentType.LAPTOP, EquipmentType.WORKSTATION]
@@ -75,6 +77,8 @@ class EquipmentFilters:
     country_id: uuid.UUID | None = None
     serial_numbers: tuple[str, ...] = field(default_factory=tuple)
     search: str | None = None  # `q`: part of the serial number, title, or assignee's name or email
+    location_path: str | None = None  # at this location or beneath it (`location_id`)
+    home_location_path: str | None = None  # home at this location or beneath it (`home_location_id`)
     updated_since: datetime | None = None  # every status, changed at or after this time...
     horizon: datetime | None = None  # ...and before this one (db.keyset.SYNC_HORIZON)
     custom: tuple[CustomFilter, ...] = ()  # `cf_<key>=...` (customfields.filters)
@@ -92,6 +96,8 @@ class EquipmentFilters:
             self.search is not None,
             self.updated_since is not None,
             tuple(custom.shape for custom in self.custom),
+            self.location_path is not None,
+            self.home_location_path is not None,
         )
 
     def parameters(self) -> dict[str, object]:
@@ -107,12 +113,16 @@ class EquipmentFilters:
             "horizon": self.horizon,
             **custom_filters.parameters(self.custom),
         }
+        for name in ("location_path", "home_location_path"):
+            path = getattr(self, name)
+            if path is not None:
+                values |= {name: path, f"{name}_end": subtree_end(path)}
         return {name: value for name, value in values.items() if value is not None}
 
 
 @functools.cache
 def conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
-    status, type_kind, memory, storage, country, serials, search, since, custom = shape
+    status, type_kind, memory, storage, country, serials, search, since, custom, location, home = shape
     conditions: list[ColumnElement[bool]] = []
     if status:
         conditions.append(Equipment.status == bindparam("status"))
@@ -133,6 +143,10 @@ def conditions(shape: tuple[object, ...]) -> list[ColumnElement[bool]]:
     if search:
         conditions.append(_search())
     conditions.extend(custom_filters.conditions(Equipment.custom_fields, custom))  # type: ignore[arg-type]
+    if location:
+        conditions.append(in_subtree(Equipment.location_id, "location_path"))
+    if home:
+        conditions.append(in_subtree(Equipment.home_location_id, "home_location_path"))
     if since:
         conditions.append(Equipment.updated_at >= bindparam("updated_since", type_=Equipment.updated_at.type))
         conditions.append(Equipment.updated_at < bindparam("horizon", type_=Equipment.updated_at.type))

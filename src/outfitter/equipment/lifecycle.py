@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.core.errors import Conflict, ValidationFailed
 from outfitter.db.base import new_id, utcnow
+from outfitter.equipment.placement import KEEP, GivenLocation, landing, place
 from outfitter.models import Employee, Equipment, EquipmentEvent, EquipmentHistory, EquipmentStatus
 from outfitter.people.repository import UNKNOWN_EMPLOYEE
 
@@ -130,8 +131,10 @@ def move(
     actor: str,
     assignee: Employee | None = None,
     payload: dict[str, Any] | None = None,
+    location: GivenLocation = KEEP,
 ) -> EquipmentHistory:
-    """Move `equipment` to `to_status` (409 when `refusal` refuses it) and write its history entry.
+    """Move `equipment` to `to_status` (409 when `refusal` refuses it) and write its history entry,
+    then its `moved` entry if its location changes (`placement.landing`: `location` if given).
 
     Assigned needs an assignee of the same company; every other status clears it.
     """
@@ -147,6 +150,7 @@ def move(
             raise ValidationFailed.field("assignee_id", "Assigned equipment needs an assignee.")
         if assignee.company_id != equipment.company_id:
             raise ValidationFailed.field("assignee_id", UNKNOWN_EMPLOYEE)
+    from_status = equipment.status
     equipment.status = to_status
     equipment.assignee_id = assignee.id if to_status == EquipmentStatus.ASSIGNED and assignee else None
     equipment.status_changed_at = utcnow()
@@ -158,4 +162,5 @@ def move(
         payload,
     )
     session.add(entry)
+    place(session, equipment, landing(session, equipment, from_status, to_status, location), actor)
     return entry

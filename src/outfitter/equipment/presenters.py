@@ -75,6 +75,8 @@ def _base_fields(row: Row[Any] | SimpleNamespace) -> dict[str, Any]:
         "country": row.country_name,
         "country_code": row.country_code,
         "custom_fields": row.custom_fields or {},
+        "location_id": row.location_id,
+        "home_location_id": row.home_location_id,
         "created_at": row.created_at,
         "updated_at": row.updated_at,
     }

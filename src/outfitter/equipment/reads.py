@@ -66,6 +66,8 @@ _BASE_COLUMNS = (
     Equipment.status,
     Equipment.country_id,
     Equipment.custom_fields,
+    Equipment.location_id,
+    Equipment.home_location_id,
     Equipment.created_at,
     Equipment.updated_at,
     Currency.id.label("currency_id"),

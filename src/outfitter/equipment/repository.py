@@ -104,6 +104,8 @@ _EXPORT_COLUMNS = (
     type_coerce(Equipment.status, String),
     Country.name,
     Country.code,
+    uuid_text(Equipment.location_id).label("location_id"),
+    uuid_text(Equipment.home_location_id).label("home_location_id"),
     uuid_text(Employee.id).label("assignee_id"),
     Employee.first_name,
     Employee.last_name,

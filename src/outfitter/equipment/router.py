@@ -8,7 +8,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
-from outfitter.core.schemas import Envelope, Rendered, error_responses, ok, render_as, rendered_ok
+from outfitter.core.schemas import (
+    Envelope,
+    Rendered,
+    UuidText,
+    error_responses,
+    ok,
+    render_as,
+    rendered_ok,
+)
 from outfitter.csvio.reader import CsvBody, DryRun, ImportResult, csv_request_body, import_message
 from outfitter.csvio.writer import CSV_RESPONSE, csv_response
 from outfitter.customfields.filters import custom_parameters
@@ -70,6 +78,12 @@ async def _list_query(
             "email, in any case",
         ),
     ] = None,
+    location_id: Annotated[
+        UuidText | None, Query(description="Only devices at this location or anywhere beneath it")
+    ] = None,
+    home_location_id: Annotated[
+        UuidText | None, Query(description="Only devices whose home is this location or beneath it")
+    ] = None,
 ) -> dict[str, Any]:
     """The list's filters, shared by the list and the export; `service.resolve_filters` checks them."""
     return {
@@ -81,6 +95,8 @@ async def _list_query(
         "serial_number": serial_number,
         "q": q,
         "custom": custom_parameters(request.query_params),
+        "location_id": location_id,
+        "home_location_id": home_location_id,
     }
 
 

@@ -151,6 +151,8 @@ class EquipmentBase(Schema):
         default_factory=dict,
         description="The company's custom fields (docs/custom-fields.md), sensitive ones left out",
     )
+    location_id: uuid.UUID | None
+    home_location_id: uuid.UUID | None
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -285,6 +287,10 @@ class EquipmentFields(BaseModel):
         max_length=100,
         description="Values of the company's custom fields by key; a null clears one (docs/custom-fields.md)",
     )
+    location_id: uuid.UUID | None = Field(
+        default=None, description="Where the device is now (not while Assigned); docs/locations.md"
+    )
+    home_location_id: uuid.UUID | None = Field(default=None, description="Where the device belongs")
 
     @field_validator("purchase_date", mode="before")
     @classmethod
@@ -392,3 +398,6 @@ class EquipmentBulkMove(BaseModel):
     )
     status: EquipmentStatus
     assignee_id: uuid.UUID | None = Field(default=None, description="Required when status is Assigned")
+    location_id: uuid.UUID | None = Field(
+        default=None, description="Where the devices go (Unassigned or In_Storage only); docs/locations.md"
+    )

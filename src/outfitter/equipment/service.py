@@ -35,7 +35,7 @@ from outfitter.db.clock import FEED_HOLDERS, NO_HORIZON, SYNC_HORIZON, held_too_
 from outfitter.db.keyset import CursorParams, ListParams, ListResult
 from outfitter.db.reads import Read, ReadPlan, run_in_session
 from outfitter.db.tenancy import company_of
-from outfitter.equipment import lifecycle, presenters
+from outfitter.equipment import lifecycle, placement, presenters
 from outfitter.equipment.events import answered_events, record_equipment_events, status_event
 from outfitter.equipment.filters import EquipmentFilters, EquipmentSort
 from outfitter.equipment.reads import (
@@ -52,6 +52,8 @@ from outfitter.equipment.schemas import (
     EquipmentOut,
     EquipmentPatch,
 )
+from outfitter.locations.reads import subtree_path_plan
+from outfitter.locations.service import device_location
 from outfitter.models import (
     Currency,
     CustomFieldEntity,
@@ -98,14 +100,26 @@ def filters_plan(
     serial_number: str | None = None,
     q: str | None = None,
     custom: Mapping[str, str] | None = None,
+    location_id: str | None = None,
+    home_location_id: str | None = None,
 ) -> ReadPlan[EquipmentFilters]:
     """Query values as the list compares them; an unknown country is 422 naming query.country, an
-    unknown custom field 422 naming its parameter (`query.cf_imei`)."""
+    unknown custom field 422 naming its parameter (`query.cf_imei`), an unknown location
+    query.location_id (a location filter takes everything beneath it too)."""
     custom_found: tuple[CustomFilter, ...] = ()
     if custom:
         rows = yield Read(DEFINITION_ROWS, {"entity": CustomFieldEntity.DEVICE.value})
         custom_found = parse_filters(field_set_of_rows(CustomFieldEntity.DEVICE, rows), custom)
     country_id = (yield from country_id_plan(country, "query.country")) if country else None
+    # `location_id=` (empty) is a 422 naming it, never every location.
+    location_path = (
+        (yield from subtree_path_plan(location_id, "query.location_id")) if location_id is not None else None
+    )
+    home_path = (
+        (yield from subtree_path_plan(home_location_id, "query.home_location_id"))
+        if home_location_id is not None
+        else None
+    )
     serials = tuple(dict.fromkeys(part.strip() for part in (serial_number or "").split(",") if part.strip()))
     if len(serials) > MAX_SERIAL_FILTER:
         raise ValidationFailed.field(
@@ -120,6 +134,8 @@ def filters_plan(
         serial_numbers=serials,
         search=(q or "").strip() or None,
         custom=custom_found,
+        location_path=location_path,
+        home_location_path=home_path,
     )
 
 
@@ -176,7 +192,11 @@ def create_equipment(session: Session, actor: Actor, body: EquipmentCreate) -> b
         raise ValidationFailed.field("assignee_id", assignee_error)
     if body.assignee_id is not None:
         assignee = _assignable(_employee(repository, body.assignee_id))
-    references = {"country_id": country and country.id, "currency_id": currency and currency.id}
+    references = {
+        "country_id": country and country.id,
+        "currency_id": currency and currency.id,
+        **placement.creation_locations(session, body),
+    }
     values = device_fields(session).check(body.custom_fields, device_type=body.type)
     if values.errors:
         raise ValidationFailed.fields(value_errors("custom_fields", values.errors))
@@ -250,6 +270,8 @@ def new_equipment_row(
         "other_details": list(body.other_details or []),
         "country_id": references.get("country_id"),
         "currency_id": references.get("currency_id"),
+        "location_id": references.get("location_id"),
+        "home_location_id": references.get("home_location_id"),
         "specs": specs,
         "memory_key": fold_spec(specs.get("memory")),
         "storage_key": fold_spec(specs.get("storage")),
@@ -285,12 +307,18 @@ def update_equipment(
         if values.errors:
             raise ValidationFailed.fields(value_errors("custom_fields", values.errors))
 
+    location = placement.given_location(session, equipment, body, fields, target)
+
     changes: list[tuple[EventType, Equipment]] = []
     if target is not None:
         refuse_reserved(repository, [equipment])
         to_status, assignee = target
-        lifecycle.move(session, equipment, to_status, actor.name, assignee=assignee)
+        lifecycle.move(session, equipment, to_status, actor.name, assignee=assignee, location=location)
         changes.append((status_event(to_status), equipment))
+    elif location is not placement.KEEP:
+        refuse_reserved(repository, [equipment])
+        if placement.place(session, equipment, location, actor.name):
+            changes.append((EventType.EQUIPMENT_MOVED, equipment))
     before = _edited_values(equipment)
     _apply_fields(equipment, body, fields, references)
     if values is not None:
@@ -385,8 +413,14 @@ def _target_move(
 
 
 def _resolve_references(session: Session, body: EquipmentFields, fields: set[str]) -> dict[str, Any]:
-    """Country and currency ids for the fields given (None clears them); 422 naming the field."""
+    """Country, currency and home location ids for the fields given (None clears them); 422
+    naming the field."""
     references: dict[str, Any] = {}
+    if "home_location_id" in fields:
+        home = body.home_location_id
+        references["home_location_id"] = (
+            device_location(session, home, "home_location_id").id if home is not None else None
+        )
     if "country" in fields:
         references["country_id"] = (
             resolve_country(session, body.country, "country").id if body.country else None
@@ -444,7 +478,7 @@ def _apply_fields(
 
 def _edited_values(equipment: Equipment) -> tuple[object, ...]:
     """What a PATCH's fields edit (not the status), to tell an edit from a no-op."""
-    names = ("title", *PLAIN_FIELDS, "country_id", "currency_id")
+    names = ("title", *PLAIN_FIELDS, "country_id", "currency_id", "home_location_id")
     custom = (dict(equipment.custom_fields or {}), dict(equipment.sensitive_fields or {}))
     return (*(getattr(equipment, name) for name in names), dict(equipment.specs or {}), custom)
 

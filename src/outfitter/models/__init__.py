@@ -30,6 +30,7 @@ from outfitter.models.equipment import (
     fold_spec,
 )
 from outfitter.models.events import Event, EventCount, EventCountDelta, EventType
+from outfitter.models.locations import MAX_DEPTH, Location, LocationKind
 from outfitter.models.payments import (
     ORDER_KIND_OF,
     RETRIEVAL_STAGES_BEFORE_RECEIPT,
@@ -85,6 +86,7 @@ __all__ = [
     "EMPLOYEE_OFFBOARDED",
     "ENDPOINT_CONCURRENCY_DEFAULT",
     "ENDPOINT_CONCURRENCY_MAX",
+    "MAX_DEPTH",
     "ORDER_KIND_OF",
     "PING_EVENT_TYPE",
     "RETRIEVAL_STAGES_BEFORE_RECEIPT",
@@ -125,6 +127,8 @@ __all__ = [
     "FeeSchedule",
     "GatewayPaymentStatus",
     "IdempotencyRecord",
+    "Location",
+    "LocationKind",
     "MembershipStatus",
     "Order",
     "OrderItem",

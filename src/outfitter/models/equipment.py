@@ -70,6 +70,7 @@ class EquipmentEvent(StrEnum):
     MOVED_TO_STORAGE = "moved_to_storage"
     SOLD = "sold"
     ARCHIVED = "archived"
+    MOVED = "moved"  # its location changed (payload: from and to)
 
 
 def fold_spec(value: object) -> str | None:
@@ -90,6 +91,20 @@ def _set_only_index(column: str) -> Index:
     return Index(f"ix_equipment_{column}", column, postgresql_where=where, sqlite_where=where)
 
 
+def _location_index(column: str) -> Index:
+    where = text(f"{column} IS NOT NULL")
+    return Index(
+        f"ix_equipment_company_{column}",
+        "company_id",
+        column,
+        "status",
+        "created_at",
+        "id",
+        postgresql_where=where,
+        sqlite_where=where,
+    )
+
+
 class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
     __tablename__ = "equipment"
     __table_args__ = (
@@ -97,6 +112,8 @@ class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
         company_key("equipment"),
         *company_reference("equipment", "assignee_id", "employees", ondelete="SET NULL"),
         *company_reference("equipment", "asset_order_id", "orders"),
+        *company_reference("equipment", "location_id", "locations"),
+        *company_reference("equipment", "home_location_id", "locations"),
         # The list sorts newest first within a company, usually filtered by status.
         Index("ix_equipment_company_status_created", "company_id", "status", "created_at", "id"),
         # The other sorts (`updated_at` also orders `updated_since`), and the search `q`.
@@ -105,6 +122,10 @@ class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
         # A device's assignee and order, when it has them: most devices have neither, and an index
         # entry for each NULL would cost every insert and serve no lookup (migration 0011).
         *(_set_only_index(column) for column in ("assignee_id", "asset_order_id")),
+        # A location's devices (and its subtree's: locations.repository), in the list's order, and
+        # its counts by status: only devices at a location have an entry.
+        _location_index("location_id"),
+        _location_index("home_location_id"),
         trigram_index("equipment", "title"),
         custom_values_index("equipment"),
         trigram_index("equipment", "serial_number"),
@@ -156,6 +177,9 @@ class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
     country_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("countries.id"))
     assignee_id: Mapped[uuid.UUID | None]
     asset_order_id: Mapped[uuid.UUID | None]
+    # Where the device is now (None while it is with an employee, or gone) and where it belongs.
+    location_id: Mapped[uuid.UUID | None]
+    home_location_id: Mapped[uuid.UUID | None]
     asset_spec_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("asset_specifications.id"))
     serial_number: Mapped[str | None] = mapped_column(String(200))
     hash_code: Mapped[str | None] = mapped_column(String(200))
@@ -203,6 +227,16 @@ class Equipment(IdMixin, ChangeTracked, CompanyOwned, Base):
         """Orders entries written in the same instant (equipment_added, then assigned)."""
         self._history_written += 1
         return self._history_written
+
+    _moved = False  # not mapped: its location changed in this unit of work, no event for it yet
+
+    def note_moved(self) -> None:
+        self._moved = True
+
+    def take_moved(self) -> bool:
+        """Whether its location changed since last asked (an `equipment.moved` event is due)."""
+        moved, self._moved = self._moved, False
+        return moved
 
 
 class EquipmentHistory(IdMixin, CompanyOwned, Base):

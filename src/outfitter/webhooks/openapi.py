@@ -18,6 +18,7 @@ from outfitter.customfields.schemas import CustomFieldOut
 from outfitter.equipment.schemas import EquipmentOut
 from outfitter.events.schemas import ApiTokenOut, ConsoleSettingsOut, ConsoleUserOut, ScimSettingsOut
 from outfitter.http.openapi import example_of
+from outfitter.locations.schemas import LocationOut
 from outfitter.models import PING_EVENT_TYPE, EventType
 from outfitter.payments.schemas import OrderOut, TransactionOut, WalletOut
 from outfitter.people.schemas import DepartmentOut, EmployeeOut
@@ -28,6 +29,7 @@ SUBJECT_SCHEMAS: dict[str, type[BaseModel]] = {
     "employee": EmployeeOut,
     "department": DepartmentOut,
     "equipment": EquipmentOut,
+    "location": LocationOut,
     "transaction": TransactionOut,
     "order": OrderOut,
     "wallet": WalletOut,
