@@ -172,7 +172,7 @@ def test_a_device_created_in_storage_writes_both_events_in_the_one_statement(
     assert response.status_code == 201, response.text
     # read: as any create (and on SQLite the endpoints, as for any batch of events), and the
     # company's default storage location, where a device put in storage lands (docs/locations.md)
-    assert _written(statements) == (_device_statements(is_postgres, entries=2), 3)
+    assert _written(statements) == (_device_statements(is_postgres, entries=2), 3 + CUSTOM_FIELDS_READ)
     answer = response.json()["data"]
     assert api.get(f"/client/equipment/{answer['id']}").json()["data"] == answer
     db.expire_all()
