@@ -13,7 +13,7 @@ import sys
 import typer
 
 # Not sorted: `outfitter --help` lists commands, then groups, in the order they were registered.
-from outfitter.cli import catalog, imports, orders, payments, setup, status, tenants, users  # noqa: F401
+from outfitter.cli import catalog, imports, operators, orders, payments, setup, status, tenants, users  # noqa: F401
 from outfitter.cli.common import app
 
 __all__ = ["app", "main"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
+from pydantic import Field
+
 from outfitter.core.schemas import Schema, Timestamp
 from outfitter.models.console import ConsoleRole
 from outfitter.models.events import EventType
@@ -33,3 +35,40 @@ class ConsoleUserOut(Schema):
     totp_enabled: bool
     created_at: Timestamp
     updated_at: Timestamp
+
+
+class CompanyOut(Schema):
+    """The `data` of the `company.*` events: the company as Outfitter's operators set it up.
+    `suspended_at` is set while its tokens and console sessions are refused."""
+
+    id: uuid.UUID
+    name: str
+    suspended_at: Timestamp | None
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class ApiTokenOut(Schema):
+    """The `data` of the `api_token.*` events: a token as `outfitter token list` shows it; never the
+    token itself or its hash."""
+
+    id: uuid.UUID
+    name: str
+    scopes: list[str] = Field(validation_alias="scope_list")
+    expires_at: Timestamp | None
+    revoked_at: Timestamp | None
+    created_at: Timestamp
+
+
+class PaymentAnomalyOut(Schema):
+    """The `data` of `payment_anomaly.resolved`: money a gateway took that no order accounts for,
+    as `outfitter payments anomalies` lists it, now handled."""
+
+    id: uuid.UUID
+    tx_ref: str
+    kind: str
+    amount: str
+    currency_code: str
+    gateway_reference: str
+    created_at: Timestamp
+    resolved_at: Timestamp | None

@@ -28,6 +28,7 @@ from outfitter.models.equipment import (
     EquipmentType,
     fold_spec,
 )
+from outfitter.models.operators import OperatorSession, OperatorUser
 from outfitter.models.events import Event, EventCount, EventCountDelta, EventType
 from outfitter.models.payments import (
     ORDER_KIND_OF,
@@ -100,6 +101,8 @@ __all__ = [
     "ConsoleSession",
     "ConsoleSettings",
     "ConsoleUser",
+    "OperatorSession",
+    "OperatorUser",
     "Country",
     "Currency",
     "CurrencyStatus",

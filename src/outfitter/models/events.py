@@ -47,6 +47,14 @@ class EventType(StrEnum):
     CONSOLE_USER_PASSWORD_CHANGED = "console_user.password_changed"
     CONSOLE_USER_TOTP_ENABLED = "console_user.totp_enabled"
     CONSOLE_USER_TOTP_DISABLED = "console_user.totp_disabled"
+    # What Outfitter's operators do to a company and its tokens (docs/console.md, "Operator console").
+    COMPANY_CREATED = "company.created"
+    COMPANY_UPDATED = "company.updated"
+    COMPANY_SUSPENDED = "company.suspended"
+    COMPANY_REINSTATED = "company.reinstated"
+    API_TOKEN_CREATED = "api_token.created"
+    API_TOKEN_REVOKED = "api_token.revoked"
+    PAYMENT_ANOMALY_RESOLVED = "payment_anomaly.resolved"
 
     @property
     def subject_type(self) -> str:

@@ -15,6 +15,8 @@ class Company(IdMixin, TimestampMixin, Base):
     __tablename__ = "companies"
 
     name: Mapped[str] = mapped_column(String(200))
+    # Set by an operator: the company's tokens and console sessions are refused until reinstated.
+    suspended_at: Mapped[datetime | None]
 
 
 class ScimSettings(CompanyOwned, Base):

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from outfitter.equipment.schemas import EquipmentOut
-from outfitter.events.schemas import ConsoleUserOut
+from outfitter.events.schemas import ApiTokenOut, CompanyOut, ConsoleUserOut, PaymentAnomalyOut
 from outfitter.http.openapi import example_of
 from outfitter.models import PING_EVENT_TYPE, EventType
 from outfitter.payments.schemas import OrderOut, TransactionOut, WalletOut
@@ -30,9 +30,17 @@ SUBJECT_SCHEMAS: dict[str, type[BaseModel]] = {
     "order": OrderOut,
     "wallet": WalletOut,
     "console_user": ConsoleUserOut,
+    "company": CompanyOut,
+    "api_token": ApiTokenOut,
+    "payment_anomaly": PaymentAnomalyOut,
 }
 # Subjects no API operation answers (the console's users): their components are added here.
-EVENT_ONLY_SCHEMAS: tuple[type[BaseModel], ...] = (ConsoleUserOut,)
+EVENT_ONLY_SCHEMAS: tuple[type[BaseModel], ...] = (
+    ConsoleUserOut,
+    CompanyOut,
+    ApiTokenOut,
+    PaymentAnomalyOut,
+)
 _PING_DATA = {
     "type": "object",
     "properties": {"endpoint_id": {"type": "string", "format": "uuid"}, "url": {"type": "string"}},
