@@ -22,8 +22,8 @@ from outfitter.catalog.router import router as catalog_router
 from outfitter.config import Settings, get_settings
 from outfitter.config.database_url import display_database_url
 from outfitter.console.app import install_console
-from outfitter.console.operator.app import install_operator_console
 from outfitter.console.device_bulk import IMPORT_PATH as CONSOLE_DEVICES_IMPORT_PATH
+from outfitter.console.operator.app import install_operator_console
 from outfitter.core import metrics
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.schemas import Envelope, Schema, ok

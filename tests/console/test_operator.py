@@ -280,11 +280,14 @@ def test_an_order_moved_to_delivered_shows_on_the_company_console(
     backwards = operator.post(f"{path}/advance", {"stage": "order_placed", "csrf_token": token})
     assert backwards.status_code == 409 and "stages only move forward" in backwards.text
     moved = operator.post(
-        f"{path}/advance", {"stage": "order_delivered", "note": "Signed for at reception", "csrf_token": token}
+        f"{path}/advance",
+        {"stage": "order_delivered", "note": "Signed for at reception", "csrf_token": token},
     )
     assert moved.status_code == 303
     answer = api.get(f"/client/orders/{purchase['id']}").json()["data"]
-    assert answer["status"] == "completed" and {item["stage"] for item in answer["items"]} == {"order_delivered"}
+    assert answer["status"] == "completed" and {item["stage"] for item in answer["items"]} == {
+        "order_delivered"
+    }
     company_user = sign_up(app, engine, api.company_id, "ada@example.com")
     page = company_user.get(f"/orders/{purchase['id']}")
     assert (

@@ -25,6 +25,9 @@ SUBJECT_ANSWERS = {
     "order": "OrderOut",
     "wallet": "WalletOut",
     "console_user": "ConsoleUserOut",
+    "company": "CompanyOut",
+    "api_token": "ApiTokenOut",
+    "payment_anomaly": "PaymentAnomalyOut",
 }
 
 

@@ -28,6 +28,7 @@ from outfitter.db.tenancy import bind_company, parse_uuid
 from outfitter.events.schemas import ConsoleUserOut
 from outfitter.models import (
     Company,
+    CompanySuspension,
     ConsoleRole,
     ConsoleSession,
     ConsoleSettings,
@@ -262,9 +263,9 @@ def check_password(session: Session, email: str, password: str) -> tuple[uuid.UU
                 ConsoleUser.company_id,
                 ConsoleUser.password_hash,
                 ConsoleUser.deactivated_at,
-                Company.suspended_at,
+                CompanySuspension.suspended_at,
             )
-            .join(Company, Company.id == ConsoleUser.company_id)
+            .outerjoin(CompanySuspension, CompanySuspension.company_id == ConsoleUser.company_id)
             .where(ConsoleUser.email == normal_email(email)[:MAX_EMAIL_LENGTH])
         )
         .first()
@@ -323,11 +324,12 @@ _SESSION_WITH_USER = (
         ConsoleUser.totp_enabled_at,
         Company.id.label("company_id"),
         Company.name.label("company_name"),
-        Company.suspended_at,
+        CompanySuspension.suspended_at,
         ConsoleSettings.require_totp,
     )
     .join(ConsoleUser, ConsoleUser.id == ConsoleSession.user_id)
     .join(Company, Company.id == ConsoleSession.company_id)
+    .outerjoin(CompanySuspension, CompanySuspension.company_id == ConsoleSession.company_id)
     .outerjoin(ConsoleSettings, ConsoleSettings.company_id == ConsoleSession.company_id)
     .where(ConsoleSession.id_hash == bindparam("id_hash"))
 )

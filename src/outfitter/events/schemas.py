@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from outfitter.core.schemas import Schema, Timestamp
+from outfitter.core.schemas import Money, Schema, Timestamp
 from outfitter.models.console import ConsoleRole
 from outfitter.models.events import EventType
 
@@ -67,7 +67,7 @@ class PaymentAnomalyOut(Schema):
     id: uuid.UUID
     tx_ref: str
     kind: str
-    amount: str
+    amount: Money
     currency_code: str
     gateway_reference: str
     created_at: Timestamp

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.core.errors import Forbidden, Unauthorized
 from outfitter.db.base import utcnow
-from outfitter.models import ApiToken, Company
+from outfitter.models import ApiToken, Company, CompanySuspension
 from outfitter.tenants.actor import Actor
 from outfitter.tenants.tokens import TOKEN_PREFIX, hash_token, token_is_live
 
@@ -57,9 +57,10 @@ _TOKEN_WITH_COMPANY = (
         ApiToken.last_used_at,
         Company.id.label("company_id"),
         Company.name.label("company_name"),
-        Company.suspended_at,
+        CompanySuspension.suspended_at,
     )
     .join(Company, Company.id == ApiToken.company_id)
+    .outerjoin(CompanySuspension, CompanySuspension.company_id == ApiToken.company_id)
     .where(ApiToken.token_hash == bindparam("digest"))
 )
 

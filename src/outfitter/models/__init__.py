@@ -28,8 +28,8 @@ from outfitter.models.equipment import (
     EquipmentType,
     fold_spec,
 )
-from outfitter.models.operators import OperatorSession, OperatorUser
 from outfitter.models.events import Event, EventCount, EventCountDelta, EventType
+from outfitter.models.operators import OperatorSession, OperatorUser
 from outfitter.models.payments import (
     ORDER_KIND_OF,
     RETRIEVAL_STAGES_BEFORE_RECEIPT,
@@ -65,7 +65,7 @@ from outfitter.models.people import (
     MembershipStatus,
     UserDepartment,
 )
-from outfitter.models.tenants import ApiToken, Company, IdempotencyRecord, ScimSettings
+from outfitter.models.tenants import ApiToken, Company, CompanySuspension, IdempotencyRecord, ScimSettings
 from outfitter.models.webhooks import (
     ENDPOINT_CONCURRENCY_DEFAULT,
     ENDPOINT_CONCURRENCY_MAX,
@@ -97,12 +97,11 @@ __all__ = [
     "AssetStatus",
     "Category",
     "Company",
+    "CompanySuspension",
     "ConsoleRole",
     "ConsoleSession",
     "ConsoleSettings",
     "ConsoleUser",
-    "OperatorSession",
-    "OperatorUser",
     "Country",
     "Currency",
     "CurrencyStatus",
@@ -125,6 +124,8 @@ __all__ = [
     "GatewayPaymentStatus",
     "IdempotencyRecord",
     "MembershipStatus",
+    "OperatorSession",
+    "OperatorUser",
     "Order",
     "OrderItem",
     "OrderKind",

@@ -15,8 +15,6 @@ class Company(IdMixin, TimestampMixin, Base):
     __tablename__ = "companies"
 
     name: Mapped[str] = mapped_column(String(200))
-    # Set by an operator: the company's tokens and console sessions are refused until reinstated.
-    suspended_at: Mapped[datetime | None]
 
 
 class ScimSettings(CompanyOwned, Base):
@@ -33,6 +31,20 @@ class ScimSettings(CompanyOwned, Base):
     # The country (alpha-2) of a user sent without one; without it such a user is refused.
     default_country: Mapped[str | None] = mapped_column(String(2))
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class CompanySuspension(CompanyOwned, Base):
+    """A company suspended by an operator: while the row exists its tokens answer 403 and its
+    console users cannot sign in. A table of its own (the company is its key, as `ScimSettings`),
+    so that a company row stays what every revision wrote."""
+
+    __tablename__ = "company_suspensions"
+
+    company_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("companies.id", ondelete="CASCADE"), primary_key=True
+    )
+    suspended_at: Mapped[datetime] = mapped_column(default=utcnow)
+    suspended_by: Mapped[str] = mapped_column(String(200))  # the operator, as events name them
 
 
 class ApiToken(IdMixin, TimestampMixin, Base):

@@ -22,6 +22,7 @@ from outfitter.events.schemas import ApiTokenOut, CompanyOut, PaymentAnomalyOut
 from outfitter.models import (
     ApiToken,
     Company,
+    CompanySuspension,
     ConsoleRole,
     ConsoleSession,
     Currency,
@@ -48,9 +49,23 @@ def company(session: Session, company_id: str | uuid.UUID) -> Company:
     return found
 
 
+def suspension(session: Session, company_id: uuid.UUID) -> CompanySuspension | None:
+    return session.get(CompanySuspension, company_id)
+
+
 def _company_event(session: Session, type: EventType, found: Company, actor: str) -> None:
     session.flush()
-    data = as_event_data(CompanyOut, found)
+    suspended = suspension(session, found.id)
+    data = as_event_data(
+        CompanyOut,
+        {
+            "id": found.id,
+            "name": found.name,
+            "suspended_at": suspended.suspended_at if suspended else None,
+            "created_at": found.created_at,
+            "updated_at": found.updated_at,
+        },
+    )
     record_event(session, type, found.id, data, actor=actor, company_id=found.id)
 
 
@@ -85,8 +100,8 @@ def suspend_company(session: Session, company_id: str, actor: str) -> Company:
     users are signed out. `company.suspended`; suspending a suspended company changes nothing."""
     found = company(session, company_id)
     bind_company(session, found.id)
-    if found.suspended_at is None:
-        found.suspended_at = utcnow()
+    if suspension(session, found.id) is None:
+        session.add(CompanySuspension(company_id=found.id, suspended_at=utcnow(), suspended_by=actor[:200]))
         session.execute(delete(ConsoleSession).where(ConsoleSession.company_id == found.id))
         _company_event(session, EventType.COMPANY_SUSPENDED, found, actor)
     return found
@@ -95,8 +110,9 @@ def suspend_company(session: Session, company_id: str, actor: str) -> Company:
 def reinstate_company(session: Session, company_id: str, actor: str) -> Company:
     found = company(session, company_id)
     bind_company(session, found.id)
-    if found.suspended_at is not None:
-        found.suspended_at = None
+    suspended = suspension(session, found.id)
+    if suspended is not None:
+        session.delete(suspended)
         _company_event(session, EventType.COMPANY_REINSTATED, found, actor)
     return found
 
@@ -212,7 +228,7 @@ def resolve_anomaly(session: Session, anomaly_id: str | uuid.UUID, actor: str) -
                 "id": anomaly.id,
                 "tx_ref": anomaly.tx_ref,
                 "kind": str(anomaly.kind),
-                "amount": format(round_money(anomaly.amount, minor if minor is not None else 2), "f"),
+                "amount": round_money(anomaly.amount, minor if minor is not None else 2),
                 "currency_code": anomaly.currency_code,
                 "gateway_reference": anomaly.gateway_reference,
                 "created_at": anomaly.created_at,

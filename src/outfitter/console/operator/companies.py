@@ -17,7 +17,7 @@ from outfitter.console.web import redirect
 from outfitter.core.errors import DomainError
 from outfitter.core.money import decimal_text
 from outfitter.db.tenancy import bind_company
-from outfitter.models import Company, ConsoleRole, ConsoleUser, ScimSettings
+from outfitter.models import Company, CompanySuspension, ConsoleRole, ConsoleUser, ScimSettings
 from outfitter.payments.presenters import wallet_summary
 from outfitter.tenants.tokens import SCOPES
 
@@ -29,7 +29,11 @@ def _companies(
     request: Request, work: OperatorWork, status: int = 200, error: str = "", name: str = ""
 ) -> Response:
     users = select(func.count()).where(ConsoleUser.company_id == Company.id).scalar_subquery()
-    rows = work.session.execute(select(Company, users).order_by(Company.created_at)).all()
+    rows = work.session.execute(
+        select(Company, users, CompanySuspension.suspended_at)
+        .outerjoin(CompanySuspension, CompanySuspension.company_id == Company.id)
+        .order_by(Company.created_at)
+    ).all()
     return render(
         request, "companies.html", status, user=work.user, nav="companies", rows=rows, error=error, name=name
     )
@@ -67,6 +71,7 @@ def _company(
         user=work.user,
         nav="companies",
         company=found,
+        suspension=actions.suspension(work.session, found.id),
         scim=scim,
         tokens=actions.company_tokens(work.session, found.id),
         users=console_accounts.company_users(work.session),

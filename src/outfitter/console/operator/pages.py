@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
+from outfitter.console import accounts as console_accounts
 from outfitter.console import security
 from outfitter.console.operator import accounts
 from outfitter.console.operator.web import (
@@ -63,7 +64,9 @@ def _hit_limits(request: Request, email: str) -> None:
     address = request.client.host if request.client else "-"
     state: dict[str, Any] = {}
     per_address.hit(state, f"operator-address:{address}")
-    per_account.hit(state, f"operator-account:{security.accounts.digest(email.strip().lower())}")
+    per_account.hit(
+        state, f"operator-account:{console_accounts.digest(console_accounts.normal_email(email))}"
+    )
 
 
 def _limited(request: Request, exc: RateLimited, name: str, **context: Any) -> Response:

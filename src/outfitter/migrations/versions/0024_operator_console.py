@@ -2,8 +2,9 @@
 
 Operators (the service's own staff) get tables of their own, apart from the companies' console
 users: `operator_users` (invited by `outfitter operator invite`, TOTP required) and
-`operator_sessions`. Companies gain `suspended_at`: while it is set, the company's tokens and
-console sessions are refused.
+`operator_sessions`. A suspended company has a row in `company_suspensions` (the companies table
+itself is left as it was): while it is there, the company's tokens and console sessions are
+refused.
 
 Revision ID: 0024_operator_console
 Revises: 0021
@@ -26,8 +27,19 @@ Time = outfitter.db.base.UTCDateTime
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("companies") as batch_op:
-        batch_op.add_column(sa.Column("suspended_at", Time(timezone=True), nullable=True))
+    op.create_table(
+        "company_suspensions",
+        sa.Column("company_id", sa.Uuid(), nullable=False),
+        sa.Column("suspended_at", Time(timezone=True), nullable=False),
+        sa.Column("suspended_by", sa.String(length=200), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["company_id"],
+            ["companies.id"],
+            name=op.f("fk_company_suspensions_company_id_companies"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("company_id", name=op.f("pk_company_suspensions")),
+    )
     op.create_table(
         "operator_users",
         sa.Column("email", sa.String(length=320), nullable=False),
@@ -73,5 +85,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("operator_sessions")
     op.drop_table("operator_users")
-    with op.batch_alter_table("companies") as batch_op:
-        batch_op.drop_column("suspended_at")
+    op.drop_table("company_suspensions")
