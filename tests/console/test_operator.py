@@ -6,6 +6,7 @@ moved; an anomaly resolved; the queue; the operators' activity. Every change an 
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from decimal import Decimal
@@ -134,7 +135,7 @@ def test_sessions_apart_a_company_session_never_opens_operator_pages(
 
 
 def test_credit_with_a_reason_names_the_operator_in_the_ledger_and_the_api_shows_it(
-    app: FastAPI, api: Api, db: Session
+    app: FastAPI, engine: Engine, api: Api, db: Session
 ) -> None:
     operator = operator_sign_up(app)
     path = f"/companies/{api.company_id}"
@@ -177,6 +178,28 @@ def test_credit_with_a_reason_names_the_operator_in_the_ledger_and_the_api_shows
     assert "Goodwill for the late delivery" in page.text and "NGN 1500.50" in page.text
     activity = operator.get("/activity").text
     assert "wallet.credited" in activity and "Acme Ltd" in activity
+    company_log = sign_up(app, engine, api.company_id, "ada@example.com").get("/activity").text
+    assert f"Outfitter operator {operator.email} credited" in company_log
+
+
+def test_the_cli_records_its_operator_actions_as_events_too(api: Api, db: Session) -> None:
+    code, out, err = run("wallet", "credit", str(api.company_id), "NGN", "100", "--reason", "Pilot credit")
+    assert code == 0, err
+    assert api.get("/client/wallet").json()["data"]["entries"][0]["description"] == (
+        "Credit by operator: Pilot credit"
+    )
+    code, out, err = run("company", "create", "Initech", "--json")
+    assert code == 0, err
+    company_id = uuid.UUID(json.loads(out)["id"])
+    code, out, err = run("token", "create", str(company_id), "--json")
+    assert code == 0, err
+    assert run("token", "revoke", json.loads(out)["id"])[0] == 0
+    assert events_of(db, "operator") == [
+        ("wallet.credited", api.company_id),
+        ("company.created", company_id),
+        ("api_token.created", company_id),
+        ("api_token.revoked", company_id),
+    ]
 
 
 def test_suspending_a_company_refuses_its_tokens_and_console_until_reinstated(
@@ -188,9 +211,10 @@ def test_suspending_a_company_refuses_its_tokens_and_console_until_reinstated(
     path = f"/companies/{api.company_id}"
     done = operator.post(f"{path}/suspension", {"suspend": "yes", "csrf_token": operator.csrf(path)})
     assert done.status_code == 303
-    refused = api.get("/client/employees")
-    assert refused.status_code == 403
-    assert "This company is suspended by Outfitter" in refused.json()["message"]
+    for path_read in ("/client/employees", "/client/equipment"):  # a hot read too (db.reads)
+        refused = api.get(path_read)
+        assert refused.status_code == 403
+        assert "This company is suspended by Outfitter" in refused.json()["message"]
     assert company_user.get("/").status_code == 303  # signed out
     page = company_user.get("/sign-in")
     again = company_user.post(

@@ -191,6 +191,8 @@ def actor_words(actor: str | None) -> str:
         return "Someone"
     if actor.startswith("console:"):
         return actor
+    if actor.startswith("operator:"):  # Outfitter's staff, from the operator console
+        return f"Outfitter operator {actor.removeprefix('operator:')}"
     if actor.startswith("token:"):  # `token:<name> (<id>)`: the name reads; the id is in the event
         return f"token {re.sub(r' [(][0-9a-f-]{36}[)]$', '', actor.removeprefix('token:'))}"
     return {"system": "The system", "operator": "An operator"}.get(actor, f"token {actor}")
@@ -221,8 +223,10 @@ def _subject_name(event: Event) -> str:
         return str(data.get("name") or "a department")
     if event.subject_type == "equipment":
         return str(data.get("title") or "a device")
-    if event.subject_type in ("transaction", "order"):
+    if event.subject_type in ("transaction", "order", "payment_anomaly"):
         return str(data.get("tx_ref") or f"a {event.subject_type}")
+    if event.subject_type in ("company", "api_token"):
+        return str(data.get("name") or f"a {event.subject_type}")
     return f"a {event.subject_type}"
 
 
@@ -250,6 +254,13 @@ def sentence(event: Event, before: dict[str, Any] | None = None) -> Sentence:
         EventType.ORDER_COMPLETED: "completed order",
         EventType.WALLET_CREDITED: "credited",
         EventType.WALLET_DEBITED: "debited",
+        EventType.COMPANY_CREATED: "created the company",
+        EventType.COMPANY_UPDATED: "changed the settings of",
+        EventType.COMPANY_SUSPENDED: "suspended",
+        EventType.COMPANY_REINSTATED: "reinstated",
+        EventType.API_TOKEN_CREATED: "created token",
+        EventType.API_TOKEN_REVOKED: "revoked token",
+        EventType.PAYMENT_ANOMALY_RESOLVED: "resolved the payment anomaly of",
     }.get(kind, "moved")
     rest = ""
     if kind in STATUS_MOVES:

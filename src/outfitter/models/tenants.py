@@ -33,10 +33,11 @@ class ScimSettings(CompanyOwned, Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
-class CompanySuspension(CompanyOwned, Base):
+class CompanySuspension(Base):
     """A company suspended by an operator: while the row exists its tokens answer 403 and its
-    console users cannot sign in. A table of its own (the company is its key, as `ScimSettings`),
-    so that a company row stays what every revision wrote."""
+    console users cannot sign in. A table of its own (the company is its key), so that a company
+    row stays what every revision wrote. Like `ApiToken`, it is read to find (and refuse) the
+    tenant, before any company is bound: not a company-scoped table."""
 
     __tablename__ = "company_suspensions"
 
