@@ -78,6 +78,16 @@ def test_invite_by_the_cli_then_sign_in_with_password_and_code(app: FastAPI, db:
     listed = run("operator", "list", "--json")
     assert '"status": "active"' in listed[1] and operator.email in listed[1]
 
+    assert run("operator", "deactivate", operator.email)[0] == 0
+    assert operator.get("/").status_code == 303  # the session is over
+    page = operator.get("/sign-in")
+    refused = operator.post(
+        "/sign-in", {"email": operator.email, "password": PASSWORD, "csrf_token": form_token(page)}
+    )
+    assert refused.status_code == 401
+    assert run("operator", "deactivate", "nobody@outfitter.example")[0] == 1
+    assert "/operator/invite/" in run("operator", "invite", operator.email)[1]  # invited anew
+
 
 def test_an_invite_needs_a_right_code_and_a_company_user_is_never_an_operator(
     app: FastAPI, engine: Engine, api: Api
@@ -303,6 +313,10 @@ def test_an_order_moved_to_delivered_shows_on_the_company_console(
     token = operator.csrf(path)
     backwards = operator.post(f"{path}/advance", {"stage": "order_placed", "csrf_token": token})
     assert backwards.status_code == 409 and "stages only move forward" in backwards.text
+    no_item = operator.post(
+        f"{path}/advance", {"stage": "order_delivered", "item": "nope", "csrf_token": token}
+    )
+    assert no_item.status_code == 422 and "Choose a device of this order" in no_item.text
     moved = operator.post(
         f"{path}/advance",
         {"stage": "order_delivered", "note": "Signed for at reception", "csrf_token": token},

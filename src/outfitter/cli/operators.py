@@ -1,4 +1,4 @@
-"""Operators of the operator console (/operator): `operator invite` and `operator list`."""
+"""Operators of the operator console (/operator): `operator invite`, `deactivate` and `list`."""
 
 from __future__ import annotations
 
@@ -31,6 +31,21 @@ def operator_invite(email: str, as_json: JsonFlag = False) -> None:
         "expires_at": iso_or_none(invited.expires_at),
     }
     emit(as_json, payload, f"invited operator {invited.email}; the link, valid 72 hours:\n{link}")
+
+
+@operator_app.command("deactivate")
+def operator_deactivate(email: str, as_json: JsonFlag = False) -> None:
+    """Stop EMAIL from signing in to the operator console, ending their sessions now (a lost
+    device: deactivate, then invite again)."""
+    from outfitter.console.operator.accounts import InviteRefused, deactivate
+
+    with unit_of_work() as session:
+        try:
+            user = deactivate(session, email)
+        except InviteRefused as exc:
+            fail(str(exc))
+        payload = {"email": user.email, "status": user.status}
+    emit(as_json, payload, f"operator {payload['email']} deactivated; their sessions are over")
 
 
 @operator_app.command("list")

@@ -49,7 +49,7 @@ def invite(session: Session, email: str) -> Invite:
             f"{email} is a company's console user: an operator needs an address of their own."
         )
     user = session.scalar(select(OperatorUser).where(OperatorUser.email == email))
-    if user is not None and user.password_hash is not None:
+    if user is not None and user.password_hash is not None and user.deactivated_at is None:
         raise InviteRefused(f"{email} is an operator already.")
     token = secrets.token_urlsafe(32)
     if user is None:
@@ -58,6 +58,7 @@ def invite(session: Session, email: str) -> Invite:
     user.invite_hash = accounts.digest(token)
     user.invite_expires_at = utcnow() + accounts.INVITE_VALID_FOR
     user.deactivated_at = None
+    user.password_hash = None  # a deactivated operator invited again starts anew
     user.totp_secret = pyotp.random_base32()
     user.totp_enabled_at = None
     user.totp_last_step = None
@@ -222,6 +223,21 @@ def complete_sign_in(
 
 def end_session(session: Session, signed: SignedInOperator) -> None:
     session.execute(delete(OperatorSession).where(OperatorSession.id_hash == signed.session_hash))
+
+
+def deactivate(session: Session, email: str) -> OperatorUser:
+    """The operator can no longer sign in, and their sessions end (a lost device: deactivate, then
+    invite again). InviteRefused for an unknown address."""
+    user = session.scalar(select(OperatorUser).where(OperatorUser.email == accounts.normal_email(email)))
+    if user is None:
+        raise InviteRefused(f"no operator has the address {accounts.normal_email(email)}")
+    if user.deactivated_at is None:
+        user.deactivated_at = utcnow()
+    user.invite_hash = None
+    user.invite_expires_at = None
+    session.execute(delete(OperatorSession).where(OperatorSession.user_id == user.id))
+    session.flush()
+    return user
 
 
 def operators(session: Session) -> list[OperatorUser]:

@@ -101,6 +101,8 @@ def advance(
     with operator_work(request, {"csrf_token": csrf_token}) as work:
         item_id = parse_uuid(item) if item else None
         try:
+            if item and item_id is None:
+                raise ValidationFailed.field("item", "Choose a device of this order from the list.")
             if len(note) > 500:
                 raise ValidationFailed.field("note", "Keep the note to 500 characters.")
             actions.advance_order(
