@@ -23,6 +23,7 @@ from outfitter.config import Settings, get_settings
 from outfitter.config.database_url import display_database_url
 from outfitter.console.app import install_console
 from outfitter.console.device_bulk import IMPORT_PATH as CONSOLE_DEVICES_IMPORT_PATH
+from outfitter.console.operator.app import install_operator_console
 from outfitter.core import metrics
 from outfitter.core.errors import RETRY_AFTER_SECONDS, error_body
 from outfitter.core.schemas import Envelope, Schema, ok
@@ -138,6 +139,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # walk every API route before reaching it.
     app.mount(SCIM_PATH, create_scim_app(app.state))
     install_console(app)  # the web console's pages (docs/console.md), outside the API's document
+    install_operator_console(app)  # Outfitter's staff (docs/console.md, "Operator console")
     # Each router straight on the app, the hottest first: FastAPI matches a request by walking the
     # routes in order, level by level, and that walk was a third of a single retrieve's CPU.
     domain_routers = (

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
+import pyotp
 import pytest
 from argon2 import PasswordHasher
 from fastapi import FastAPI
@@ -84,7 +88,7 @@ def _cheaper_password_hashes() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _fresh_sign_in_limits(app: FastAPI) -> Iterator[None]:
     """Each test starts with no sign-in attempt counted (the app is the session's)."""
-    for limiter in app.state.console_sign_in_limits:
+    for limiter in (*app.state.console_sign_in_limits, *app.state.operator_sign_in_limits):
         limiter.storage.reset()
     yield
 
@@ -140,3 +144,66 @@ def tab_to(page: Any, selector: str, presses: int = 60) -> None:
             assert page.evaluate("document.activeElement.matches(':focus-visible')"), selector
             return
     pytest.fail(f"Tab never reached {selector}")
+
+
+# --- the operator console (/operator) ------------------------------------------------------------
+
+OPERATOR_SECRET = re.compile(r'<code id="totp-secret">([A-Z2-7]+)</code>')
+
+
+def operator_invite(email: str) -> str:
+    """`outfitter operator invite EMAIL` (the suite's database: the `cli_database` fixture): the link."""
+    from tests.cli import run
+
+    code, out, err = run("operator", "invite", email, "--json")
+    assert code == 0, err
+    link: str = json.loads(out)["link"]
+    return urlsplit(link).path  # the CLI's public URL is not the test client's
+
+
+def totp_code(secret: str, steps_ahead: int = 0) -> str:
+    """The code an authenticator app shows now (or `steps_ahead` steps of 30 s later, which the
+    server accepts within its window: a second code without waiting for the clock)."""
+    totp = pyotp.TOTP(secret)
+    return totp.at(datetime.now(UTC) + timedelta(seconds=30 * steps_ahead))
+
+
+@dataclass
+class Operator:
+    client: TestClient
+    email: str
+    secret: str
+
+    def get(self, path: str, **kwargs: object) -> httpx.Response:
+        return self.client.get(f"/operator{path}", **kwargs)  # type: ignore[arg-type]
+
+    def post(self, path: str, data: dict[str, Any] | None = None, **kwargs: object) -> httpx.Response:
+        return self.client.post(f"/operator{path}", data=data, **kwargs)  # type: ignore[arg-type]
+
+    def csrf(self, path: str = "/") -> str:
+        return form_token(self.get(path))
+
+    @property
+    def actor(self) -> str:
+        return f"operator:{self.email}"
+
+
+def operator_sign_up(app: FastAPI, email: str = "olu@outfitter.example") -> Operator:
+    """An operator invited by the CLI who accepted the invite (password and TOTP code), signed in."""
+    client = TestClient(app, base_url="http://testserver", follow_redirects=False)
+    link = operator_invite(email)
+    page = client.get(link)
+    found = OPERATOR_SECRET.search(page.text)
+    assert found, page.text
+    secret = found.group(1)
+    answer = client.post(
+        link,
+        data={
+            "password": PASSWORD,
+            "confirm": PASSWORD,
+            "code": totp_code(secret),
+            "csrf_token": form_token(page),
+        },
+    )
+    assert answer.status_code == 303, answer.text
+    return Operator(client, email, secret)

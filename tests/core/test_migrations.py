@@ -742,3 +742,28 @@ def test_0023_adds_the_custom_fields_and_downgrades(database_url: str, tmp_path:
         assert "custom_fields" not in {c["name"] for c in inspector.get_columns("equipment")}
         upgrade(engine)
         assert is_current(engine)
+
+
+def test_0025_adds_the_operator_tables_and_suspensions_and_downgrades(
+    database_url: str, tmp_path: Path
+) -> None:
+    """The operator console's tables arrive empty beside a company of before; the downgrade drops
+    them (and a suspension with them) and leaves the company, which a second upgrade keeps."""
+    with _database_at(database_url, tmp_path, "0024") as (_url, old):
+        with Session(old, expire_on_commit=False) as session, session.begin():
+            company_id = create_company(session, "Old Co").id
+        _migrate(old, "0025")
+        with old.begin() as connection:
+            connection.execute(
+                metadata.tables["company_suspensions"].insert(),
+                {"company_id": company_id, "suspended_at": datetime.now(UTC), "suspended_by": "operator:olu"},
+            )
+        tables = set(inspect(old).get_table_names())
+        assert {"operator_users", "operator_sessions", "company_suspensions"} <= tables
+        _migrate(old, "0024", down=True)
+        tables = set(inspect(old).get_table_names())
+        assert not {"operator_users", "operator_sessions", "company_suspensions"} & tables
+        upgrade(old)
+        with old.connect() as connection:
+            assert connection.execute(text("SELECT name FROM companies")).scalars().all() == ["Old Co"]
+            assert connection.execute(text("SELECT count(*) FROM company_suspensions")).scalar() == 0

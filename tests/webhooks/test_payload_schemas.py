@@ -32,6 +32,8 @@ SUBJECT_ANSWERS = {
     "webhook_delivery": "WebhookDeliveryOut",
     "scim_settings": "ScimSettingsOut",
     "custom_field": "CustomFieldOut",
+    "company": "CompanyOut",
+    "payment_anomaly": "PaymentAnomalyOut",
 }
 
 

@@ -13,7 +13,18 @@ import sys
 import typer
 
 # Not sorted: `outfitter --help` lists commands, then groups, in the order they were registered.
-from outfitter.cli import catalog, imports, orders, payments, secrets, setup, status, tenants, users  # noqa: F401
+from outfitter.cli import (  # noqa: F401
+    catalog,
+    imports,
+    operators,
+    orders,
+    payments,
+    secrets,
+    setup,
+    status,
+    tenants,
+    users,
+)
 from outfitter.cli.common import app
 
 __all__ = ["app", "main"]

@@ -42,13 +42,21 @@ def parse_amount(value: str) -> Decimal:
 
 # "-5" is an amount to refuse in words, not an unknown option.
 @wallet_app.command("credit", context_settings={"ignore_unknown_options": True})
-def wallet_credit(company_id: str, currency: str, amount: str, as_json: JsonFlag = False) -> None:
-    """Add credit to a company's wallet in CURRENCY (written to its ledger)."""
+def wallet_credit(
+    company_id: str,
+    currency: str,
+    amount: str,
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why: the company's ledger entry shows it, with 'operator'")
+    ] = "Operator credit",
+    as_json: JsonFlag = False,
+) -> None:
+    """Add credit to a company's wallet in CURRENCY (written to its ledger, with the reason)."""
+    from outfitter.console.operator import actions
     from outfitter.core.errors import DomainError
-    from outfitter.db.tenancy import bind_company
     from outfitter.models import Company
     from outfitter.payments.fees import to_minor_units
-    from outfitter.payments.wallet import credit_wallet
+    from outfitter.payments.orders import OPERATOR_ACTOR
 
     company_uuid = parse_id(company_id, "COMPANY_ID")
     value = parse_amount(amount)
@@ -56,8 +64,7 @@ def wallet_credit(company_id: str, currency: str, amount: str, as_json: JsonFlag
         if session.get(Company, company_uuid) is None:
             fail(f"no company with id {company_id}")
         try:
-            bind_company(session, company_uuid)
-            entry = credit_wallet(session, currency, value, "Operator credit")
+            entry = actions.credit(session, company_uuid, currency, value, reason, OPERATOR_ACTOR)
         except DomainError as exc:
             fail(exc.message)
         payload = {
@@ -263,16 +270,18 @@ def payments_anomalies(
 
 @payments_app.command("resolve")
 def payments_resolve(anomaly_id: str) -> None:
-    """Mark a payment anomaly handled (refunded or fulfilled by hand)."""
-    from outfitter.db.base import utcnow
-    from outfitter.models import PaymentAnomaly
+    """Mark a payment anomaly handled (refunded or fulfilled by hand): a `payment_anomaly.resolved`
+    event."""
+    from outfitter.console.operator import actions
+    from outfitter.core.errors import NotFound
+    from outfitter.payments.orders import OPERATOR_ACTOR
 
     anomaly_uuid = parse_id(anomaly_id, "ANOMALY_ID")
     with unit_of_work() as session:
-        anomaly = session.get(PaymentAnomaly, anomaly_uuid)
-        if anomaly is None:
+        try:
+            actions.resolve_anomaly(session, anomaly_uuid, OPERATOR_ACTOR)
+        except NotFound:
             fail(f"no payment anomaly with id {anomaly_id}")
-        anomaly.resolved_at = anomaly.resolved_at or utcnow()
     typer.echo(f"payment anomaly {anomaly_id} resolved")
 
 

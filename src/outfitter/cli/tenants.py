@@ -25,8 +25,9 @@ def company_create(
     """Create a company (refused if one has the same name, in any case: a setup script run twice)."""
     from sqlalchemy import func, select
 
+    from outfitter.console.operator.actions import create_company
     from outfitter.models import Company
-    from outfitter.tenants.tokens import create_company
+    from outfitter.payments.orders import OPERATOR_ACTOR
 
     with unit_of_work() as session:
         same = session.execute(
@@ -39,7 +40,7 @@ def company_create(
                 "--allow-same-name to create another"
             )
         try:
-            company = create_company(session, name)
+            company = create_company(session, name, OPERATOR_ACTOR)
         except ValueError as exc:
             fail(str(exc))
         payload = {"id": str(company.id), "name": company.name}
@@ -189,12 +190,16 @@ def token_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create an API token for a company. The token is shown once, now."""
-    from outfitter.tenants.tokens import issue_token
+    from outfitter.console.operator.actions import issue_token
+    from outfitter.core.errors import NotFound
+    from outfitter.payments.orders import OPERATOR_ACTOR
 
     company_uuid = parse_id(company_id, "COMPANY_ID")
     with unit_of_work() as session:
         try:
-            issued = issue_token(session, company_uuid, scope, expires_in_days, name)
+            issued = issue_token(session, company_uuid, scope, expires_in_days, name, OPERATOR_ACTOR)
+        except NotFound:
+            fail(f"no company with id {company_uuid}")
         except ValueError as exc:
             fail(str(exc))
         payload: dict[str, Any] = {
@@ -214,14 +219,16 @@ def token_create(
 @token_app.command("revoke")
 def token_revoke(token_id: str, as_json: JsonFlag = False) -> None:
     """Revoke a token; requests with it answer 401 from now on."""
-    from outfitter.tenants.tokens import revoke_token
+    from outfitter.console.operator.actions import revoke_token
+    from outfitter.core.errors import NotFound
+    from outfitter.payments.orders import OPERATOR_ACTOR
 
     token_uuid = parse_id(token_id, "TOKEN_ID")
     with unit_of_work() as session:
         try:
-            revoked_before = revoke_token(session, token_uuid)
-        except ValueError as exc:
-            fail(str(exc))
+            _, revoked_before = revoke_token(session, token_uuid, OPERATOR_ACTOR)
+        except NotFound:
+            fail(f"no token with id {token_uuid}")
     # Revoked before: nothing to do, and a script may run it twice: still exit 0.
     payload = {"id": str(token_uuid), "revoked": True, "revoked_before": iso_or_none(revoked_before)}
     if revoked_before is not None:

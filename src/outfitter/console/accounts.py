@@ -26,7 +26,16 @@ from outfitter.core.errors import Conflict, NotFound
 from outfitter.db.base import utcnow
 from outfitter.db.tenancy import bind_company, parse_uuid
 from outfitter.events.schemas import ConsoleUserOut
-from outfitter.models import Company, ConsoleRole, ConsoleSession, ConsoleSettings, ConsoleUser, EventType
+from outfitter.models import (
+    Company,
+    CompanySuspension,
+    ConsoleRole,
+    ConsoleSession,
+    ConsoleSettings,
+    ConsoleUser,
+    EventType,
+    OperatorUser,
+)
 from outfitter.outbox import as_event_data, record_event
 
 INVITE_VALID_FOR = timedelta(hours=72)
@@ -103,6 +112,10 @@ def email_problem(email: str) -> str | None:
     return None
 
 
+class CompanySuspended(Exception):
+    """The password is right but the user's company is suspended by an operator."""
+
+
 class InviteRefused(ValueError):
     """An invite that cannot be made; the message says why."""
 
@@ -126,6 +139,10 @@ def invite(
     if problem:
         raise InviteRefused(problem)
     email = normal_email(email)
+    if session.connection().execute(select(OperatorUser.id).where(OperatorUser.email == email)).first():
+        raise InviteRefused(
+            f"{email} is an Outfitter operator: a console user needs an address of their own."
+        )
     existing = (
         session.connection()
         .execute(
@@ -242,14 +259,22 @@ def check_password(session: Session, email: str, password: str) -> tuple[uuid.UU
         session.connection()
         .execute(
             select(
-                ConsoleUser.id, ConsoleUser.company_id, ConsoleUser.password_hash, ConsoleUser.deactivated_at
-            ).where(ConsoleUser.email == normal_email(email)[:MAX_EMAIL_LENGTH])
+                ConsoleUser.id,
+                ConsoleUser.company_id,
+                ConsoleUser.password_hash,
+                ConsoleUser.deactivated_at,
+                CompanySuspension.suspended_at,
+            )
+            .outerjoin(CompanySuspension, CompanySuspension.company_id == ConsoleUser.company_id)
+            .where(ConsoleUser.email == normal_email(email)[:MAX_EMAIL_LENGTH])
         )
         .first()
     )
     matched = password_matches(row.password_hash if row is not None else None, password)
     if not matched or row is None or row.deactivated_at is not None:
         return None
+    if row.suspended_at is not None:
+        raise CompanySuspended
     return row.id, row.company_id
 
 
@@ -299,10 +324,12 @@ _SESSION_WITH_USER = (
         ConsoleUser.totp_enabled_at,
         Company.id.label("company_id"),
         Company.name.label("company_name"),
+        CompanySuspension.suspended_at,
         ConsoleSettings.require_totp,
     )
     .join(ConsoleUser, ConsoleUser.id == ConsoleSession.user_id)
     .join(Company, Company.id == ConsoleSession.company_id)
+    .outerjoin(CompanySuspension, CompanySuspension.company_id == ConsoleSession.company_id)
     .outerjoin(ConsoleSettings, ConsoleSettings.company_id == ConsoleSession.company_id)
     .where(ConsoleSession.id_hash == bindparam("id_hash"))
 )
@@ -310,8 +337,8 @@ _SESSION_WITH_USER = (
 
 def resume(session: Session, session_id: str | None) -> SignedIn | None:
     """The signed-in user of the cookie's session, with `session` bound to their company; None for
-    no cookie, an unknown session, an expired one, one still awaiting its TOTP code, or a
-    deactivated user."""
+    no cookie, an unknown session, an expired one, one still awaiting its TOTP code, a
+    deactivated user, or a suspended company."""
     if not session_id or len(session_id) > 100:
         return None
     id_hash = digest(session_id)
@@ -321,7 +348,7 @@ def resume(session: Session, session_id: str | None) -> SignedIn | None:
     now = utcnow()
     if row.deactivated_at is not None or row.idle_expires_at <= now or row.expires_at <= now:
         return None
-    if row.awaiting_code:
+    if row.awaiting_code or row.suspended_at is not None:
         return None
     bind_company(session, row.company_id)
     if now - row.last_seen_at >= SEEN_RESOLUTION:

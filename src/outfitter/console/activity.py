@@ -205,6 +205,8 @@ def actor_words(actor: str | None) -> str:
         return "Someone"
     if actor.startswith("console:"):
         return actor
+    if actor.startswith("operator:"):  # Outfitter's staff, from the operator console
+        return f"Outfitter operator {actor.removeprefix('operator:')}"
     if actor.startswith("token:"):  # `token:<name> (<id>)`: the name reads; the id is in the event
         return f"token {re.sub(r' [(][0-9a-f-]{36}[)]$', '', actor.removeprefix('token:'))}"
     return {"system": "The system", "operator": "An operator"}.get(actor, f"token {actor}")
@@ -235,8 +237,10 @@ def _subject_name(event: Event) -> str:
         return str(data.get("name") or f"a {event.subject_type}")
     if event.subject_type == "equipment":
         return str(data.get("title") or "a device")
-    if event.subject_type in ("transaction", "order"):
+    if event.subject_type in ("transaction", "order", "payment_anomaly"):
         return str(data.get("tx_ref") or f"a {event.subject_type}")
+    if event.subject_type == "company":
+        return str(data.get("name") or "a company")
     if event.subject_type in INTEGRATION_NAMES:  # the field that names it, else how to say it
         field, otherwise = INTEGRATION_NAMES[event.subject_type]
         return str(data.get(field) or otherwise)
@@ -278,6 +282,11 @@ def sentence(event: Event, before: dict[str, Any] | None = None) -> Sentence:
         EventType.WEBHOOK_ENDPOINT_PINGED: "pinged webhook endpoint",
         EventType.WEBHOOK_DELIVERY_REPLAYED: "replayed a delivery of",
         EventType.SCIM_SETTINGS_UPDATED: "changed",
+        EventType.COMPANY_CREATED: "created the company",
+        EventType.COMPANY_UPDATED: "changed the settings of",
+        EventType.COMPANY_SUSPENDED: "suspended",
+        EventType.COMPANY_REINSTATED: "reinstated",
+        EventType.PAYMENT_ANOMALY_RESOLVED: "resolved the payment anomaly of",
     }.get(kind, "moved")
     rest = ""
     if kind in STATUS_MOVES:

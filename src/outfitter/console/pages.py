@@ -40,6 +40,7 @@ router = APIRouter(include_in_schema=False)
 FormText = Annotated[str, Form(max_length=1000)]
 Password = Annotated[str, Form(max_length=1000)]
 WRONG_CREDENTIALS = "The email or the password is wrong."
+COMPANY_SUSPENDED = "Your company's console is suspended by Outfitter: contact Outfitter's support."
 
 
 def page(endpoint: Callable[..., Response]) -> Callable[..., Response]:
@@ -119,7 +120,10 @@ def sign_in(
         return refused
     cookies: CookiePolicy = request.app.state.console_cookies
     with anonymous_work(request) as session:
-        found = accounts.check_password(session, email, password)
+        try:
+            found = accounts.check_password(session, email, password)
+        except accounts.CompanySuspended:
+            return _sign_in_form(request, 403, COMPANY_SUSPENDED, email, next)
         if found is None:
             return _sign_in_form(request, 401, WRONG_CREDENTIALS, email, next)
         # The session the browser had (if any) ends: its id is never the signed-in one.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-HEAD_REVISION = "0024"
+HEAD_REVISION = "0025"
 
 
 def at_head(engine: Engine) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
-from outfitter.core.schemas import Schema, Timestamp
+from outfitter.core.schemas import Money, Schema, Timestamp
 from outfitter.models.console import ConsoleRole
 from outfitter.models.events import EventType
 
@@ -44,12 +44,13 @@ class ConsoleSettingsOut(Schema):
 
 
 class ApiTokenOut(Schema):
-    """The `data` of the `api_token.*` events: a token as the console lists it. Never the token
-    itself (shown once, at creation) nor its hash."""
+    """The `data` of the `api_token.*` events: a token as the console and `outfitter token list`
+    show it. Never the token itself (shown once, at creation) nor its hash."""
 
     id: uuid.UUID
     name: str
-    scopes: list[str]
+    # Read from a token row (its `scope_list`) or given by name.
+    scopes: list[str] = Field(validation_alias=AliasChoices("scope_list", "scopes"))
     created_at: Timestamp
     expires_at: Timestamp | None
     last_used_at: Timestamp | None
@@ -62,3 +63,28 @@ class ScimSettingsOut(Schema):
     offboard_retrieval: bool
     default_country: str | None = Field(description="ISO 3166-1 alpha-2, or null: none")
     updated_at: Timestamp
+
+
+class CompanyOut(Schema):
+    """The `data` of the `company.*` events: the company as Outfitter's operators set it up.
+    `suspended_at` is set while its tokens and console sessions are refused."""
+
+    id: uuid.UUID
+    name: str
+    suspended_at: Timestamp | None
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class PaymentAnomalyOut(Schema):
+    """The `data` of `payment_anomaly.resolved`: money a gateway took that no order accounts for,
+    as `outfitter payments anomalies` lists it, now handled."""
+
+    id: uuid.UUID
+    tx_ref: str
+    kind: str
+    amount: Money
+    currency_code: str
+    gateway_reference: str
+    created_at: Timestamp
+    resolved_at: Timestamp | None

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.core.errors import Forbidden, Unauthorized
 from outfitter.db.base import utcnow
-from outfitter.models import ApiToken, Company
+from outfitter.models import ApiToken, Company, CompanySuspension
 from outfitter.tenants.actor import Actor
 from outfitter.tenants.tokens import TOKEN_PREFIX, hash_token, token_is_live
 
@@ -57,8 +57,10 @@ _TOKEN_WITH_COMPANY = (
         ApiToken.last_used_at,
         Company.id.label("company_id"),
         Company.name.label("company_name"),
+        CompanySuspension.suspended_at,
     )
     .join(Company, Company.id == ApiToken.company_id)
+    .outerjoin(CompanySuspension, CompanySuspension.company_id == ApiToken.company_id)
     .where(ApiToken.token_hash == bindparam("digest"))
 )
 
@@ -81,7 +83,8 @@ STAMP_LAST_USED = (
 
 
 def authenticate(session: Session, token: str, scope: str) -> Actor:
-    """The token's company and rights, or 401 (unknown, revoked, expired) / 403 (scope)."""
+    """The token's company and rights, or 401 (unknown, revoked, expired) / 403 (scope, or the
+    company suspended)."""
     context, stamp = _looked_up(session, token, scope)
     if stamp is not None:
         session.execute(STAMP_LAST_USED, stamp)
@@ -128,6 +131,11 @@ def check_token(row: Any, digest: str, scope: str) -> tuple[Actor, dict[str, Any
     refusal = token_is_live(row, now)
     if refusal:
         raise Unauthorized(refusal)
+    if row.suspended_at is not None:
+        raise Forbidden(
+            "This company is suspended by Outfitter: its tokens are refused until it is reinstated. "
+            "Contact Outfitter's support."
+        )
     scopes = frozenset(row.scopes.split())
     if scope not in scopes:
         raise Forbidden(f"This token lacks the '{scope}' scope needed for this request.")

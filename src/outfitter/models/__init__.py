@@ -31,6 +31,7 @@ from outfitter.models.equipment import (
 )
 from outfitter.models.events import Event, EventCount, EventCountDelta, EventType
 from outfitter.models.locations import MAX_DEPTH, Location, LocationKind
+from outfitter.models.operators import OperatorSession, OperatorUser
 from outfitter.models.payments import (
     ORDER_KIND_OF,
     RETRIEVAL_STAGES_BEFORE_RECEIPT,
@@ -66,7 +67,7 @@ from outfitter.models.people import (
     MembershipStatus,
     UserDepartment,
 )
-from outfitter.models.tenants import ApiToken, Company, IdempotencyRecord, ScimSettings
+from outfitter.models.tenants import ApiToken, Company, CompanySuspension, IdempotencyRecord, ScimSettings
 from outfitter.models.webhooks import (
     ENDPOINT_CONCURRENCY_DEFAULT,
     ENDPOINT_CONCURRENCY_MAX,
@@ -99,6 +100,7 @@ __all__ = [
     "AssetStatus",
     "Category",
     "Company",
+    "CompanySuspension",
     "ConsoleRole",
     "ConsoleSession",
     "ConsoleSettings",
@@ -130,6 +132,8 @@ __all__ = [
     "Location",
     "LocationKind",
     "MembershipStatus",
+    "OperatorSession",
+    "OperatorUser",
     "Order",
     "OrderItem",
     "OrderKind",

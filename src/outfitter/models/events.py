@@ -64,6 +64,12 @@ class EventType(StrEnum):
     WEBHOOK_ENDPOINT_PINGED = "webhook_endpoint.pinged"
     WEBHOOK_DELIVERY_REPLAYED = "webhook_delivery.replayed"
     SCIM_SETTINGS_UPDATED = "scim_settings.updated"
+    # What Outfitter's operators do to a company and its tokens (docs/console.md, "Operator console").
+    COMPANY_CREATED = "company.created"
+    COMPANY_UPDATED = "company.updated"
+    COMPANY_SUSPENDED = "company.suspended"
+    COMPANY_REINSTATED = "company.reinstated"
+    PAYMENT_ANOMALY_RESOLVED = "payment_anomaly.resolved"
 
     @property
     def subject_type(self) -> str:

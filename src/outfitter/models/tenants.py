@@ -33,6 +33,21 @@ class ScimSettings(CompanyOwned, Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
+class CompanySuspension(Base):
+    """A company suspended by an operator: while the row exists its tokens answer 403 and its
+    console users cannot sign in. A table of its own (the company is its key), so that a company
+    row stays what every revision wrote. Like `ApiToken`, it is read to find (and refuse) the
+    tenant, before any company is bound: not a company-scoped table."""
+
+    __tablename__ = "company_suspensions"
+
+    company_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("companies.id", ondelete="CASCADE"), primary_key=True
+    )
+    suspended_at: Mapped[datetime] = mapped_column(default=utcnow)
+    suspended_by: Mapped[str] = mapped_column(String(200))  # the operator, as events name them
+
+
 class ApiToken(IdMixin, TimestampMixin, Base):
     __tablename__ = "api_tokens"
 

@@ -34,13 +34,18 @@ MAX_TOKEN_DAYS = 36_525
 def create_company(session: Session, name: str) -> Company:
     """A new company; ValueError for a name that is empty, too long, or not one visible line (a
     line break would split `company list`, an invisible character make two names look alike)."""
-    name = name.strip()
-    if not name:
-        raise ValueError("the company name is empty")
-    company = Company(name=_one_visible_line(name, "the company name", MAX_COMPANY_NAME))
+    company = Company(name=checked_company_name(name))
     session.add(company)
     session.flush()
     return company
+
+
+def checked_company_name(name: str) -> str:
+    """`name` stripped; ValueError when it is empty, too long or not one visible line."""
+    name = name.strip()
+    if not name:
+        raise ValueError("the company name is empty")
+    return _one_visible_line(name, "the company name", MAX_COMPANY_NAME)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,14 @@ from pydantic import BaseModel
 
 from outfitter.customfields.schemas import CustomFieldOut
 from outfitter.equipment.schemas import EquipmentOut
-from outfitter.events.schemas import ApiTokenOut, ConsoleSettingsOut, ConsoleUserOut, ScimSettingsOut
+from outfitter.events.schemas import (
+    ApiTokenOut,
+    CompanyOut,
+    ConsoleSettingsOut,
+    ConsoleUserOut,
+    PaymentAnomalyOut,
+    ScimSettingsOut,
+)
 from outfitter.http.openapi import example_of
 from outfitter.locations.schemas import LocationOut
 from outfitter.models import PING_EVENT_TYPE, EventType
@@ -40,6 +47,8 @@ SUBJECT_SCHEMAS: dict[str, type[BaseModel]] = {
     "scim_settings": ScimSettingsOut,
     "console_settings": ConsoleSettingsOut,
     "custom_field": CustomFieldOut,
+    "company": CompanyOut,
+    "payment_anomaly": PaymentAnomalyOut,
 }
 # Subjects no API operation answers (the console's users and settings, tokens, SCIM settings):
 # their components are added here.
@@ -48,6 +57,8 @@ EVENT_ONLY_SCHEMAS: tuple[type[BaseModel], ...] = (
     ApiTokenOut,
     ScimSettingsOut,
     ConsoleSettingsOut,
+    CompanyOut,
+    PaymentAnomalyOut,
 )
 _PING_DATA = {
     "type": "object",

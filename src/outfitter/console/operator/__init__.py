@@ -1,0 +1,1 @@
+"""The operator console at /operator: Outfitter's own staff, apart from the companies' console."""
