@@ -181,8 +181,13 @@ def test_the_operator_wallet_credit_records_wallet_credited(
     assert json.loads(result.stdout)["balance"] == "250.00"
     credited = only(api, "wallet.credited")
     uuid.UUID(credited["subject_id"])
+    # The CLI is run by Outfitter's operators: its changes name them as actor.
     assert_event(
-        credited, "wallet.credited", credited["subject_id"], _data(api.get("/client/wallet")), actor=SYSTEM
+        credited,
+        "wallet.credited",
+        credited["subject_id"],
+        _data(api.get("/client/wallet")),
+        actor="operator",
     )
     assert credited["data"]["balances"] == [
         {"currency": "USD", "balance": "250.00", "updated_at": credited["data"]["balances"][0]["updated_at"]}

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import sync_reference_data
 from outfitter.db.base import UTCDateTime
+from outfitter.migrations import upgrade
 from outfitter.tenants.tokens import create_company, issue_token
 from tests.core.test_migrations import _client_of, _database_at, _migrate
 from tests.equipment.helpers import make_employee
@@ -53,7 +54,7 @@ def test_0024_adds_locations_to_existing_devices_and_downgrades(database_url: st
                     updated_at=now,
                 )
             )
-        _migrate(old, REVISION)
+        upgrade(old)  # through 0024, to the head the app serves
         with _client_of(url, token) as get:
             devices = get("/client/equipment")["data"]
             assert [(d["title"], d["location_id"], d["home_location_id"]) for d in devices] == [
