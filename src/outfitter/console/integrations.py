@@ -19,6 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from outfitter.catalog.reference import find_country
+from outfitter.console.operator import actions as operator_actions
 from outfitter.core.errors import NotFound
 from outfitter.db.base import utcnow
 from outfitter.db.keyset import PageParams, PageResult
@@ -84,18 +85,13 @@ def create_token(
     session: Session, actor: Actor, name: str, scopes: list[str], expires_in_days: int | None
 ) -> tokens.IssuedToken:
     """A new token of the actor's company (`issue_token`'s rules; ValueError says what is wrong)
-    and its `api_token.created` event. The plain token exists only in the answer."""
+    and its `api_token.created` event, as an operator's (operator.actions). The plain token exists
+    only in the answer."""
     if not scopes:
         raise ValueError("Choose at least one scope.")
-    issued = tokens.issue_token(session, actor.company_id, scopes, expires_in_days, name or None)
-    record_event(
-        session,
-        EventType.API_TOKEN_CREATED,
-        issued.record.id,
-        token_out(issued.record).model_dump(mode="json"),
-        actor=actor.name,
+    return operator_actions.issue_token(
+        session, actor.company_id, scopes, expires_in_days, name or None, actor.name
     )
-    return issued
 
 
 def revoke_token(session: Session, actor: Actor, token_id: str) -> ApiTokenOut:
@@ -109,13 +105,7 @@ def revoke_token(session: Session, actor: Actor, token_id: str) -> ApiTokenOut:
     )
     if record is None:
         raise NotFound.record(TOKEN_LABEL)
-    if tokens.revoke_token(session, record.id) is None:
-        session.flush()
-        answer = token_out(record)
-        record_event(
-            session, EventType.API_TOKEN_REVOKED, record.id, answer.model_dump(mode="json"), actor=actor.name
-        )
-        return answer
+    operator_actions.revoke_token(session, record.id, actor.name)
     return token_out(record)
 
 
