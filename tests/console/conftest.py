@@ -207,3 +207,17 @@ def operator_sign_up(app: FastAPI, email: str = "olu@outfitter.example") -> Oper
     )
     assert answer.status_code == 303, answer.text
     return Operator(client, email, secret)
+
+
+def operator_accepts_invite_in(page: Any, base: str, email: str) -> str:
+    """In a browser page: `outfitter operator invite EMAIL`'s link opened, the password set and the
+    app's code given, signed in on /operator/. Answers the TOTP key the page showed."""
+    page.goto(f"{base}{operator_invite(email)}")
+    check_page(page, "operator-invite")
+    secret: str = page.locator("#totp-secret").inner_text()
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_label("Password again").fill(PASSWORD)
+    page.get_by_label("Code from your app").fill(totp_code(secret))
+    page.get_by_role("button", name="Set password and sign in").click()
+    page.wait_for_url(f"{base}/operator/")
+    return secret

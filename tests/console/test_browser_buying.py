@@ -2,7 +2,7 @@
 under uvicorn, whose sandbox gateway serves its own checkout page and posts its webhook back over
 HTTP: a Card purchase for two employees through the gateway's page to a Fulfilled transaction
 and an order whose tracker shows its stages; a Credit purchase refused while the wallet is short
-and accepted once it is credited (as `outfitter wallet credit` does); an offboarding from an
+and accepted once an operator credits it on the operator console; an offboarding from an
 employee's page to a retrieval order, with the keyboard alone at 360 px. axe-core on every page
 (conftest.check_page)."""
 
@@ -16,7 +16,8 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from tests.console.conftest import PASSWORD, check_page, invite_token, tab_to
+from tests.cli import cli_database  # noqa: F401  (the fixture: the operator's CLI invite)
+from tests.console.conftest import PASSWORD, check_page, invite_token, operator_accepts_invite_in, tab_to
 from tests.console.test_browser_people import accept_invite
 from tests.factories import Api
 from tests.payments.conftest import (
@@ -54,6 +55,7 @@ def choose(page: Any, select: str, text: str) -> None:
     page.locator(select).select_option(page.locator(f"{select} option", has_text=text).get_attribute("value"))
 
 
+@pytest.mark.usefixtures("cli_database")
 def test_card_for_two_then_credit_refused_until_the_wallet_is_credited(
     browser: Any,
     engine: Engine,
@@ -116,7 +118,21 @@ def test_card_for_two_then_credit_refused_until_the_wallet_is_credited(
         page.locator("#pay").click()
         assert "Not enough credit" in page.locator("#checkout-error").inner_text()
         check_page(page, "checkout-refused")
-        add_credit(db, api.company_id, "NGN", str(credit_total))  # the operator's `wallet credit`
+        # An operator credits the wallet on the operator console; the same review then pays.
+        operator = browser.new_context(bypass_csp=True, viewport={"width": 1200, "height": 900})
+        try:
+            desk = operator.new_page()
+            operator_accepts_invite_in(desk, url, "olu@outfitter.example")
+            desk.goto(f"{url}/operator/companies/{api.company_id}")
+            desk.locator("#currency").fill("NGN")
+            desk.locator("#amount").fill(str(credit_total))
+            desk.locator("#reason").fill("Prepaid for the laptops")
+            desk.get_by_role("button", name="Credit wallet").click()
+            desk.wait_for_url(re.compile(r".*saved=credited.*"))
+            entry = desk.locator("#ledger tbody tr").first.inner_text()
+            assert "Credit by operator:olu@outfitter.example: Prepaid for the laptops" in entry
+        finally:
+            operator.close()
         page.locator("#pay").click()
         page.wait_for_url(re.compile(r".*/console/transactions/OTF-[0-9A-F]+$"))
         assert page.locator("#tx-status").inner_text() == "Fulfilled"

@@ -15,7 +15,14 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tests.cli import cli_database  # noqa: F401  (the fixture)
-from tests.console.conftest import PASSWORD, check_page, invite_token, operator_invite, tab_to, totp_code
+from tests.console.conftest import (
+    PASSWORD,
+    check_page,
+    invite_token,
+    operator_accepts_invite_in,
+    tab_to,
+    totp_code,
+)
 from tests.console.test_orders_pages import place_orders
 from tests.factories import Api
 from tests.payments.conftest import LiveServer, live_server  # noqa: F401  (the module's server)
@@ -43,14 +50,7 @@ def test_operator_signs_in_with_totp_credits_a_wallet_and_delivers_an_order(
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(str(error)))
     try:
-        page.goto(f"{base}{operator_invite(EMAIL)}")
-        check_page(page, "operator-invite")
-        secret = page.locator("#totp-secret").inner_text()
-        page.get_by_label("Password", exact=True).fill(PASSWORD)
-        page.get_by_label("Password again").fill(PASSWORD)
-        page.get_by_label("Code from your app").fill(totp_code(secret))
-        page.get_by_role("button", name="Set password and sign in").click()
-        page.wait_for_url(f"{base}/operator/")
+        secret = operator_accepts_invite_in(page, base, EMAIL)
         page.get_by_role("button", name="Sign out").click()
         page.wait_for_url(re.compile(r".*/operator/sign-in\?signed_out=1$"))
         check_page(page, "operator-sign-in")

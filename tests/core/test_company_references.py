@@ -36,7 +36,7 @@ from outfitter.db.base import Money, UTCDateTime
 from outfitter.migrations import is_current, upgrade
 from outfitter.models import Country, Employee, Equipment, metadata
 from outfitter.tenants.tokens import create_company
-from tests.core.test_migrations import _database_at, _migrate
+from tests.core.test_migrations import _database_at, _migrate, old_row
 
 
 def _company_tables() -> set[Table]:
@@ -172,7 +172,9 @@ def _crossed_assignment(url_engine: Engine) -> str:
         country = Country(name="Nigeria", code="NG", currency_code="NGN")
         session.add(country)
         session.flush()
-        employee = Employee(
+        employee = old_row(
+            session,
+            Employee,
             company_id=theirs,
             first_name="Gina",
             last_name="W",
@@ -181,19 +183,21 @@ def _crossed_assignment(url_engine: Engine) -> str:
             address="1 Road",
             country_id=country.id,
         )
-        session.add(employee)
-        session.flush()
-        device = Equipment(
+        device = old_row(
+            session,
+            Equipment,
             company_id=ours,
             title="ThinkPad X1",
             source="External",
             status="Assigned",
-            assignee_id=employee.id,
+            assignee_id=employee,
             status_changed_at=datetime.now(UTC),
+            description="",
+            other_details=[],
+            specs={},
+            documents=[],
         )
-        session.add(device)
-        session.flush()
-        return str(device.id)
+        return str(device)
 
 
 def test_0016_refuses_a_database_holding_a_crossed_reference_naming_it_and_downgrades(

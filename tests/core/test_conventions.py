@@ -160,11 +160,14 @@ def test_a_body_where_no_endpoint_takes_one_is_a_404_or_405_whatever_its_type(cl
 
 def _typed(schema: dict[str, Any]) -> bool:
     """Whether a query parameter's schema admits no empty string: an id or a time (format), a
-    number, an enum, a named type, or a pattern that "" does not match."""
+    number, a boolean, an enum, a named type, or a pattern that "" does not match."""
     if "pattern" in schema and re.search(schema["pattern"], "") is None:
         return True
     return any(
-        "format" in branch or "enum" in branch or "$ref" in branch or branch.get("type") == "integer"
+        "format" in branch
+        or "enum" in branch
+        or "$ref" in branch
+        or branch.get("type") in ("integer", "boolean")
         for branch in schema.get("anyOf", [schema])
     )
 

@@ -452,16 +452,20 @@ def _employee_indexes(engine: Engine) -> set[str]:
         return set(connection.scalars(text(sql)))
 
 
-def old_employee(session: Session, **values: Any) -> uuid.UUID:
-    """An employee row as the code of an older revision wrote it: only the columns given (the
-    model's later ones, such as custom_fields of 0022, do not exist yet)."""
+def old_row(session: Session, model: Any, **values: Any) -> uuid.UUID:
+    """A row of `model`'s table as the code of an older revision wrote it: only the columns given
+    (the model's later ones, such as custom_fields of 0023, do not exist yet)."""
     now = datetime.now(UTC)
     values = {"id": uuid.uuid4(), "created_at": now, "updated_at": now, **values}
-    columns = Employee.__table__.c
-    written = table("employees", *(column(name, columns[name].type) for name in values))
+    columns = model.__table__.c
+    written = table(model.__tablename__, *(column(name, columns[name].type) for name in values))
     session.execute(insert(written).values(**values))
-    employee_id: uuid.UUID = values["id"]
-    return employee_id
+    row_id: uuid.UUID = values["id"]
+    return row_id
+
+
+def old_employee(session: Session, **values: Any) -> uuid.UUID:
+    return old_row(session, Employee, **values)
 
 
 def test_0015_makes_one_scim_identity_per_employee_refusing_twins_and_downgrades(

@@ -47,6 +47,8 @@ def _employees(session: Session, count: int, emails: str = "staff") -> list[dict
             "address": "1 Marina Road, Lagos",
             "created_at": now,
             "updated_at": now,
+            "custom_fields": {},
+            "sensitive_fields": {},
         }
         for number in range(count)
     ]

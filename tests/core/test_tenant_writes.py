@@ -55,6 +55,8 @@ def _employee(session: Session, number: int, company_id: uuid.UUID | None = None
         # Every column given, as the creates give theirs: a statement on the driver computes no default.
         "created_at": utcnow(),
         "updated_at": utcnow(),
+        "custom_fields": {},
+        "sensitive_fields": {},
     }
     if company_id is not None:
         row["company_id"] = company_id
@@ -223,7 +225,8 @@ def test_on_conflict_do_nothing_through_the_path(
 # --- INSERT ... SELECT: proven when the path builds it ---------------------------------------------
 
 _COPIED = ["id", "company_id", "first_name", "last_name", "email", "country_id", "phone", "address"]
-_HIRED = [*_COPIED, "created_at", "updated_at"]  # a CTE's INSERT runs no Python-side default
+# A CTE's INSERT runs no Python-side default: every column with one is given.
+_HIRED = [*_COPIED, "created_at", "updated_at", "custom_fields", "sensitive_fields"]
 COMPANY = bindparam("company_id")  # the parameter the path binds to the session's company
 
 

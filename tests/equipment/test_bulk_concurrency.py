@@ -90,12 +90,14 @@ def test_a_number_freed_between_the_refused_write_and_the_check_is_a_409_to_send
     checks: list[bool] = []
     check = bulk.check_devices
 
-    def deleting_before_the_second_check(session: Session, items: Any, *, serials_taken: bool = True) -> Any:
+    def deleting_before_the_second_check(
+        session: Session, items: Any, *, serials_taken: bool = True, from_text: bool = False
+    ) -> Any:
         checks.append(serials_taken)
         if serials_taken:  # the check after the refused write
             db.execute(delete(Equipment).where(Equipment.id == uuid.UUID(holder["id"])))
             db.commit()
-        return check(session, items, serials_taken=serials_taken)
+        return check(session, items, serials_taken=serials_taken, from_text=from_text)
 
     monkeypatch.setattr(bulk, "check_devices", deleting_before_the_second_check)
     items = [{"title": f"Device {n}", "serial_number": f"B-{n}"} for n in range(DEVICES)]
