@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-import iso4217
 import pycountry
 from babel import Locale, UnknownLocaleError
 from babel.numbers import (
@@ -41,12 +40,21 @@ def _local_symbol(code: str, territory: str | None) -> str:
     return get_currency_symbol(code, "en")
 
 
+def _iso_exponent(code: str) -> int | None:
+    """ISO 4217's minor unit of `code` (ValueError when ISO's table lacks it). Imported here: the
+    table's module costs more to load than most CLI commands take to run."""
+    import iso4217
+
+    exponent = iso4217.Currency(code).exponent
+    return None if exponent is None else int(exponent)
+
+
 def is_money(code: str) -> bool:
     """Whether ISO 4217 gives the currency a minor unit. It gives none ("N.A.") to what is not money
     anyone pays in: gold and the other metals, the SDR, bond units, the testing code XTS and XXX,
     "no currency". A code ISO's current table lacks (a tender CLDR still lists) counts as money."""
     try:
-        return iso4217.Currency(code).exponent is not None
+        return _iso_exponent(code) is not None
     except ValueError:
         return True
 
@@ -54,7 +62,7 @@ def is_money(code: str) -> bool:
 def minor_units(code: str) -> int:
     """Decimal places of a currency per ISO 4217; CLDR's for the few ISO lists as N.A. (gold...)."""
     try:
-        exponent = iso4217.Currency(code).exponent
+        exponent = _iso_exponent(code)
     except ValueError:  # not in ISO's current table
         exponent = None
     return int(exponent) if exponent is not None else int(get_currency_precision(code))
