@@ -32,9 +32,9 @@ run: install
 	OUTFITTER_PUBLIC_URL=$${OUTFITTER_PUBLIC_URL:-http://127.0.0.1:$(PORT)} \
 		$(BIN)/outfitter serve --host 127.0.0.1 --port $(PORT)
 
-## Lint, type-check, then the whole suite in two processes (SQLite always; PostgreSQL when reachable,
-## required in CI). One process: make test PYTEST_ARGS=
-PYTEST_ARGS ?= -n 2 --dist worksteal
+## Lint, type-check, then the whole suite in two processes, naming its 25 slowest tests (SQLite
+## always; PostgreSQL when reachable, required in CI). One process: make test PYTEST_ARGS=
+PYTEST_ARGS ?= -n 2 --dist worksteal --durations=25
 test: install-dev lint
 	$(BIN)/pytest $(PYTEST_ARGS) --ignore=tests/architecture
 
