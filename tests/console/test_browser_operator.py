@@ -103,6 +103,18 @@ def test_operator_signs_in_with_totp_credits_a_wallet_and_delivers_an_order(
             page.goto(f"{base}/operator{path}")
             check_page(page, f"operator-{name}")
         assert "order.completed" in page.locator("#activity").inner_text()
+        # At 360 px (a phone): no page scrolls sideways, axe finds nothing serious.
+        page.set_viewport_size({"width": 360, "height": 800})
+        for name, path in (
+            ("companies", "/"),
+            ("company", f"/companies/{api.company_id}"),
+            ("orders", "/orders"),
+            ("order", f"/orders/{purchase['id']}"),
+            ("queue", "/queue"),
+            ("activity", "/activity"),
+        ):
+            page.goto(f"{base}/operator{path}")
+            check_page(page, f"operator-{name}-360")
         assert errors == []
     finally:
         context.close()
