@@ -1,6 +1,6 @@
-"""Secrets kept at rest are sealed (core.sealing): the TOTP key a console user enrols is stored
-sealed and still signs them in; a key rotation with `outfitter secrets reseal` leaves every key
-sealed by the new one, after which the old key may go."""
+"""Secrets kept at rest are sealed (core.sealing): the TOTP key a console user enrols (or an
+operator's invite makes) is stored sealed and still signs them in; a key rotation with `outfitter
+secrets reseal` leaves every key sealed by the new one, after which the old key may go."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 
 from outfitter.config import get_settings
 from outfitter.core.sealing import SEALED, UnsealFailed, is_sealed_with_first, seal, unseal
-from outfitter.models import ConsoleUser
+from outfitter.models import ConsoleUser, OperatorUser
 from tests.cli import cli_database, run  # noqa: F401
-from tests.console.conftest import form_token, sign_up
+from tests.console.conftest import form_token, operator_sign_up, sign_up
 from tests.console.test_profile import enrol, password_step
 from tests.factories import Api
 
@@ -88,3 +88,22 @@ def test_a_key_kept_in_clear_from_before_still_signs_in_and_reseal_seals_it(
     with Session(engine) as session:
         stored = session.scalar(select(ConsoleUser.totp_secret))
     assert stored is not None and unseal(stored, tuple(get_settings().secret_keys)) == totp.secret
+
+
+def test_an_operators_key_is_sealed_and_resealed_too(
+    app: FastAPI,
+    engine: Engine,
+    cli_database: None,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    operator = operator_sign_up(app)  # the invite shows the key; a code of it signs up
+    with Session(engine) as session:
+        stored = session.scalar(select(OperatorUser.totp_secret))
+    assert stored is not None and stored.startswith(SEALED) and operator.secret not in stored
+    assert run("secrets", "reseal", "--json")[1].strip() == '{"resealed": 0}'
+    monkeypatch.setenv("OUTFITTER_SECRET_KEYS", f"{NEW},{get_settings().secret_keys[0]}")
+    get_settings.cache_clear()
+    assert run("secrets", "reseal", "--json")[1].strip() == '{"resealed": 1}'
+    with Session(engine) as session:
+        resealed = session.scalar(select(OperatorUser.totp_secret))
+    assert resealed is not None and unseal(resealed, (NEW,)) == operator.secret

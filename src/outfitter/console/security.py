@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -25,7 +26,7 @@ from outfitter.core.sealing import is_sealed_with_first, seal, unseal
 from outfitter.db.base import utcnow
 from outfitter.db.tenancy import bind_company
 from outfitter.events.schemas import ConsoleSettingsOut
-from outfitter.models import ConsoleSession, ConsoleSettings, ConsoleUser, EventType
+from outfitter.models import ConsoleSession, ConsoleSettings, ConsoleUser, EventType, OperatorUser
 from outfitter.outbox import as_event_data, record_event
 
 TOTP_ISSUER = "Outfitter"
@@ -161,18 +162,24 @@ def matching_step(secret: str, code: str, now: datetime | None = None) -> int | 
     return None
 
 
-def _spend_code(session: Session, user_id: uuid.UUID, sealed: str, code: str) -> bool:
+def spend_code(
+    session: Session,
+    user_id: uuid.UUID,
+    sealed: str,
+    code: str,
+    users: type[ConsoleUser] | type[OperatorUser] = ConsoleUser,
+) -> bool:
     """Whether `code` is a fresh code of the user's (sealed) key; if so it is spent (a code, or
     one of an earlier step, is not accepted again: one conditional UPDATE, so two requests racing
-    spend it once)."""
-    step = matching_step(_opened(sealed), code)
+    spend it once). `users`: the console's users, or the operators'."""
+    step = matching_step(open_secret(sealed), code)
     if step is None:
         return False
     spent = session.execute(
-        update(ConsoleUser)
+        update(users)
         .where(
-            ConsoleUser.id == user_id,
-            or_(ConsoleUser.totp_last_step.is_(None), ConsoleUser.totp_last_step < step),
+            users.id == user_id,
+            or_(users.totp_last_step.is_(None), users.totp_last_step < step),
         )
         .values(totp_last_step=step)
         .execution_options(synchronize_session="fetch")
@@ -184,16 +191,20 @@ def _keys() -> tuple[str, ...]:
     return tuple(get_settings().secret_keys)
 
 
-def _opened(stored: str) -> str:
+def open_secret(stored: str) -> str:
     """The TOTP key a user's row keeps sealed (core.sealing)."""
     return unseal(stored, _keys())
+
+
+def seal_secret(secret: str) -> str:
+    return seal(secret, _keys())
 
 
 def pending_enrolment(session: Session, signed: SignedIn) -> Enrolment | None:
     user = _user(session, signed)
     if user.totp_enabled or user.totp_secret is None:
         return None
-    return enrolment(user.email, _opened(user.totp_secret))
+    return enrolment(user.email, open_secret(user.totp_secret))
 
 
 def start_enrolment(session: Session, signed: SignedIn) -> Enrolment:
@@ -202,7 +213,7 @@ def start_enrolment(session: Session, signed: SignedIn) -> Enrolment:
     if user.totp_enabled:
         raise Refused("code", "A second factor is already on: turn it off first to enrol a new one.")
     secret = pyotp.random_base32()
-    user.totp_secret = seal(secret, _keys())
+    user.totp_secret = seal_secret(secret)
     user.totp_last_step = None
     session.flush()
     return enrolment(user.email, secret)
@@ -213,7 +224,7 @@ def confirm_enrolment(session: Session, signed: SignedIn, code: str) -> None:
     user = _user(session, signed)
     if user.totp_enabled or user.totp_secret is None:
         raise Refused("code", "Start the enrolment first: there is no new secret to confirm.")
-    if not _spend_code(session, user.id, user.totp_secret, code):
+    if not spend_code(session, user.id, user.totp_secret, code):
         raise Refused("code", WRONG_CODE)
     user.totp_enabled_at = utcnow()
     accounts.record_user_event(session, EventType.CONSOLE_USER_TOTP_ENABLED, user, signed.actor)
@@ -227,7 +238,7 @@ def disable(session: Session, signed: SignedIn, code_or_password: str) -> None:
         raise Refused("proof", "The second factor is already off.")
     if signed.totp_required:
         raise Refused("proof", "Your company requires a second factor: it cannot be turned off.")
-    proven = accounts.password_matches(user.password_hash, code_or_password) or _spend_code(
+    proven = accounts.password_matches(user.password_hash, code_or_password) or spend_code(
         session, user.id, user.totp_secret, code_or_password
     )
     if not proven:
@@ -291,7 +302,7 @@ def complete_sign_in(
     is issued); None when it is not."""
     bind_company(session, pending.company_id)
     secret = session.scalar(select(ConsoleUser.totp_secret).where(ConsoleUser.id == pending.user_id))
-    if secret is None or not _spend_code(session, pending.user_id, secret, code):
+    if secret is None or not spend_code(session, pending.user_id, secret, code):
         return None
     session.execute(delete(ConsoleSession).where(ConsoleSession.id_hash == pending.id_hash))
     return accounts.open_session(session, pending.user_id, pending.company_id, user_agent)
@@ -332,14 +343,21 @@ def set_require_totp(session: Session, user: SignedIn, value: bool) -> None:
 
 
 def reseal_totp_keys(session: Session) -> int:
-    """Seal every console user's TOTP key with the first of OUTFITTER_SECRET_KEYS (after a new key
-    was put first): answers how many were sealed again. Across companies: an operator's command."""
+    """Seal every TOTP key (console users' and operators') with the first of OUTFITTER_SECRET_KEYS
+    (after a new key was put first): answers how many were sealed again. Across companies: an
+    operator's command."""
     keys = _keys()
+    console = session.scalars(select(ConsoleUser).where(ConsoleUser.totp_secret.is_not(None)))
+    operators = session.scalars(select(OperatorUser).where(OperatorUser.totp_secret.is_not(None)))
+    count = _reseal(console, keys) + _reseal(operators, keys)
+    session.flush()
+    return count
+
+
+def _reseal(users: Iterable[ConsoleUser | OperatorUser], keys: tuple[str, ...]) -> int:
     count = 0
-    for user in session.scalars(select(ConsoleUser).where(ConsoleUser.totp_secret.is_not(None))):
-        assert user.totp_secret is not None
-        if not is_sealed_with_first(user.totp_secret, keys):
+    for user in users:
+        if user.totp_secret is not None and not is_sealed_with_first(user.totp_secret, keys):
             user.totp_secret = seal(unseal(user.totp_secret, keys), keys)
             count += 1
-    session.flush()
     return count

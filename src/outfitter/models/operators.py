@@ -24,7 +24,7 @@ class OperatorUser(IdMixin, TimestampMixin, Base):
     invite_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
     invite_expires_at: Mapped[datetime | None]
     deactivated_at: Mapped[datetime | None]
-    totp_secret: Mapped[str | None] = mapped_column(String(64))
+    totp_secret: Mapped[str | None] = mapped_column(String(255))  # sealed (core.sealing)
     totp_enabled_at: Mapped[datetime | None]
     totp_last_step: Mapped[int | None] = mapped_column(BigInteger)
 

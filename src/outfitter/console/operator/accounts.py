@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pyotp
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from outfitter.console import accounts, security
@@ -59,7 +59,7 @@ def invite(session: Session, email: str) -> Invite:
     user.invite_expires_at = utcnow() + accounts.INVITE_VALID_FOR
     user.deactivated_at = None
     user.password_hash = None  # a deactivated operator invited again starts anew
-    user.totp_secret = pyotp.random_base32()
+    user.totp_secret = security.seal_secret(pyotp.random_base32())
     user.totp_enabled_at = None
     user.totp_last_step = None
     session.flush()
@@ -80,23 +80,6 @@ def invited(session: Session, token: str) -> OperatorUser | None:
     return user
 
 
-def _spend_code(session: Session, user_id: uuid.UUID, secret: str, code: str) -> bool:
-    """As `console.security._spend_code`: a fresh code is accepted once (a conditional UPDATE)."""
-    step = security.matching_step(secret, code)
-    if step is None:
-        return False
-    spent = session.execute(
-        update(OperatorUser)
-        .where(
-            OperatorUser.id == user_id,
-            or_(OperatorUser.totp_last_step.is_(None), OperatorUser.totp_last_step < step),
-        )
-        .values(totp_last_step=step)
-        .execution_options(synchronize_session="fetch")
-    )
-    return bool(spent.rowcount)  # type: ignore[attr-defined]
-
-
 def accept_invite(session: Session, user: OperatorUser, password: str, confirm: str, code: str) -> str | None:
     """Set the password and turn TOTP on, proven by a code of the invite's secret; the problem in
     words, or None when done."""
@@ -106,7 +89,7 @@ def accept_invite(session: Session, user: OperatorUser, password: str, confirm: 
     if password != confirm:
         return "The two passwords differ: type the same one twice."
     assert user.totp_secret is not None  # made with the invite
-    if not _spend_code(session, user.id, user.totp_secret, code):
+    if not security.spend_code(session, user.id, user.totp_secret, code, OperatorUser):
         return security.WRONG_CODE
     user.password_hash = accounts.hash_password(password)
     user.invite_hash = None
@@ -214,7 +197,7 @@ def complete_sign_in(
 ) -> str | None:
     """The new session's cookie value when `code` is right (the pending session ends), else None."""
     secret = session.scalar(select(OperatorUser.totp_secret).where(OperatorUser.id == pending.user_id))
-    if secret is None or not _spend_code(session, pending.user_id, secret, code):
+    if secret is None or not security.spend_code(session, pending.user_id, secret, code, OperatorUser):
         return None
     user_id = pending.user_id
     session.execute(delete(OperatorSession).where(OperatorSession.id_hash == pending.id_hash))

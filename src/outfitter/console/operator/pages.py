@@ -154,7 +154,7 @@ def invite_page(request: Request, token: str) -> Response:
         if user is None:
             return error_page(request, 404, INVITE_GONE)
         assert user.totp_secret is not None
-        enrolment = security.enrolment(user.email, user.totp_secret)
+        enrolment = security.enrolment(user.email, security.open_secret(user.totp_secret))
         return _form(
             request, "invite.html", invite_token=token, email=user.email, enrolment=enrolment, error=""
         )
@@ -179,7 +179,7 @@ def accept_invite(
         problem = accounts.accept_invite(session, user, password, confirm, code)
         if problem:
             assert user.totp_secret is not None
-            enrolment = security.enrolment(user.email, user.totp_secret)
+            enrolment = security.enrolment(user.email, security.open_secret(user.totp_secret))
             return _form(
                 request,
                 "invite.html",

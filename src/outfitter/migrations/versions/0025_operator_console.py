@@ -47,7 +47,7 @@ def upgrade() -> None:
         sa.Column("invite_hash", sa.String(length=64), nullable=True),
         sa.Column("invite_expires_at", Time(timezone=True), nullable=True),
         sa.Column("deactivated_at", Time(timezone=True), nullable=True),
-        sa.Column("totp_secret", sa.String(length=64), nullable=True),
+        sa.Column("totp_secret", sa.String(length=255), nullable=True),
         sa.Column("totp_enabled_at", Time(timezone=True), nullable=True),
         sa.Column("totp_last_step", sa.BigInteger(), nullable=True),
         sa.Column("id", sa.Uuid(), nullable=False),
