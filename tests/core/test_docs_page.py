@@ -6,11 +6,16 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import pytest
+
 from tests.factories import Api
 from tests.payments.conftest import LiveServer, live_server  # noqa: F401 (the fixture)
 from tests.payments.test_browser import CHROMIUM, CHROMIUM_ARGS, browser_or_skip
 
 
+# The page and its assets are the same on either database; the operation it runs is proven on
+# both by the API's own tests.
+@pytest.mark.one_database
 def test_the_docs_page_works_offline_and_runs_an_operation(api: Api, live_server: LiveServer) -> None:  # noqa: F811
     sync_api = browser_or_skip()
     service = urlsplit(live_server.url).netloc
