@@ -370,3 +370,25 @@ def test_two_clicks_at_once_make_one_card_transaction(
     assert answers[0].headers["location"] == answers[1].headers["location"]
     (listed,) = transactions(api)
     assert answers[0].headers["location"].endswith(f"/sandbox/checkout/{listed['tx_ref']}")
+
+
+def test_the_review_says_what_is_missing_beside_each_line_and_writes_nothing(
+    app: FastAPI, engine: Engine, api: Api, db: Session, demo_catalog: None
+) -> None:
+    employee = add_employee(db, api.company_id)
+    offer = prices(api)[0]
+    ada = sign_up(app, engine, api.company_id, "ada@example.com")
+    base = purchase(ada, [employee], offer["asset_pricing"]["id"], "Card")
+
+    nothing = ada.post("/buy/review", {**base, "line-0-employee": "", "line-0-pricing": ""})
+    assert nothing.status_code == 422 and "Choose at least one item for an employee." in nothing.text
+    half = ada.post("/buy/review", {**base, "line-0-pricing": "", "line-0-quantity": "0"})
+    assert half.status_code == 422
+    assert 'id="line-0-pricing-error">Choose an item for this employee.<' in half.text
+    assert 'id="line-0-quantity-error">A whole number from 1 to 100.<' in half.text
+    nobody = ada.post("/buy/review", {**base, "line-0-employee": ""})
+    assert 'id="line-0-employee-error">Choose who receives this item.<' in nobody.text
+    # An item the catalog does not price: the service's reason beside that line.
+    unknown = ada.post("/buy/review", {**base, "line-0-pricing": str(uuid.uuid4())})
+    assert unknown.status_code in (404, 422) and 'id="line-0-pricing-error"' in unknown.text
+    assert transactions(api) == []
