@@ -15,11 +15,10 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ValidationError
 
 from outfitter.console.pages import page, render
-from outfitter.console.people import ONLY_ADMINS, Fields, FormText, field_errors, pydantic_errors
-from outfitter.console.web import MOUNT_PATH, ConsoleWork, console_work, error_page, redirect
+from outfitter.console.people import Fields, FormText, field_errors, refused_unless_admin, validated
+from outfitter.console.web import MOUNT_PATH, ConsoleWork, console_work, redirect
 from outfitter.core.errors import Conflict, DomainError, NotFound, ValidationFailed
 from outfitter.db.keyset import PageParams, PageResult
 from outfitter.db.reads import run_in_session
@@ -30,6 +29,7 @@ from outfitter.models import LocationKind
 
 router = APIRouter(include_in_schema=False)
 DEVICES_PER_PAGE = 25
+ONLY_ADMINS = "Only an admin can change locations."
 
 
 def _flatten(nodes: list[LocationNode], level: int = 0) -> list[tuple[int, LocationNode]]:
@@ -39,11 +39,6 @@ def _flatten(nodes: list[LocationNode], level: int = 0) -> list[tuple[int, Locat
         rows.append((level, node))
         rows += _flatten(node.children, level + 1)
     return rows
-
-
-def _refused(request: Request, work: ConsoleWork) -> Response | None:
-    """Viewers read; every write is an admin's (403, and the page hides the controls)."""
-    return None if work.user.is_admin else error_page(request, 403, ONLY_ADMINS, work.user)
 
 
 def _body(form: Mapping[str, str]) -> dict[str, Any]:
@@ -56,13 +51,6 @@ def _body(form: Mapping[str, str]) -> dict[str, Any]:
         "country": form.get("country") or None,
         "is_default_storage": form.get("is_default_storage") == "on",
     }
-
-
-def _validated(model: type[BaseModel], values: dict[str, Any]) -> tuple[Any, dict[str, str]]:
-    try:
-        return model.model_validate(values), {}
-    except ValidationError as exc:
-        return None, pydantic_errors(exc)
 
 
 def _domain_errors(exc: DomainError) -> dict[str, str]:
@@ -104,10 +92,10 @@ def locations_page(request: Request) -> Response:
 @page
 def create_location(request: Request, values: Fields) -> Response:
     with console_work(request, values) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work, ONLY_ADMINS)
         if refused:
             return refused
-        body, errors = _validated(LocationCreate, _body(values))
+        body, errors = validated(LocationCreate, _body(values))
         if errors:
             return _tree_page(request, work, 422, values, errors)
         try:
@@ -185,11 +173,11 @@ def location_page(request: Request, location_id: str) -> Response:
 @page
 def update_location(request: Request, location_id: str, values: Fields) -> Response:
     with console_work(request, values) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work, ONLY_ADMINS)
         if refused:
             return refused
         location_service.get_location(work.session, location_id)  # 404 before anything
-        body, errors = _validated(LocationPatch, _body(values))
+        body, errors = validated(LocationPatch, _body(values))
         if errors:
             return _location_page(request, work, location_id, 422, values, errors)
         try:
@@ -206,7 +194,7 @@ def update_location(request: Request, location_id: str, values: Fields) -> Respo
 @page
 def delete_location(request: Request, location_id: str, csrf_token: FormText = "") -> Response:
     with console_work(request, {"csrf_token": csrf_token}) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work, ONLY_ADMINS)
         if refused:
             return refused
         try:

@@ -95,11 +95,11 @@ def pydantic_errors(exc: ValidationError) -> dict[str, str]:
     return placed
 
 
-def _refused(request: Request, work: ConsoleWork) -> Response | None:
-    """Viewers read; every write is an admin's (403, and the page hides the controls)."""
+def refused_unless_admin(request: Request, work: ConsoleWork, message: str = ONLY_ADMINS) -> Response | None:
+    """Viewers read; every write is an admin's (403 saying `message`; the page hides the controls)."""
     if work.user.is_admin:
         return None
-    return error_page(request, 403, ONLY_ADMINS, work.user)
+    return error_page(request, 403, message, work.user)
 
 
 async def form_fields(request: Request) -> dict[str, str]:
@@ -249,7 +249,7 @@ def _import_page(
 @page
 def import_page(request: Request) -> Response:
     with console_work(request) as work:
-        return _refused(request, work) or _import_page(request, work)
+        return refused_unless_admin(request, work) or _import_page(request, work)
 
 
 @router.post("/employees/import")
@@ -261,7 +261,7 @@ def import_employees(
     csrf_token: FormText = "",
 ) -> Response:
     with console_work(request, {"csrf_token": csrf_token}) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work)
         if refused:
             return refused
         checking = dry_run == "1"
@@ -315,10 +315,10 @@ def _values_of(employee: EmployeeOut) -> dict[str, str]:
 @page
 def new_employee_page(request: Request) -> Response:
     with console_work(request) as work:
-        return _refused(request, work) or _employee_form(request, work, {})
+        return refused_unless_admin(request, work) or _employee_form(request, work, {})
 
 
-def _validated(model: type[BaseModel], values: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+def validated(model: type[BaseModel], values: dict[str, Any]) -> tuple[Any, dict[str, str]]:
     try:
         return model.model_validate(values), {}
     except ValidationError as exc:
@@ -336,12 +336,12 @@ def _domain_errors(exc: DomainError, conflict_field: str) -> dict[str, str]:
 @page
 def create_employee(request: Request, values: Fields) -> Response:
     with console_work(request, values) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work)
         if refused:
             return refused
         body = {name: values.get(name, "") for name in _FIELD_NAMES - {"country"}}
         body["country_id"] = values.get("country", "")
-        created, errors = _validated(EmployeeCreate, body)
+        created, errors = validated(EmployeeCreate, body)
         if errors:
             return _employee_form(request, work, values, errors, 422)
         try:
@@ -382,7 +382,7 @@ def update_employee_custom_fields(request: Request, employee_id: str, values: Fi
     """The employee page's custom fields form, as a PATCH of `custom_fields` (sensitive ones kept
     unless a new value or a clear is given)."""
     with console_work(request, values) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work)
         if refused:
             return refused
         employee = employee_service.get_employee(work.session, employee_id)  # another company's: 404
@@ -412,7 +412,7 @@ def employee_page(request: Request, employee_id: str) -> Response:
 @page
 def edit_employee_page(request: Request, employee_id: str) -> Response:
     with console_work(request) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work)
         if refused:
             return refused
         employee = employee_service.get_employee(work.session, employee_id)
@@ -423,12 +423,12 @@ def edit_employee_page(request: Request, employee_id: str) -> Response:
 @page
 def update_employee(request: Request, employee_id: str, values: Fields) -> Response:
     with console_work(request, values) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work)
         if refused:
             return refused
         employee = employee_service.get_employee(work.session, employee_id)  # another company's: 404
         shown = {**values, "email": employee.email}
-        patch, errors = _validated(
+        patch, errors = validated(
             EmployeePatch, {name: values.get(name, "") for name in _FIELD_NAMES - {"email"}}
         )
         if errors:
@@ -449,7 +449,7 @@ def update_employee(request: Request, employee_id: str, values: Fields) -> Respo
 @page
 def delete_employee(request: Request, employee_id: str, csrf_token: FormText = "") -> Response:
     with console_work(request, {"csrf_token": csrf_token}) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work)
         if refused:
             return refused
         try:
@@ -519,11 +519,11 @@ def _head_id(session: Session, email: str) -> tuple[str | None, dict[str, str]]:
 @page
 def create_department(request: Request, values: Fields) -> Response:
     with console_work(request, values) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work)
         if refused:
             return refused
         head_id, errors = _head_id(work.session, values.get("head", ""))
-        body, invalid = _validated(DepartmentCreate, {"name": values.get("name", ""), "head_id": head_id})
+        body, invalid = validated(DepartmentCreate, {"name": values.get("name", ""), "head_id": head_id})
         errors = {**invalid, **errors}
         if errors:
             return _departments(request, work, 422, values, errors)
@@ -579,7 +579,7 @@ def _change_department(
     """Apply `patch` through the department service; the page again (with the reasons beside the
     fields, nothing changed) when refused, None when done."""
     current = department_service.get_department(work.session, work.actor, department_id)  # 404 first
-    body, invalid = _validated(DepartmentPatch, patch)
+    body, invalid = validated(DepartmentPatch, patch)
     errors = {**invalid, **(errors or {})}
     status = 422
     if not errors:
@@ -598,7 +598,7 @@ def _change_department(
 @page
 def update_department(request: Request, department_id: str, values: Fields) -> Response:
     with console_work(request, values) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work)
         if refused:
             return refused
         department_service.get_department(work.session, work.actor, department_id)  # 404 before anything
@@ -619,7 +619,7 @@ def _member_ids(work: ConsoleWork, department_id: str) -> list[str]:
 @page
 def add_member(request: Request, department_id: str, values: Fields) -> Response:
     with console_work(request, values) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work)
         if refused:
             return refused
         members = _member_ids(work, department_id)
@@ -642,7 +642,7 @@ def remove_member(
     request: Request, department_id: str, employee_id: str, csrf_token: FormText = ""
 ) -> Response:
     with console_work(request, {"csrf_token": csrf_token}) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work)
         if refused:
             return refused
         members = _member_ids(work, department_id)
@@ -659,7 +659,7 @@ def remove_member(
 @page
 def delete_department(request: Request, department_id: str, csrf_token: FormText = "") -> Response:
     with console_work(request, {"csrf_token": csrf_token}) as work:
-        refused = _refused(request, work)
+        refused = refused_unless_admin(request, work)
         if refused:
             return refused
         department_service.delete_department(work.session, work.actor, department_id)
