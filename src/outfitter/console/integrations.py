@@ -50,15 +50,7 @@ DELIVERIES_PER_PAGE = 25
 
 
 def token_out(record: ApiToken) -> ApiTokenOut:
-    return ApiTokenOut(
-        id=record.id,
-        name=record.name,
-        scopes=record.scope_list,
-        created_at=record.created_at,
-        expires_at=record.expires_at,
-        last_used_at=record.last_used_at,
-        revoked_at=record.revoked_at,
-    )
+    return ApiTokenOut.model_validate(record)  # the row's scope_list as `scopes`
 
 
 @dataclass(frozen=True)
